@@ -1,0 +1,3 @@
+from ctxcompact.cli import main
+
+main()

@@ -1,0 +1,137 @@
+"""What every command shares: streams, input expansion, error reporting, option types.
+
+Commands stay thin: parse options, call one core function, hand the result to
+:mod:`ctxcompact.render`. Errors from the core (:class:`CtxcompactError`) become a one-line
+message on stderr and the error's exit code; anything else is a bug and says so.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from ctxcompact.errors import CtxcompactError, InputError
+from ctxcompact.render import make_console
+from ctxcompact.transcript import Transcript, load_transcript
+
+EXIT_INTERNAL = 70
+TRACEBACK_ENV = "CTXCOMPACT_TRACEBACK"
+TRANSCRIPT_SUFFIXES = (".json", ".jsonl")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Format(str, Enum):
+    anthropic = "anthropic"
+    openai = "openai"
+    claude_code = "claude-code"
+
+
+class CounterName(str, Enum):
+    tiktoken = "tiktoken"
+    estimate = "estimate"
+    anthropic = "anthropic"
+
+
+@dataclass(slots=True)
+class Streams:
+    """stdout for what a command produces, stderr for everything said about it."""
+
+    out: Console
+    err: Console
+
+    @classmethod
+    def current(cls, *, quiet: bool = False) -> Streams:
+        err_file = open(os.devnull, "w") if quiet else sys.stderr  # noqa: SIM115 - lives as long as the command
+        return cls(out=make_console(sys.stdout), err=make_console(err_file))
+
+
+def error(message: str, code: int) -> typer.Exit:
+    make_console(sys.stderr).print(f"ctxcompact: error: {message}", markup=False, highlight=False)
+    return typer.Exit(code)
+
+
+def reports_errors(func: F) -> F:
+    """Map core errors to messages and exit codes; keep bugs distinguishable from both."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except CtxcompactError as exc:
+            raise error(str(exc), exc.exit_code) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+        except BrokenPipeError:
+            _silence_stdout()
+            raise typer.Exit(0) from None
+        except (typer.Exit, typer.Abort, SystemExit):
+            raise
+        except Exception as exc:
+            if os.environ.get(TRACEBACK_ENV):
+                raise
+            raise error(
+                f"internal error: {type(exc).__name__}: {exc}. This is a bug in ctxcompact; "
+                f"rerun with {TRACEBACK_ENV}=1 for the traceback and report it.",
+                EXIT_INTERNAL,
+            ) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _silence_stdout() -> None:
+    # After a closed pipe, Python's final flush would raise again: point stdout at devnull.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def expand_inputs(paths: Sequence[Path] | None) -> list[str | None]:
+    """Paths as given; a directory stands for the .json/.jsonl files below it (sorted);
+    nothing or ``-`` means stdin, which must not be a terminal."""
+    if not paths:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise InputError("no input: give a transcript file, a directory, or pipe one on stdin (see --help).")
+        return [None]
+    out: list[str | None] = []
+    for path in paths:
+        if str(path) == "-":
+            out.append(None)
+        elif path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in TRANSCRIPT_SUFFIXES and p.is_file())
+            if not found:
+                raise InputError(f"{path}: directory has no .json or .jsonl files.")
+            out.extend(str(p) for p in found)
+        else:
+            out.append(str(path))
+    return out
+
+
+def load_all(paths: Sequence[Path] | None, fmt: Format | None) -> Iterator[Transcript]:
+    for path in expand_inputs(paths):
+        yield load_transcript(path, dialect=fmt.value if fmt else None)
+
+
+# Shared option declarations, so every command spells them the same way.
+FILES_ARG = typer.Argument(None, help="Transcript files or directories; '-' or nothing reads stdin.", show_default=False)
+FORMAT_OPT = typer.Option(None, "--format", "-f", help="Force the dialect instead of detecting it.", case_sensitive=False)
+COUNTER_OPT = typer.Option(
+    CounterName.tiktoken,
+    "--counter",
+    help="tiktoken (offline, default), estimate (seed formula, fastest) or anthropic (exact, needs ANTHROPIC_API_KEY).",
+    case_sensitive=False,
+)
+ENCODING_OPT = typer.Option("cl100k_base", "--encoding", help="tiktoken encoding; cl100k_base is bundled, others only from tiktoken's cache.")
+JSON_OPT = typer.Option(False, "--json", help="Print JSON instead of tables.")
+MODEL_OPT = typer.Option(None, "--model", "-m", help="Model id, for its context window (default: the transcript's own model, if it names one).")

@@ -1,0 +1,133 @@
+"""``count`` and ``check``: reports on stdout, warnings on stderr."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import typer
+
+from ctxcompact.cli.common import (
+    COUNTER_OPT,
+    ENCODING_OPT,
+    FILES_ARG,
+    FORMAT_OPT,
+    JSON_OPT,
+    MODEL_OPT,
+    CounterName,
+    Format,
+    Streams,
+    load_all,
+    reports_errors,
+)
+from ctxcompact.models import DEFAULT_RATIO, load_registry, make_budget, resolve_model
+from ctxcompact.render import CountRow, check_to_json, count_to_json, render_check, render_count, render_warnings
+from ctxcompact.tokens import make_counter
+from ctxcompact.usage import check_conversation, conversation_model, measure
+
+
+def _counter(name: CounterName, encoding: str, model: str | None) -> Any:
+    if name is CounterName.anthropic:
+        from ctxcompact.llm import DEFAULT_COUNT_MODEL, AnthropicTotalCounter
+
+        return AnthropicTotalCounter(model=model or DEFAULT_COUNT_MODEL)
+    return make_counter(name.value, encoding=encoding)
+
+
+@reports_errors
+def count(
+    files: list[Path] | None = FILES_ARG,
+    fmt: Format | None = FORMAT_OPT,
+    counter: CounterName = COUNTER_OPT,
+    encoding: str = ENCODING_OPT,
+    model: str | None = MODEL_OPT,
+    top: int = typer.Option(10, "--top", "-n", min=0, help="How many of the largest messages and tool results to list."),
+    as_json: bool = JSON_OPT,
+    models_file: Path | None = typer.Option(None, "--models-file", help="Extra models: JSON/TOML of id → context window."),
+) -> None:
+    """Where do my tokens go? Totals per role and block type, the largest messages and tool results.
+
+    \b
+    Examples:
+      ctxcompact count session.jsonl
+      ctxcompact count sessions/ --json | jq .total
+      cat request.json | ctxcompact count --counter estimate
+      ctxcompact count t.json --model claude-sonnet-4-5     # adds the share of the window
+    """
+    streams = Streams.current()
+    registry = load_registry(models_file)
+    rows: list[CountRow] = []
+    warnings: list[str] = []
+    for transcript in load_all(files, fmt):
+        for conv in transcript.conversations:
+            chosen = _counter(counter, encoding, model or conversation_model(conv))
+            report = measure(conv, chosen)
+            info = None
+            if model is not None:
+                info = resolve_model(model, registry=registry)
+                if not info.known:
+                    warnings.append(f"unknown model {model!r}: assuming a {info.context_window:,}-token window.")
+            warnings.extend(f"{conv.label}: {w}" for w in conv.warnings)
+            rows.append(CountRow(conv.label, conv.dialect, report, info))
+    render_warnings(sorted(set(warnings)), streams.err)
+    if as_json:
+        typer.echo(orjson.dumps(count_to_json(rows, top=top), option=orjson.OPT_INDENT_2).decode())
+    else:
+        render_count(rows, streams.out, top=top)
+
+
+@reports_errors
+def check(
+    files: list[Path] | None = FILES_ARG,
+    model: str | None = MODEL_OPT,
+    context_window: int | None = typer.Option(None, "--context-window", "-w", help="Override the model's context window (tokens)."),
+    output_reserve: int | None = typer.Option(
+        None, "--output-reserve", help="Tokens kept free for the reply [default: 32000, at most a quarter of the window]."
+    ),
+    threshold: float = typer.Option(
+        DEFAULT_RATIO, "--threshold", "-t", help="Compact at this share of (window − reserve): 0.4–0.9. ≤0.6 cost-first, ≤0.75 balanced, else retention."
+    ),
+    validate: bool = typer.Option(True, "--validate/--no-validate", help="Also check API invariants (tool pairs, ids, roles)."),
+    fmt: Format | None = FORMAT_OPT,
+    counter: CounterName = COUNTER_OPT,
+    encoding: str = ENCODING_OPT,
+    models_file: Path | None = typer.Option(None, "--models-file", help="Extra models: JSON/TOML of id → context window."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Will my next call fit? Exit 0 within budget, 1 when compaction is due, 2 on bad input.
+
+    threshold = (context window − output reserve) × ratio. Invariant errors (an orphan
+    tool_result, an unanswered tool_use, a duplicate id) also exit 2: the API would refuse
+    the request.
+
+    \b
+    Examples:
+      ctxcompact check t.json --model claude-sonnet-4-5 && echo fits
+      ctxcompact check session.jsonl --threshold 0.75 --json
+      cat t.json | ctxcompact check -m gpt-4o || ctxcompact compact t.json -o t.json
+    """
+    streams = Streams.current()
+    registry = load_registry(models_file)
+    results = []
+    budget = None
+    warnings: list[str] = []
+    for transcript in load_all(files, fmt):
+        for conv in transcript.conversations:
+            info = resolve_model(model or conversation_model(conv), context_window=context_window, registry=registry)
+            if not info.known:
+                name = info.model or "no --model given"
+                warnings.append(f"unknown model ({name}): assuming a {info.context_window:,}-token window; pass --model or --context-window.")
+            budget = make_budget(info, output_reserve=output_reserve, ratio=threshold)
+            chosen = _counter(counter, encoding, info.model)
+            results.append(check_conversation(conv, budget=budget, counter=chosen, validate=validate))
+    assert budget is not None
+    render_warnings(sorted(set(warnings)), streams.err)
+    if as_json:
+        typer.echo(orjson.dumps(check_to_json(results, budget), option=orjson.OPT_INDENT_2).decode())
+    else:
+        render_check(results, budget, streams.out)
+    if any(r.errors for r in results):
+        raise typer.Exit(2)
+    if any(r.needs_compaction for r in results):
+        raise typer.Exit(1)

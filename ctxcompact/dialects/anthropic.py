@@ -1,0 +1,70 @@
+"""Anthropic Messages API dialect: ``{"role", "content": str | [blocks]}``.
+
+The IR *is* Anthropic-shaped, so this adapter only normalizes string content to a text block
+and back. A leading ``role: "system"`` message in the list is accepted (the seeds' format);
+a request body's top-level ``system`` is handled by :mod:`ctxcompact.transcript`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ctxcompact.dialects.common import Parsed, content_blocks, plain_text, require_mapping
+from ctxcompact.errors import InputError
+from ctxcompact.ir import Message, Source
+
+NAME = "anthropic"
+ROLES = ("system", "user", "assistant")
+
+
+def parse_records(records: Sequence[Any]) -> Parsed:
+    messages: list[Message] = []
+    passthrough: set[int] = set()
+    warnings: list[str] = []
+    for i, record in enumerate(records):
+        where = f"message {i}"
+        rec = require_mapping(record, where)
+        role = rec.get("role")
+        if role is None:
+            raise InputError(f"{where} has no 'role' (expected 'user', 'assistant' or 'system').")
+        if role not in ROLES:
+            passthrough.add(i)
+            warnings.append(f"{where} has role {role!r}: kept as it is, not counted.")
+            continue
+        blocks = content_blocks(rec.get("content"), where)
+        messages.append(Message(role, blocks, Source((record,), (i,))))
+    return Parsed(tuple(messages), frozenset(passthrough), tuple(warnings))
+
+
+def render_message(message: Message) -> list[Any]:
+    template = message.source.records[0] if message.source else None
+    out: dict[str, Any] = dict(template) if isinstance(template, dict) else {}
+    out["role"] = message.role
+    text = plain_text(message.content)
+    out["content"] = text if text is not None else [dict(b) for b in message.content]
+    return [out]
+
+
+def to_api_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+    """IR messages as an Anthropic API call: ``(system, messages)``.
+
+    System messages move to the ``system`` parameter (the API has no system role); everything
+    else is rendered as-is. Used to send a transcript of any dialect to the API.
+    """
+    system_parts: list[str] = []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            system_parts.extend(str(b.get("text", "")) for b in message.content if b.get("type") == "text")
+            continue
+        blocks = [_api_block(b) for b in message.content]
+        out.append({"role": message.role, "content": blocks or [{"type": "text", "text": "(empty)"}]})
+    return ("\n\n".join(system_parts) or None), out
+
+
+def _api_block(block: Any) -> dict[str, Any]:
+    # OpenAI-origin tool_use blocks carry the raw 'arguments' string, which the API rejects.
+    if block.get("type") == "tool_use" and "arguments" in block:
+        return {k: v for k, v in block.items() if k != "arguments"}
+    return dict(block)

@@ -1,0 +1,152 @@
+"""Claude Code session files (``~/.claude/projects/*/<session>.jsonl``).
+
+Each line is an *entry*. Entries of type ``user`` / ``assistant`` carry an API message in
+``message``; everything else (``summary``, ``progress``, ``file-history-snapshot``,
+``queue-operation``, ``system``, ``pr-link``…) is kept exactly where it was but is not a
+message. What the model sees, and so what becomes IR messages:
+
+* only entries after the last ``system`` entry with ``subtype: "compact_boundary"`` (Claude
+  Code keeps pre-compaction lines in the file but no longer sends them; the
+  ``isCompactSummary`` user entry after the boundary *is* sent);
+* only main-thread entries (``isSidechain: false``) when the file has any; a subagent file
+  (``<session>/subagents/agent-*.jsonl``) is all sidechain and is read as its own thread;
+* one assistant response is written as several entries sharing ``message.id`` (a thinking
+  line, a text line, a tool_use line): they form one IR message; consecutive user entries
+  (the results of parallel tool calls) form one user message, as Claude Code sends them.
+
+The top-level ``toolUseResult`` duplicate is never counted: the model does not see it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ctxcompact.dialects.common import Parsed, content_blocks, json_kind, plain_text
+from ctxcompact.errors import InputError
+from ctxcompact.ir import Block, Message, Source
+
+NAME = "claude-code"
+MESSAGE_TYPES = ("user", "assistant")
+#: Entry types that only Claude Code writes: enough to recognise a session file.
+MARKER_TYPES = frozenset(
+    {"summary", "file-history-snapshot", "queue-operation", "progress", "pr-link", "system"}
+)
+
+
+def looks_like(records: Sequence[Any]) -> bool:
+    """True when the entries are Claude Code session entries rather than bare messages."""
+    for record in records[:50]:
+        if not isinstance(record, Mapping):
+            return False
+        if "role" in record:
+            return False
+        kind = record.get("type")
+        if kind in MESSAGE_TYPES and isinstance(record.get("message"), Mapping):
+            return True
+        if kind in MARKER_TYPES and ("uuid" in record or "sessionId" in record or "leafUuid" in record or "messageId" in record):
+            return True
+    return False
+
+
+def parse_records(records: Sequence[Any]) -> Parsed:
+    for i, record in enumerate(records):
+        if not isinstance(record, Mapping):
+            raise InputError(f"line {i + 1} is a JSON {json_kind(record)}, expected a Claude Code entry (an object).")
+
+    boundary = -1
+    for i, record in enumerate(records):
+        if record.get("type") == "system" and record.get("subtype") == "compact_boundary":
+            boundary = i
+    candidates = [
+        i
+        for i, record in enumerate(records)
+        if i > boundary and record.get("type") in MESSAGE_TYPES and isinstance(record.get("message"), Mapping)
+    ]
+    has_main = any(not records[i].get("isSidechain") for i in candidates)
+    visible = [i for i in candidates if not (has_main and records[i].get("isSidechain"))]
+
+    groups: list[list[int]] = []
+    for i in visible:
+        entry = records[i]
+        if groups and entry.get("type") == "user" and records[groups[-1][-1]].get("type") == "user":
+            groups[-1].append(i)
+            continue
+        if entry.get("type") == "assistant":
+            target = _open_response(records, groups, entry["message"].get("id"))
+            if target is not None:
+                target.append(i)
+                continue
+        groups.append([i])
+
+    messages: list[Message] = []
+    for group in groups:
+        first = records[group[0]]["message"]
+        role = first.get("role") or records[group[0]].get("type")
+        if role not in MESSAGE_TYPES:
+            raise InputError(f"line {group[0] + 1}: message role {role!r} is not 'user' or 'assistant'.")
+        blocks: list[Block] = []
+        for i in group:
+            blocks.extend(content_blocks(records[i]["message"].get("content"), f"line {i + 1}"))
+        source = Source(tuple(records[i] for i in group), tuple(group))
+        messages.append(Message(role, tuple(blocks), source))
+
+    in_messages = {i for group in groups for i in group}
+    passthrough = frozenset(i for i in range(len(records)) if i not in in_messages)
+    return Parsed(tuple(messages), passthrough, ())
+
+
+def _open_response(records: Sequence[Any], groups: list[list[int]], message_id: Any) -> list[int] | None:
+    """The assistant group this entry continues, if any.
+
+    Claude Code writes each block of one response as its own entry, and the results of
+    parallel tool calls can land between them. An entry continues the most recent assistant
+    group with the same ``message.id`` when only tool-result entries came after that group.
+    """
+    if message_id is None:
+        return None
+    for group in reversed(groups):
+        first = records[group[0]]
+        if first.get("type") == "assistant":
+            return group if first["message"].get("id") == message_id else None
+        if not all(_only_tool_results(records[i]) for i in group):
+            return None
+    return None
+
+
+def _only_tool_results(entry: Mapping[str, Any]) -> bool:
+    content = entry["message"].get("content")
+    return isinstance(content, list) and bool(content) and all(
+        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+    )
+
+
+def render_message(message: Message) -> list[Any]:
+    """One entry for a changed or new message.
+
+    A changed message keeps its first entry as the template (uuid, parentUuid, session
+    fields); a new one gets a fresh uuid and the ``isSynthetic``-free minimal fields Claude
+    Code needs to show it.
+    """
+    templates = message.source.records if message.source else ()
+    text = plain_text(message.content)
+    content: Any = text if text is not None else [dict(b) for b in message.content]
+    if templates:
+        entry = dict(templates[0])
+        inner = dict(entry.get("message") or {})
+        inner["content"] = content
+        entry["message"] = inner
+        entry.pop("toolUseResult", None)
+        return [entry]
+    return [
+        {
+            "type": message.role,
+            "isSidechain": False,
+            "message": {"role": message.role, "content": content},
+            "uuid": str(uuid.uuid4()),
+            "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+            "ctxcompact": True,
+        }
+    ]

@@ -1,0 +1,230 @@
+"""The internal representation every command works on.
+
+A transcript, whatever its dialect, becomes a list of :class:`Message` whose ``content`` is a
+tuple of Anthropic-shaped block dicts (``{"type": "text", "text": ...}``, ``tool_use``,
+``tool_result``, ``thinking``, ``redacted_thinking``, ``image``, ``document``; any other type is
+carried through untouched). Roles are ``system``, ``user`` and ``assistant``: an OpenAI
+``role: "tool"`` message becomes a ``tool_result`` block of a user message, and ``tool_calls``
+become ``tool_use`` blocks.
+
+Lossless by design: a message keeps the raw input records it came from in ``source``. A
+strategy returns *the very same object* for a message it keeps, and a new object (built with
+:meth:`Message.with_content`) for one it changes, so the writer can emit kept messages
+byte-for-byte as they were read. Block dicts are shared, never mutated: code that changes a
+block builds a new dict.
+
+This module is the one home of the conversation-structure rules: tool pairs, tool interaction
+blocks, rounds and the current tool loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Block = Mapping[str, Any]
+Role = Literal["system", "user", "assistant"]
+
+#: Block types the tool knows by name; anything else is an "other" block, carried untouched.
+KNOWN_BLOCK_TYPES = frozenset(
+    {"text", "tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a message came from: its raw records and their positions in the container.
+
+    ``records`` are the parsed JSON values exactly as read (one Anthropic message; an OpenAI
+    run of ``tool`` messages; several Claude Code entries sharing a ``message.id``).
+    ``indices`` are their positions in the conversation's record list, used for error
+    messages ("message 12") and to keep non-message records in place when writing.
+    """
+
+    records: tuple[Any, ...]
+    indices: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Message:
+    """One model-visible message. Identity matters: ``eq=False`` so that "kept" means "is".
+
+    ``changed`` is True for a message a rewrite built from an existing one (it keeps the
+    ``source`` as a template for fields we do not model, such as ids or metadata); a message
+    with no ``source`` is new (a summary, a restored file).
+    """
+
+    role: Role
+    content: tuple[Block, ...]
+    source: Source | None = None
+    changed: bool = False
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def with_content(self, content: Iterable[Block]) -> Message:
+        """A changed copy with new content; role, source and meta carried over."""
+        return Message(self.role, tuple(content), self.source, True, self.meta)
+
+    @property
+    def index(self) -> int | None:
+        """Position of this message's first raw record in its file, if it was read from one."""
+        return self.source.indices[0] if self.source else None
+
+    @property
+    def is_new(self) -> bool:
+        return self.source is None
+
+
+def new_message(role: Role, text: str, **meta: Any) -> Message:
+    """A message created by a rewrite (summary, acknowledgement, restored file)."""
+    return Message(role, ({"type": "text", "text": text},), None, True, meta)
+
+
+# --- block helpers ---------------------------------------------------------------------------
+
+
+def block_type(block: Block) -> str:
+    kind = block.get("type")
+    return kind if isinstance(kind, str) else "other"
+
+
+def tool_uses(message: Message) -> list[Block]:
+    return [b for b in message.content if b.get("type") == "tool_use"]
+
+
+def tool_results(message: Message) -> list[Block]:
+    return [b for b in message.content if b.get("type") == "tool_result"]
+
+
+def has_user_text(message: Message) -> bool:
+    """True for a user message that carries the user's own words, not only tool results.
+
+    This is what starts a *round*. Images and documents count as the user's input too.
+    """
+    if message.role != "user":
+        return False
+    for block in message.content:
+        kind = block.get("type")
+        if kind == "text" and str(block.get("text", "")).strip():
+            return True
+        if kind in ("image", "document", "image_url", "input_audio", "file"):
+            return True
+    return False
+
+
+def text_of(message: Message, *, include_tool_results: bool = False) -> str:
+    """The plain text of a message's text blocks (and, optionally, its tool results)."""
+    parts: list[str] = []
+    for block in message.content:
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind == "tool_result" and include_tool_results:
+            parts.append(tool_result_text(block))
+    return "\n".join(p for p in parts if p)
+
+
+def tool_result_text(block: Block) -> str:
+    """The text inside a tool_result (string content, or the text of its blocks)."""
+    content = block.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            str(b.get("text", "")) for b in content if isinstance(b, Mapping) and b.get("type") == "text"
+        ]
+        return "\n".join(texts)
+    return str(content)
+
+
+# --- structure: pairs, tool interaction blocks, rounds, the current loop ---------------------
+
+
+def tool_names_by_id(messages: Sequence[Message]) -> dict[str, str]:
+    """Map every tool_use id to its tool name (used to label tool results)."""
+    names: dict[str, str] = {}
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        for block in message.content:
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                names[block["id"]] = str(block.get("name", ""))
+    return names
+
+
+def round_starts(messages: Sequence[Message]) -> list[int]:
+    """Indices of the user messages that carry user text: each one opens a round."""
+    return [i for i, m in enumerate(messages) if has_user_text(m)]
+
+
+def current_loop_start(messages: Sequence[Message]) -> int:
+    """Index of the last user message with user text (seed 004 "Loop 内压缩").
+
+    That message and everything after it is the live request and its tool loop: local
+    strategies never touch it. With no user text at all, the whole list is the loop (0) —
+    except leading system messages, which are never in a loop.
+    """
+    starts = round_starts(messages)
+    if starts:
+        return starts[-1]
+    return leading_system_count(messages)
+
+
+def leading_system_count(messages: Sequence[Message]) -> int:
+    """How many messages at the start are system messages (the *head*)."""
+    n = 0
+    for message in messages:
+        if message.role != "system":
+            break
+        n += 1
+    return n
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A half-open range ``[start, end)`` of message indices."""
+
+    start: int
+    end: int
+
+    def __contains__(self, index: object) -> bool:
+        return isinstance(index, int) and self.start <= index < self.end
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+
+def tool_interaction_blocks(messages: Sequence[Message]) -> list[Span]:
+    """Spans of *tool interaction blocks*: an assistant message with tool uses plus the user
+    message(s) right after it that hold their results (seed 002 §4.2, seed 004 tool groups).
+
+    A strategy keeps or drops such a span whole, which is what keeps pairs valid.
+    """
+    spans: list[Span] = []
+    i = 0
+    n = len(messages)
+    while i < n:
+        message = messages[i]
+        ids = {b.get("id") for b in tool_uses(message)} if message.role == "assistant" else set()
+        if not ids:
+            i += 1
+            continue
+        j = i + 1
+        # Results answer the immediately preceding assistant message; OpenAI tool messages
+        # may be followed by more tool messages for the same call set.
+        while j < n and messages[j].role == "user" and any(
+            b.get("tool_use_id") in ids for b in tool_results(messages[j])
+        ):
+            j += 1
+        spans.append(Span(i, j))
+        i = j
+    return spans
+
+
+def span_of_index(spans: Sequence[Span], index: int) -> Span | None:
+    for span in spans:
+        if index in span:
+            return span
+    return None

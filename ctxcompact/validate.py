@@ -1,0 +1,118 @@
+"""API invariants a message list must keep (SPEC §3.1), and the check that finds breaks.
+
+Errors (the API would reject the request):
+
+``orphan_tool_result``   a tool_result that does not answer a tool_use of the immediately
+                         preceding assistant message
+``unanswered_tool_use``  a tool_use with no tool_result in the next message — except in the
+                         last assistant message, whose calls may still be running
+``duplicate_tool_id``    the same tool_use id used twice (a warning for OpenAI when reused in a
+                         later turn, which its API accepts)
+``system_not_leading``   a system message after the conversation started
+
+Warnings (tolerated by the APIs, which merge them, but worth knowing):
+
+``consecutive_roles``    two user or two assistant messages in a row (Anthropic dialect only;
+                         OpenAI allows it, and its ``tool`` runs map to one user message)
+``first_not_user``       the first non-system message is not from the user
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ctxcompact.ir import Message, tool_results, tool_uses
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    code: str
+    severity: Severity
+    message_index: int
+    detail: str
+
+    def __str__(self) -> str:
+        return f"message {self.message_index}: {self.detail} [{self.code}]"
+
+
+def validate_messages(messages: Sequence[Message], *, dialect: str = "anthropic") -> list[Violation]:
+    """Every invariant break in ``messages``, in message order. Pure; never raises for bad data.
+
+    ``message_index`` is the position in the IR list; for messages read from a file the
+    CLI reports the record position too.
+    """
+    found: list[Violation] = []
+    seen_ids: dict[str, int] = {}
+    last_assistant = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
+    started = False
+    previous_role: str | None = None
+
+    for i, message in enumerate(messages):
+        if message.role == "system":
+            if started:
+                found.append(Violation("system_not_leading", "error", i, "system message after the conversation started"))
+            continue
+        if not started and message.role != "user":
+            found.append(Violation("first_not_user", "warning", i, f"conversation starts with a {message.role} message"))
+        started = True
+        if dialect != "openai" and previous_role == message.role:
+            found.append(Violation("consecutive_roles", "warning", i, f"two {message.role} messages in a row"))
+        previous_role = message.role
+
+        for block in tool_uses(message) if message.role == "assistant" else []:
+            tool_id = block.get("id")
+            if not isinstance(tool_id, str) or not tool_id:
+                found.append(Violation("missing_tool_id", "error", i, "tool_use without an id"))
+                continue
+            if tool_id in seen_ids:
+                # OpenAI accepts an id reused in a later turn (gpt-4o does it); Anthropic does not.
+                severity: Severity = "warning" if dialect == "openai" and seen_ids[tool_id] != i else "error"
+                found.append(
+                    Violation("duplicate_tool_id", severity, i, f"tool id {tool_id} already used in message {seen_ids[tool_id]}")
+                )
+            else:
+                seen_ids[tool_id] = i
+
+        if message.role == "user":
+            answered = _ids_of_previous_assistant(messages, i)
+            for block in tool_results(message):
+                tool_id = block.get("tool_use_id")
+                if tool_id not in answered:
+                    found.append(
+                        Violation("orphan_tool_result", "error", i, f"tool_result {tool_id} answers no tool_use of the previous assistant message")
+                    )
+
+        if message.role == "assistant" and i != last_assistant:
+            expected = {b.get("id") for b in tool_uses(message)}
+            got = {b.get("tool_use_id") for m in _answer_messages(messages, i) for b in tool_results(m)}
+            for tool_id in sorted(str(t) for t in expected - got if t):
+                found.append(Violation("unanswered_tool_use", "error", i, f"tool_use {tool_id} has no tool_result"))
+    return found
+
+
+def _answer_messages(messages: Sequence[Message], assistant_index: int) -> list[Message]:
+    """The user messages right after an assistant message (OpenAI tool runs may be followed
+    by a user message; results live in the first)."""
+    out: list[Message] = []
+    j = assistant_index + 1
+    while j < len(messages) and messages[j].role == "user":
+        out.append(messages[j])
+        j += 1
+    return out
+
+
+def _ids_of_previous_assistant(messages: Sequence[Message], user_index: int) -> set[object]:
+    j = user_index - 1
+    while j >= 0 and messages[j].role == "user":
+        j -= 1
+    if j < 0 or messages[j].role != "assistant":
+        return set()
+    return {b.get("id") for b in tool_uses(messages[j])}
+
+
+def errors_only(violations: Sequence[Violation]) -> list[Violation]:
+    return [v for v in violations if v.severity == "error"]

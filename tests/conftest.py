@@ -1,0 +1,36 @@
+"""Shared fixtures: corpus access, a fake Messages API server, a clean environment."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fake_anthropic import FakeAnthropicServer, fake_anthropic_server
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_transcripts"
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+@pytest.fixture(name="fake_api")
+def _fake_api() -> Iterator[FakeAnthropicServer]:
+    yield from fake_anthropic_server()
+
+
+@pytest.fixture(autouse=True)
+def _no_real_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test may reach a real API or pick up the developer's key."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.delenv("CTXCOMPACT_MODELS_FILE", raising=False)
+
+
+def corpus_files(*subdirs: str) -> list[Path]:
+    """Corpus files under the given subdirectories; [] when the corpus is absent."""
+    if not CORPUS.is_dir():
+        return []
+    return sorted(p for d in subdirs for p in (CORPUS / d).glob("*") if p.is_file())
+
+
+requires_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not present (a user's clone has none)")
