@@ -16,11 +16,20 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 install: $(STAMP)
 
+DEMO := .ctxcompact/demo
 demo: $(STAMP)
-	@echo "== ctxcompact count sample_transcripts/anthropic-session.json =="
+	@echo "== 1. where do the tokens go? =="
 	$(BIN)/ctxcompact count sample_transcripts/anthropic-session.json --model claude-sonnet-4-5 --top 5
-	@echo "== ctxcompact check (exit 0 = fits, 1 = compaction due) =="
-	$(BIN)/ctxcompact check sample_transcripts/anthropic-session.json --model gpt-4 || true
+	@echo "== 2. does it fit gpt-4's 8K window? (exit 1 = compaction due) =="
+	-$(BIN)/ctxcompact check sample_transcripts/anthropic-session.json --model gpt-4
+	@echo "== 3. compact it: offline summary + restored files, originals archived =="
+	mkdir -p $(DEMO)
+	env -u ANTHROPIC_API_KEY $(BIN)/ctxcompact compact sample_transcripts/anthropic-session.json \
+	    --work-dir sample_transcripts/workspace --archive-dir $(DEMO)/archive \
+	    --model gpt-4 --stats-json $(DEMO)/stats.json -o $(DEMO)/compacted.json
+	@echo "== 4. the result fits =="
+	$(BIN)/ctxcompact check $(DEMO)/compacted.json --model gpt-4
+	@echo "compacted transcript: $(DEMO)/compacted.json   stats: $(DEMO)/stats.json"
 
 lint: $(STAMP)
 	$(BIN)/ruff check ctxcompact tests bench

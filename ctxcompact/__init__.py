@@ -35,6 +35,11 @@ _EXPORTS = {
     "make_budget": "ctxcompact.models",
     "validate_messages": "ctxcompact.validate",
     "Violation": "ctxcompact.validate",
+    "compact_messages": "ctxcompact.compact",
+    "compact_conversation": "ctxcompact.compact",
+    "CompactOptions": "ctxcompact.compact",
+    "CompactResult": "ctxcompact.compact",
+    "CompactStats": "ctxcompact.compact",
     "CtxcompactError": "ctxcompact.errors",
     "InputError": "ctxcompact.errors",
     "WorkFailedError": "ctxcompact.errors",
@@ -43,6 +48,7 @@ _EXPORTS = {
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
+    from ctxcompact.compact import CompactOptions, CompactResult, CompactStats, compact_conversation, compact_messages
     from ctxcompact.errors import CtxcompactError, InputError, WorkFailedError
     from ctxcompact.ir import Message
     from ctxcompact.models import make_budget, resolve_model

@@ -112,3 +112,86 @@ class AnthropicTotalCounter:
         except anthropic.APIError as exc:
             raise WorkFailedError(f"exact token count failed: {describe_api_error(exc)}.") from None
         return int(result.input_tokens)
+
+
+# --- single text requests (used by the summarizer's own retry loop) --------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ApiFailure:
+    """What went wrong with one API attempt, without the key or the request.
+
+    ``retryable``: a timeout, a connection error, or HTTP 408/409/429/5xx (529 overloaded
+    included), unless the server said ``x-should-retry: false`` — the SDK's own policy.
+    ``retry_after``: seconds the server asked us to wait (``retry-after-ms`` or
+    ``retry-after``), when it said so.
+    """
+
+    description: str
+    retryable: bool
+    status: int | None = None
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextReply:
+    """The text of a Messages API answer (text blocks joined) and why the model stopped."""
+
+    text: str
+    stop_reason: str | None
+    model: str | None
+
+
+def classify_api_error(exc: BaseException) -> ApiFailure | None:
+    """An :class:`ApiFailure` for an SDK error, ``None`` for anything else (a bug stays a bug)."""
+    import anthropic
+
+    if not isinstance(exc, anthropic.APIError):
+        return None
+    description = describe_api_error(exc)
+    if isinstance(exc, anthropic.APIConnectionError):  # APITimeoutError is one of these
+        return ApiFailure(description, retryable=True)
+    if isinstance(exc, anthropic.APIStatusError):
+        status = exc.status_code
+        headers = exc.response.headers
+        should_retry = headers.get("x-should-retry")
+        if should_retry in ("true", "false"):
+            retryable = should_retry == "true"
+        else:
+            retryable = status in (408, 409, 429) or status >= 500
+        return ApiFailure(description, retryable, status, _retry_after(headers))
+    return ApiFailure(description, retryable=False)
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms``, or ``retry-after`` (seconds or an HTTP date)."""
+    try:
+        return float(headers.get("retry-after-ms", "")) / 1000
+    except ValueError:
+        pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    import email.utils
+    import time
+
+    parsed = email.utils.parsedate_tz(value)
+    return None if parsed is None else float(email.utils.mktime_tz(parsed) - time.time())
+
+
+def request_text(client: Any, *, model: str, system: str, user: str, max_tokens: int) -> TextReply:
+    """One Messages API call, exactly one HTTP attempt (the SDK's retries are switched off so
+    the caller's retry loop counts attempts exactly). SDK errors propagate: classify them with
+    :func:`classify_api_error`."""
+    response = client.with_options(max_retries=0).messages.create(
+        model=model,
+        max_tokens=max_tokens,
+        system=system,
+        messages=[{"role": "user", "content": user}],
+    )
+    texts = [str(getattr(b, "text", "")) for b in response.content if getattr(b, "type", None) == "text"]
+    return TextReply("".join(texts), getattr(response, "stop_reason", None), getattr(response, "model", None))

@@ -278,3 +278,86 @@ def mapping_table(title: str, rows: Mapping[str, Any], console: Console) -> None
     for key, value in rows.items():
         table.add_row(key, _n(value) if isinstance(value, int) and not isinstance(value, bool) else str(value))
     console.print(table)
+
+
+# --- compact / restore-files -------------------------------------------------------------------
+
+
+def render_compact_stats(stats: Any, console: Console, *, label: str | None = None) -> None:
+    """The stats panel on stderr (``stats`` is a :class:`ctxcompact.compact.CompactStats`)."""
+    lines: list[Text] = []
+    if stats.compacted:
+        lines.append(
+            Text.assemble(
+                ("tokens ", "dim"),
+                _n(stats.original_tokens),
+                " → ",
+                (_n(stats.compacted_tokens), "bold"),
+                f"  ({stats.compaction_ratio:.1%} of the original)",
+            )
+        )
+    else:
+        lines.append(Text.assemble(("unchanged: ", "bold yellow"), stats.reason, f"  ({_n(stats.original_tokens)} tokens)"))
+    if stats.compacted:
+        detail = (
+            f"messages compacted {stats.compacted_message_count}, retained {stats.retained_message_count}; "
+            f"files restored {stats.restored_file_count} ({_n(stats.restored_token_count)} tokens)"
+        )
+        lines.append(Text(detail))
+        if stats.summarizer:
+            retries = max(0, (stats.attempts or 1) - 1)
+            lines.append(Text(f"summarizer {stats.summarizer}" + (f", {retries} retries" if retries else "")))
+        for step in stats.steps:
+            extra = {k: v for k, v in step.items() if k not in ("strategy", "changed") and isinstance(v, int | float) and not isinstance(v, bool)}
+            if step["strategy"] != "full" and extra:
+                lines.append(Text(f"{step['strategy']}: " + ", ".join(f"{k.replace('_', ' ')} {_n(v) if isinstance(v, int) else v}" for k, v in extra.items())))
+        if stats.retention is not None:
+            lines.append(Text(f"retention check: {stats.retention.summary_line()}"))
+        if stats.archive_path:
+            lines.append(Text.assemble(("originals archived to ", "dim"), stats.archive_path))
+        if stats.threshold is not None:
+            over = stats.still_over_threshold
+            lines.append(
+                Text(
+                    f"threshold {_n(stats.threshold)}: " + ("still over it" if over else "now under it"),
+                    style="red" if over else "green",
+                )
+            )
+        if stats.reason and stats.reason != "compacted":
+            lines.append(Text(stats.reason, style="yellow"))
+    for warning in stats.warnings:
+        lines.append(Text(f"warning: {warning}", style="yellow"))
+    console.print(Panel(Group(*lines), title=f"ctxcompact compact · {stats.strategy}" + (f" · {label}" if label else ""), title_align="left", expand=False))
+
+
+def render_batch(rows: Sequence[Mapping[str, Any]], console: Console) -> None:
+    table = Table(title="Batch compaction", title_justify="left")
+    for column, justify in (("input", "left"), ("status", "left"), ("before", "right"), ("after", "right"), ("ratio", "right"), ("output", "left")):
+        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for row in rows:
+        status = row["status"]
+        style = "red" if status == "failed" else ("green" if status == "compacted" else "")
+        table.add_row(
+            row["input"],
+            Text(status, style=style),
+            _n(row["before"]) if row.get("before") is not None else "-",
+            _n(row["after"]) if row.get("after") is not None else "-",
+            f"{row['ratio']:.1%}" if row.get("ratio") is not None else "-",
+            row.get("output") or row.get("error") or "",
+        )
+    console.print(table)
+
+
+def render_restore(result: Any, console: Console) -> None:
+    """Restored and skipped files (``result`` is a :class:`ctxcompact.restore.RestoreResult`)."""
+    table = Table(title="restore-files", title_justify="left")
+    table.add_column("path", overflow="fold")
+    table.add_column("tokens", justify="right")
+    table.add_column("status")
+    for f in result.files:
+        table.add_row(f.path, _n(f.tokens), Text("restored", style="green"))
+    for s in result.skipped:
+        table.add_row(s.path, "-", Text(f"skipped: {s.reason}", style="yellow"))
+    if not result.files and not result.skipped:
+        table.add_row("(no file reads found)", "", "")
+    console.print(table)

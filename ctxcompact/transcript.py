@@ -33,6 +33,7 @@ from typing import Any, BinaryIO, Literal
 import orjson
 
 from ctxcompact.dialects import DIALECTS, claude_code
+from ctxcompact.dialects.common import json_kind
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message
 
@@ -232,7 +233,7 @@ def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
             f"{keys}); expected a message array, a request body with 'messages', JSONL or a Claude Code session."
         )
     raise InputError(
-        f"is a JSON {type(root).__name__}; expected a message array, a request body with 'messages', JSONL or a Claude Code session."
+        f"is a JSON {json_kind(root)}; expected a message array, a request body with 'messages', JSONL or a Claude Code session."
     )
 
 

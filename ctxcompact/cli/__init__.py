@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 
 from ctxcompact import __version__
-from ctxcompact.cli import inspect
+from ctxcompact.cli import compact, inspect, offload
 
 app = typer.Typer(
     name="ctxcompact",
@@ -40,6 +40,9 @@ def _root(
 
 app.command("count")(inspect.count)
 app.command("check")(inspect.check)
+app.command("compact")(compact.compact)
+app.command("restore-files")(compact.restore_files)
+app.command("offload")(offload.offload)
 
 
 def main() -> None:

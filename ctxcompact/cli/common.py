@@ -51,8 +51,9 @@ class Streams:
 
     @classmethod
     def current(cls, *, quiet: bool = False) -> Streams:
-        err_file = open(os.devnull, "w") if quiet else sys.stderr  # noqa: SIM115 - lives as long as the command
-        return cls(out=make_console(sys.stdout), err=make_console(err_file))
+        err = make_console(sys.stderr)
+        err.quiet = quiet
+        return cls(out=make_console(sys.stdout), err=err)
 
 
 def error(message: str, code: int) -> typer.Exit:

@@ -63,8 +63,13 @@ def to_api_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[
     return ("\n\n".join(system_parts) or None), out
 
 
+#: Keys the OpenAI adapter adds to IR blocks (to write them back exactly) that the Messages
+#: API rejects as extra inputs: a call's raw ``arguments`` string, a tool message's ``name``.
+_OPENAI_ONLY_KEYS = {"tool_use": "arguments", "tool_result": "name"}
+
+
 def _api_block(block: Any) -> dict[str, Any]:
-    # OpenAI-origin tool_use blocks carry the raw 'arguments' string, which the API rejects.
-    if block.get("type") == "tool_use" and "arguments" in block:
-        return {k: v for k, v in block.items() if k != "arguments"}
+    extra = _OPENAI_ONLY_KEYS.get(block.get("type"))
+    if extra is not None and extra in block:
+        return {k: v for k, v in block.items() if k != extra}
     return dict(block)

@@ -55,6 +55,13 @@ def parse_records(records: Sequence[Any]) -> Parsed:
     for i, record in enumerate(records):
         if not isinstance(record, Mapping):
             raise InputError(f"line {i + 1} is a JSON {json_kind(record)}, expected a Claude Code entry (an object).")
+        if "role" in record and "message" not in record:
+            # Only reachable with --format claude-code: reading bare messages as entries would
+            # find no message at all and report 0 tokens.
+            raise InputError(
+                f"line {i + 1} is a bare API message (it has 'role'), not a Claude Code entry; "
+                "drop --format claude-code or choose anthropic/openai."
+            )
 
     boundary = -1
     for i, record in enumerate(records):

@@ -1,0 +1,61 @@
+"""Raw-message persistence (seed 000 F-007): what a compaction replaces is saved first.
+
+An archive is a JSONL file of the replaced messages' raw records, exactly as they were read
+(their own dialect, every field) and nothing else — no stats, no settings, no keys. The file
+name is the UTC time plus a short content hash, so two runs never collide and the same
+content is recognisable. Written atomically: a reader never sees half an archive.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ctxcompact.dialects import DIALECTS
+from ctxcompact.errors import WorkFailedError
+from ctxcompact.ir import Message
+from ctxcompact.transcript import dump_records, write_atomic
+
+DEFAULT_ARCHIVE_SUBDIR = Path(".ctxcompact") / "archive"
+
+
+def archive_records(messages: Sequence[Message], dialect: str) -> list[object]:
+    """The raw records of ``messages`` (rendered for messages that were never read)."""
+    render = DIALECTS[dialect].render_message
+    records: list[object] = []
+    for message in messages:
+        if message.source is not None and not message.changed:
+            records.extend(message.source.records)
+        else:
+            records.extend(render(message))
+    return records
+
+
+def write_archive(
+    messages: Sequence[Message],
+    *,
+    dialect: str,
+    archive_dir: str | os.PathLike[str],
+    now: datetime | None = None,
+) -> Path:
+    """Write ``messages`` to a new JSONL file in ``archive_dir`` and return its path.
+
+    Raises :class:`WorkFailedError` when the directory cannot be created or written, so the
+    caller emits nothing: a compaction whose originals are not safe does not happen.
+    """
+    data = dump_records(archive_records(messages, dialect))
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%S%fZ")
+    digest = hashlib.sha256(data).hexdigest()[:10]
+    directory = Path(archive_dir)
+    path = directory / f"{stamp}-{digest}.jsonl"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, data)
+    except OSError as exc:
+        raise WorkFailedError(
+            f"cannot write the archive in {directory} ({exc.strerror or exc}); nothing was compacted."
+        ) from None
+    return path

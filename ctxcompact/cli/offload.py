@@ -1,0 +1,180 @@
+"""``offload`` and ``offload --undo``: the transcript on stdout (or ``-o``), stats on stderr."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import orjson
+import typer
+
+from ctxcompact.cli.common import FILES_ARG, FORMAT_OPT, Format, Streams, expand_inputs, reports_errors
+from ctxcompact.errors import UsageError, WorkFailedError
+from ctxcompact.offload import (
+    DEFAULT_MIN_CHARS,
+    OffloadResult,
+    RestoreResult,
+    discard_offload,
+    offload_tool_results,
+    restore_offloaded,
+)
+from ctxcompact.render_tools import (
+    offload_stats_json,
+    render_offload_stats,
+    render_restore_stats,
+    restore_stats_json,
+)
+from ctxcompact.tokens import make_counter
+from ctxcompact.transcript import dump_transcript, load_transcript, write_atomic
+
+DEFAULT_OUT_DIR = Path(".ctxcompact/offload")
+
+
+class LocalCounter(StrEnum):
+    tiktoken = "tiktoken"
+    estimate = "estimate"
+
+
+# Option declarations at module level (typer reads them; ruff's B008 prefers them here).
+OUT_DIR_OPT = typer.Option(
+    DEFAULT_OUT_DIR,
+    "--out-dir",
+    "-d",
+    help="Directory for the offloaded files and offload-manifest.json (created if missing).",
+)
+MIN_CHARS_OPT = typer.Option(
+    DEFAULT_MIN_CHARS,
+    "--min-chars",
+    min=0,
+    help="Offload tool results of at least this many characters (string length; JSON of a block list).",
+)
+KEEP_RECENT_OPT = typer.Option(0, "--keep-recent", min=0, help="Leave the newest N tool results in place.")
+PREVIEW_OPT = typer.Option(
+    0,
+    "--preview",
+    min=0,
+    help="Keep the first N characters after the reference, so the model sees what it was.",
+)
+PROTECT_LOOP_OPT = typer.Option(
+    False, "--protect-loop", help="Leave the current tool loop (after the last user text) in place."
+)
+UNDO_OPT = typer.Option(
+    False,
+    "--undo",
+    "--restore",
+    help="Put offloaded contents back from --out-dir (refuses if a file is missing or changed).",
+)
+OUTPUT_OPT = typer.Option(
+    None, "--output", "-o", help="Write the transcript here (atomically) instead of stdout."
+)
+STATS_JSON_OPT = typer.Option(None, "--stats-json", help="Write the stats as JSON to this file.")
+QUIET_OPT = typer.Option(False, "--quiet", "-q", help="No stats on stderr.")
+LOCAL_COUNTER_OPT = typer.Option(
+    LocalCounter.tiktoken,
+    "--counter",
+    help="Counter for the tokens freed: tiktoken or estimate.",
+    case_sensitive=False,
+)
+
+
+def _write(data: bytes, output: Path | None) -> None:
+    """``data`` to ``output`` atomically, or to stdout; a failed write is exit 3."""
+    if output is None or str(output) == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    try:
+        write_atomic(output, data)
+    except OSError as exc:
+        raise WorkFailedError(f"{output}: cannot write it ({exc.strerror or exc}).") from None
+
+
+@reports_errors
+def offload(
+    files: list[Path] | None = FILES_ARG,
+    out_dir: Path = OUT_DIR_OPT,
+    min_chars: int = MIN_CHARS_OPT,
+    keep_recent: int = KEEP_RECENT_OPT,
+    preview: int = PREVIEW_OPT,
+    protect_loop: bool = PROTECT_LOOP_OPT,
+    undo: bool = UNDO_OPT,
+    output: Path | None = OUTPUT_OPT,
+    stats_json: Path | None = STATS_JSON_OPT,
+    quiet: bool = QUIET_OPT,
+    fmt: Format | None = FORMAT_OPT,
+    counter: LocalCounter = LOCAL_COUNTER_OPT,
+) -> None:
+    """Move large tool results to files and leave a path reference; --undo puts them back.
+
+    Each tool_result of --min-chars characters or more is written to
+    OUT_DIR/tool-result-{tool_use_id}.md and replaced by
+    "[Content offloaded to: ./tool-result-{tool_use_id}.md]". OpenAI tool messages likewise.
+    Files are never overwritten (a different file of the same name gets a -1, -2… suffix),
+    and running offload on its own output changes nothing. offload-manifest.json records a
+    sha256 of each file, so --undo gives the exact original content back or refuses.
+    One transcript per run; the result goes to stdout or -o, the stats to stderr.
+
+    \b
+    Examples:
+      ctxcompact offload t.json --out-dir .ctx/offload -o lean.json
+      ctxcompact offload --undo lean.json --out-dir .ctx/offload -o t.json
+      cat t.json | ctxcompact offload --min-chars 2000 --keep-recent 3 | ctxcompact count
+      ctxcompact offload session.jsonl --preview 200 --protect-loop -q > lean.jsonl
+    """
+    streams = Streams.current()
+    # Rich's own switch: Streams.current(quiet=True) leaves a /dev/null handle open.
+    streams.err.quiet = quiet
+    inputs = expand_inputs(files)
+    if len(inputs) != 1:
+        raise UsageError(
+            f"offload rewrites one transcript per run, got {len(inputs)} inputs; run it once per file "
+            '(e.g. for f in sessions/*.jsonl; do ctxcompact offload "$f" -o "lean/${f##*/}"; done).'
+        )
+    transcript = load_transcript(inputs[0], dialect=fmt.value if fmt else None)
+
+    if undo:
+        restored: list[RestoreResult] = [
+            restore_offloaded(conv.messages, out_dir=out_dir) for conv in transcript.conversations
+        ]
+        convs = [
+            conv.with_messages(r.messages) if r.changed else conv
+            for conv, r in zip(transcript.conversations, restored, strict=True)
+        ]
+        _write(dump_transcript(transcript.with_conversations(convs)), output)
+        render_restore_stats(transcript.name, restored, streams.err)
+        _write_stats(stats_json, restore_stats_json(transcript.name, restored))
+        return
+
+    chosen = make_counter(counter.value)
+    results: list[OffloadResult] = []
+    try:
+        for conv in transcript.conversations:
+            results.append(
+                offload_tool_results(
+                    conv.messages,
+                    out_dir=out_dir,
+                    min_chars=min_chars,
+                    keep_recent=keep_recent,
+                    preview=preview,
+                    protect_loop=protect_loop,
+                    counter=chosen,
+                )
+            )
+        convs = [
+            conv.with_messages(r.messages) if r.changed else conv
+            for conv, r in zip(transcript.conversations, results, strict=True)
+        ]
+        _write(dump_transcript(transcript.with_conversations(convs)), output)
+    except BaseException:
+        # Nothing emitted: take back the files this run wrote, so a failure leaves no trace.
+        discard_offload(results)
+        raise
+    render_offload_stats(transcript.name, results, streams.err, min_chars=min_chars)
+    _write_stats(stats_json, offload_stats_json(transcript.name, results))
+
+
+def _write_stats(path: Path | None, payload: Any) -> None:
+    if path is not None:
+        _write(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n", path)

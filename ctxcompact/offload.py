@@ -1,0 +1,673 @@
+"""Tool-result offload (seed 001, SPEC §3.7): move bulky tool output to files, reversibly.
+
+``offload_tool_results`` walks the messages oldest first. A ``tool_result`` whose content has
+at least ``min_chars`` characters — the string's length, or the length of the compact JSON of a
+block list (seed 001 F-002) — is written to ``{out_dir}/tool-result-{id}.md`` and its content
+becomes the string ``[Content offloaded to: ./tool-result-{id}.md]`` (F-003). A repeated id gets
+``-1``, ``-2``… (the seed's rule). OpenAI ``tool`` messages are tool_result blocks in the IR, so
+they are handled the same way and written back as ``tool`` messages.
+
+Beyond the seed, and why:
+
+* **Safe names.** Ids are sanitized (:func:`safe_id`) and every path is checked to resolve
+  inside ``out_dir``: a hostile id such as ``../../x`` can never write elsewhere.
+* **Never overwrite, idempotent.** A file is created with a no-clobber link of a fully
+  written, fsynced temp file. An existing file with the *same* bytes is reused (so running
+  the same offload twice writes nothing new); one with different bytes is left alone and the
+  next suffix is tried. Content that already is a reference is skipped, so ``offload`` on its
+  own output offloads nothing.
+* **Reversible.** ``offload-manifest.json`` in ``out_dir`` records, per file name, the
+  tool_use id, the sha256 of the file and how the content is stored (``text``: the file *is*
+  the string, UTF-8; ``json``: the file is the JSON of the content, used for block lists and for
+  strings that UTF-8 cannot hold). :func:`restore_offloaded` puts every referenced content
+  back, identical to what was offloaded, and refuses (naming the files) when a file is
+  missing, changed, or unknown to the manifest.
+* **All or nothing.** A write failure removes the files this call created and raises
+  :class:`~ctxcompact.errors.WorkFailedError`; the input messages are never mutated.
+* **Never longer.** A result whose reference (with its preview) would be at least as long as
+  its content is left as it is: only possible with very long ids, a large ``preview`` or a
+  small ``min_chars``. Note that the seed's rule itself can cost tokens at its low default: a
+  100-character result becomes a ~60-character reference whose random id tokenizes badly. Use
+  a larger ``min_chars`` (1,000+) when the goal is to save tokens rather than follow the seed.
+* **Options.** ``keep_recent`` leaves the newest N tool results (counted over all of them,
+  large or small) in place, since the agent may still need them; ``protect_loop`` leaves the
+  current tool loop (:func:`ctxcompact.ir.current_loop_start`) alone. Both are off by default,
+  so the seed's behaviour (every result is a candidate, the live loop included) is the default.
+  ``preview`` keeps the first N characters of the text after the reference line.
+
+Character counts are Python string lengths (code points); the seed's JavaScript counts UTF-16
+units, which differs only for characters outside the Basic Multilingual Plane.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from ctxcompact.errors import UsageError, WorkFailedError
+from ctxcompact.ir import Block, Message, current_loop_start, tool_result_text
+from ctxcompact.tokens import TokenCounter, block_pieces, make_counter
+
+REFERENCE_PREFIX = "[Content offloaded to: "
+MANIFEST_NAME = "offload-manifest.json"
+MANIFEST_FORMAT = "ctxcompact-offload-manifest"
+MANIFEST_VERSION = 1
+FILE_PREFIX = "tool-result-"
+MAX_ID_LENGTH = 100
+DEFAULT_MIN_CHARS = 100
+
+#: What a reference looks like: the seed's line, optionally followed by a preview.
+REFERENCE_RE = re.compile(r"\[Content offloaded to: \./(?P<name>tool-result-[A-Za-z0-9_.-]+\.md)\](?:\n|\Z)")
+_UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
+
+StoredAs = Literal["text", "json"]
+
+
+# --- file I/O behind a small interface ----------------------------------------------------------
+
+
+class OffloadWriter(Protocol):
+    """The file operations offload needs; tests inject fakes that fail on purpose."""
+
+    def make_dir(self, directory: Path) -> None:
+        """Create ``directory`` and its parents (no error if it exists)."""
+
+    def read(self, path: Path) -> bytes | None:
+        """The bytes of ``path``, or None when it does not exist."""
+
+    def create(self, path: Path, data: bytes) -> bool:
+        """Write a new file atomically; False (and nothing written) when ``path`` exists."""
+
+    def replace(self, path: Path, data: bytes) -> None:
+        """Write ``path`` atomically, replacing it if it exists (the manifest)."""
+
+    def remove(self, path: Path) -> None:
+        """Delete ``path`` (used to roll back files created by a failed call)."""
+
+
+class DiskWriter:
+    """The real file system: temp file in the same directory, fsync, then link or rename, so a
+    reader never sees half a file and a failure leaves no partial file behind."""
+
+    def make_dir(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+
+    def read(self, path: Path) -> bytes | None:
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def create(self, path: Path, data: bytes) -> bool:
+        tmp = self._write_temp(path, data)
+        try:
+            try:
+                # link() refuses to replace an existing file: no-clobber even against a race.
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            except OSError:
+                # File systems without hard links: check, then rename (best effort).
+                if path.exists():
+                    return False
+                os.replace(tmp, path)
+            return True
+        finally:
+            _unlink_quietly(tmp)
+
+    def replace(self, path: Path, data: bytes) -> None:
+        tmp = self._write_temp(path, data)
+        try:
+            os.replace(tmp, path)
+        finally:
+            _unlink_quietly(tmp)
+
+    def remove(self, path: Path) -> None:
+        _unlink_quietly(path)
+
+    @staticmethod
+    def _write_temp(path: Path, data: bytes) -> str:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+        return tmp
+
+
+def _unlink_quietly(path: str | Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+# --- results --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """One offloaded file as the manifest records it.
+
+    ``reused`` is True when an identical file was already there (nothing was written).
+    """
+
+    file_name: str
+    path: str
+    tool_use_id: str | None
+    sha256: str
+    stored_as: StoredAs
+    chars: int
+    reused: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool_use_id": self.tool_use_id,
+            "sha256": self.sha256,
+            "stored_as": self.stored_as,
+            "chars": self.chars,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class OffloadResult:
+    """``messages``: the new list (unchanged messages are the input's objects).
+
+    ``offloaded_count``, ``freed_chars`` (sum of the offloaded contents' sizes) and ``files``
+    (absolute paths, one per offloaded result, in message order) are the seed's stats;
+    ``tokens_freed`` is measured with the counter (tokens before minus after, of the changed
+    blocks); ``entries`` are the manifest records.
+    """
+
+    messages: tuple[Message, ...]
+    offloaded_count: int = 0
+    freed_chars: int = 0
+    files: tuple[str, ...] = ()
+    tokens_freed: int = 0
+    entries: tuple[ManifestEntry, ...] = ()
+    out_dir: str = ""
+
+    @property
+    def changed(self) -> bool:
+        return self.offloaded_count > 0
+
+    def to_stats(self) -> dict[str, Any]:
+        """The stats under the seed's names (``offloadedCount``, ``freedChars``, ``files``)."""
+        return {
+            "offloadedCount": self.offloaded_count,
+            "freedChars": self.freed_chars,
+            "files": list(self.files),
+            "tokensFreed": self.tokens_freed,
+            "outDir": self.out_dir,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreResult:
+    """``messages`` with every offloaded content put back; ``files`` the absolute paths read."""
+
+    messages: tuple[Message, ...]
+    restored_count: int = 0
+    restored_chars: int = 0
+    files: tuple[str, ...] = ()
+    out_dir: str = ""
+
+    @property
+    def changed(self) -> bool:
+        return self.restored_count > 0
+
+    def to_stats(self) -> dict[str, Any]:
+        return {
+            "restoredCount": self.restored_count,
+            "restoredChars": self.restored_chars,
+            "files": list(self.files),
+            "outDir": self.out_dir,
+        }
+
+
+# --- pure helpers ----------------------------------------------------------------------------
+
+
+def content_chars(content: Any) -> int:
+    """Seed 001 F-002: a string's length; for a block list, the length of its compact JSON
+    (what ``JSON.stringify`` gives); a missing content counts 0."""
+    if content is None:
+        return 0
+    if isinstance(content, str):
+        return len(content)
+    return len(json.dumps(content, ensure_ascii=False, separators=(",", ":")))
+
+
+def safe_id(tool_use_id: Any) -> str:
+    """A tool_use id made safe for a file name.
+
+    Keeps ``[A-Za-z0-9_.-]``, replaces anything else (``/``, ``\\``, NUL, control characters,
+    spaces, non-ASCII) with ``_``, turns leading dots and ``..`` runs into ``_`` and caps the
+    length at :data:`MAX_ID_LENGTH`. When anything had to change, 8 hex digits of the
+    original's sha256 are appended so that two different ids never share a name.
+    """
+    original = "" if tool_use_id is None else str(tool_use_id)
+    cleaned = _UNSAFE_ID_CHARS.sub("_", original)
+    cleaned = cleaned.replace("..", "__")
+    if cleaned.startswith("."):
+        cleaned = "_" + cleaned[1:]
+    if len(cleaned) > MAX_ID_LENGTH:
+        cleaned = cleaned[:MAX_ID_LENGTH]
+    if cleaned != original or not cleaned:
+        digest = hashlib.sha256(original.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        cleaned = f"{cleaned}-{digest}" if cleaned else f"none-{digest}"
+    return cleaned
+
+
+def file_name_for(tool_use_id: Any, attempt: int) -> str:
+    """``tool-result-{id}.md`` for the first file of an id, then ``-1``, ``-2``… (seed 001)."""
+    base = f"{FILE_PREFIX}{safe_id(tool_use_id)}"
+    return f"{base}.md" if attempt == 0 else f"{base}-{attempt}.md"
+
+
+def reference_for(file_name: str, text: str, *, preview: int) -> str:
+    """The string that replaces offloaded content: the seed's exact line, plus, with
+    ``preview``, the first characters of the text so the model still sees what it was."""
+    line = f"{REFERENCE_PREFIX}./{file_name}]"
+    if preview <= 0 or not text:
+        return line
+    head = text[:preview]
+    more = "…" if len(text) > preview else ""
+    return f"{line}\nPreview (first {min(preview, len(text)):,} characters):\n{head}{more}"
+
+
+def is_reference(content: Any) -> bool:
+    """True for content this module produced (so it is never offloaded twice)."""
+    return isinstance(content, str) and REFERENCE_RE.match(content) is not None
+
+
+def encode_content(content: Any) -> tuple[bytes, StoredAs]:
+    """File bytes for a content, and how to read them back exactly.
+
+    A string is stored as itself in UTF-8, readable by people and by the agent. A block list
+    (or a string UTF-8 cannot hold, such as one with a lone surrogate) is stored as JSON.
+    """
+    if isinstance(content, str):
+        try:
+            return content.encode("utf-8"), "text"
+        except UnicodeEncodeError:
+            pass
+    try:
+        return json.dumps(content, ensure_ascii=False, indent=2).encode("utf-8"), "json"
+    except UnicodeEncodeError:
+        return json.dumps(content, ensure_ascii=True, indent=2).encode("ascii"), "json"
+
+
+def decode_content(data: bytes, stored_as: str) -> Any:
+    if stored_as == "text":
+        return data.decode("utf-8")
+    return json.loads(data.decode("utf-8"))
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _resolved_dir(writer: OffloadWriter, out_dir: str | os.PathLike[str]) -> Path:
+    directory = Path(out_dir)
+    try:
+        writer.make_dir(directory)
+    except OSError as exc:
+        raise WorkFailedError(f"cannot create the offload directory {directory}: {_reason(exc)}.") from None
+    return directory.resolve()
+
+
+def _inside(root: Path, name: str) -> Path:
+    """``root / name``, refusing anything that would resolve outside ``root``."""
+    path = (root / name).resolve()
+    if path.parent != root:
+        # Unreachable with names from safe_id(); a guard against future changes and symlinks.
+        raise WorkFailedError(f"refusing to use {name!r}: it resolves outside {root}.")
+    return path
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+# --- the manifest ------------------------------------------------------------------------------
+
+
+def read_manifest(writer: OffloadWriter, root: Path) -> dict[str, dict[str, Any]]:
+    """The manifest's file entries (empty when there is none yet)."""
+    path = root / MANIFEST_NAME
+    try:
+        raw = writer.read(path)
+    except OSError as exc:
+        raise WorkFailedError(f"cannot read {path}: {_reason(exc)}.") from None
+    if raw is None:
+        return {}
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise WorkFailedError(f"{path} is not valid JSON; it is ctxcompact's offload manifest.") from None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict):
+        raise WorkFailedError(f"{path} is not a ctxcompact offload manifest (no 'files' object).")
+    return {str(k): v for k, v in files.items() if isinstance(v, dict)}
+
+
+def _manifest_bytes(files: Mapping[str, Mapping[str, Any]]) -> bytes:
+    body = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "files": dict(sorted(files.items()))}
+    return json.dumps(body, ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
+
+
+# --- offload -----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Plan:
+    """One tool_result chosen for offload, before any file is written."""
+
+    message_index: int
+    block_index: int
+    block: Block
+    data: bytes
+    stored_as: StoredAs
+    chars: int
+    text: str
+    entry: ManifestEntry | None = None
+    new_block: dict[str, Any] = field(default_factory=dict)
+
+
+def offload_tool_results(
+    messages: Sequence[Message],
+    *,
+    out_dir: str | os.PathLike[str],
+    min_chars: int = DEFAULT_MIN_CHARS,
+    keep_recent: int = 0,
+    preview: int = 0,
+    protect_loop: bool = False,
+    writer: OffloadWriter | None = None,
+    counter: TokenCounter | None = None,
+) -> OffloadResult:
+    """Offload large tool_result contents of ``messages`` to files in ``out_dir``.
+
+    Returns an :class:`OffloadResult`; never mutates ``messages`` (changed messages are new
+    objects built with ``with_content``, the others are the input's own objects). Creates
+    ``out_dir`` (with parents) if missing. Raises :class:`UsageError` for negative options and
+    :class:`WorkFailedError` when a file cannot be written, after removing the files it
+    created. ``counter`` measures ``tokens_freed`` (default: tiktoken).
+    """
+    if min_chars < 0 or keep_recent < 0 or preview < 0:
+        raise UsageError("--min-chars, --keep-recent and --preview must be 0 or more.")
+    writer = writer or DiskWriter()
+    root = _resolved_dir(writer, out_dir)
+    plans = _plan_offload(messages, min_chars=min_chars, keep_recent=keep_recent, protect_loop=protect_loop)
+    if not plans:
+        return OffloadResult(tuple(messages), out_dir=str(root))
+
+    manifest = read_manifest(writer, root)
+    created: list[Path] = []
+    claimed: set[str] = set()
+    done: list[_Plan] = []
+    try:
+        for plan in plans:
+            entry = _store(writer, root, plan, manifest, claimed, created, preview=preview)
+            if entry is None:
+                continue
+            claimed.add(entry.file_name)
+            plan.entry = entry
+            plan.new_block = {
+                **plan.block,
+                "content": reference_for(entry.file_name, plan.text, preview=preview),
+            }
+            done.append(plan)
+        if done:
+            # Entries of earlier runs stay; ours are added (a reused file's entry is refreshed).
+            for plan in done:
+                assert plan.entry is not None
+                manifest[plan.entry.file_name] = plan.entry.to_json()
+            try:
+                writer.replace(root / MANIFEST_NAME, _manifest_bytes(manifest))
+            except OSError as exc:
+                raise WorkFailedError(f"cannot write {root / MANIFEST_NAME}: {_reason(exc)}.") from None
+    except BaseException:
+        for path in created:
+            try:
+                writer.remove(path)
+            except OSError:
+                pass
+        raise
+
+    entries = tuple(p.entry for p in done if p.entry is not None)
+    return OffloadResult(
+        messages=_apply(messages, done),
+        offloaded_count=len(done),
+        freed_chars=sum(p.chars for p in done),
+        files=tuple(e.path for e in entries),
+        tokens_freed=_tokens_freed(done, counter),
+        entries=entries,
+        out_dir=str(root),
+    )
+
+
+def _plan_offload(
+    messages: Sequence[Message], *, min_chars: int, keep_recent: int, protect_loop: bool
+) -> list[_Plan]:
+    positions = [
+        (i, j)
+        for i, message in enumerate(messages)
+        for j, block in enumerate(message.content)
+        if block.get("type") == "tool_result"
+    ]
+    protected = set(positions[len(positions) - keep_recent :]) if keep_recent else set()
+    loop_start = current_loop_start(messages) if protect_loop else len(messages)
+    plans: list[_Plan] = []
+    for i, j in positions:
+        if (i, j) in protected or i >= loop_start:
+            continue
+        block = messages[i].content[j]
+        content = block.get("content")
+        chars = content_chars(content)
+        if chars < min_chars or chars == 0 or is_reference(content):
+            continue
+        text = content if isinstance(content, str) else tool_result_text(block)
+        data, stored_as = encode_content(content)
+        plans.append(_Plan(i, j, block, data, stored_as, chars, text))
+    return plans
+
+
+def _store(
+    writer: OffloadWriter,
+    root: Path,
+    plan: _Plan,
+    manifest: Mapping[str, Mapping[str, Any]],
+    claimed: set[str],
+    created: list[Path],
+    *,
+    preview: int,
+) -> ManifestEntry | None:
+    """Write (or reuse) the file for one plan, trying ``-1``, ``-2``… past taken names.
+
+    None when the reference would not be shorter than the content (names only grow with
+    the suffix, so a longer name cannot help either).
+    """
+    tool_use_id = plan.block.get("tool_use_id")
+    tool_use_id = None if tool_use_id is None else str(tool_use_id)
+    digest = _sha256(plan.data)
+    attempt = 0
+    while True:
+        name = file_name_for(tool_use_id, attempt)
+        attempt += 1
+        if name in claimed:
+            continue
+        if len(reference_for(name, plan.text, preview=preview)) >= plan.chars:
+            return None
+        path = _inside(root, name)
+        try:
+            existing = writer.read(path)
+            if existing is None and writer.create(path, plan.data):
+                created.append(path)
+                return ManifestEntry(name, str(path), tool_use_id, digest, plan.stored_as, plan.chars)
+            if existing is None:
+                existing = writer.read(path)  # lost a race: someone created it meanwhile
+        except OSError as exc:
+            raise WorkFailedError(f"cannot write offload file {path}: {_reason(exc)}.") from None
+        known = manifest.get(name)
+        same_record = known is None or (
+            known.get("stored_as") == plan.stored_as and known.get("tool_use_id") == tool_use_id
+        )
+        if existing == plan.data and same_record:
+            return ManifestEntry(
+                name, str(path), tool_use_id, digest, plan.stored_as, plan.chars, reused=True
+            )
+
+
+def _apply(messages: Sequence[Message], plans: Sequence[_Plan]) -> tuple[Message, ...]:
+    by_message: dict[int, dict[int, Block]] = {}
+    for plan in plans:
+        by_message.setdefault(plan.message_index, {})[plan.block_index] = plan.new_block
+    out: list[Message] = []
+    for i, message in enumerate(messages):
+        changes = by_message.get(i)
+        if not changes:
+            out.append(message)
+            continue
+        out.append(message.with_content(changes.get(j, block) for j, block in enumerate(message.content)))
+    return tuple(out)
+
+
+def _tokens_freed(plans: Sequence[_Plan], counter: TokenCounter | None) -> int:
+    if not plans:
+        return 0
+    counter = counter or make_counter()
+    before: list[str] = []
+    after: list[str] = []
+    fixed = 0
+    for plan in plans:
+        pieces, fixed_before = block_pieces(plan.block)
+        before.extend(pieces)
+        pieces, fixed_after = block_pieces(plan.new_block)
+        after.extend(pieces)
+        fixed += fixed_before - fixed_after
+    counts = counter.count_batch(before + after)
+    return sum(counts[: len(before)]) - sum(counts[len(before) :]) + fixed
+
+
+def discard_offload(results: Sequence[OffloadResult], *, writer: OffloadWriter | None = None) -> None:
+    """Take back the file side effects of successful offloads when a later step fails (the
+    next conversation of a collection, writing the transcript): the files they *created* are
+    removed with their manifest entries; reused files, written by earlier runs, stay.
+    Best effort: errors are ignored, since the caller is already reporting a failure."""
+    writer = writer or DiskWriter()
+    by_dir: dict[str, list[ManifestEntry]] = {}
+    for result in results:
+        by_dir.setdefault(result.out_dir, []).extend(e for e in result.entries if not e.reused)
+    for out_dir, entries in by_dir.items():
+        if not entries:
+            continue
+        root = Path(out_dir)
+        try:
+            manifest = read_manifest(writer, root)
+            for entry in entries:
+                writer.remove(Path(entry.path))
+                manifest.pop(entry.file_name, None)
+            if manifest:
+                writer.replace(root / MANIFEST_NAME, _manifest_bytes(manifest))
+            else:
+                writer.remove(root / MANIFEST_NAME)
+        except (OSError, WorkFailedError):
+            pass
+
+
+# --- undo ------------------------------------------------------------------------------------
+
+
+def restore_offloaded(
+    messages: Sequence[Message],
+    *,
+    out_dir: str | os.PathLike[str],
+    writer: OffloadWriter | None = None,
+) -> RestoreResult:
+    """Put offloaded tool_result contents back from the files in ``out_dir`` (``--undo``).
+
+    Every reference must name a file the manifest knows for the same tool_use id, and the
+    file's sha256 must match what was recorded at offload time: the content comes back
+    identical (a block list as the same list). If any reference fails these checks, nothing
+    is restored and :class:`WorkFailedError` names each problem. Never writes or deletes
+    files; never mutates ``messages``.
+    """
+    writer = writer or DiskWriter()
+    root = Path(out_dir).resolve()
+    found: list[tuple[int, int, str]] = []
+    for i, message in enumerate(messages):
+        for j, block in enumerate(message.content):
+            if block.get("type") != "tool_result":
+                continue
+            content = block.get("content")
+            match = REFERENCE_RE.match(content) if isinstance(content, str) else None
+            if match:
+                found.append((i, j, match.group("name")))
+    if not found:
+        return RestoreResult(tuple(messages), out_dir=str(root))
+
+    manifest = read_manifest(writer, root)
+    problems: list[str] = []
+    restored: dict[int, dict[int, Block]] = {}
+    files: list[str] = []
+    chars = 0
+    for i, j, name in found:
+        block = messages[i].content[j]
+        content, problem = _read_offloaded(writer, root, name, block, manifest)
+        if problem:
+            problems.append(f"message {_where(messages[i], i)}: {problem}")
+            continue
+        new_block = dict(block)
+        new_block["content"] = content
+        restored.setdefault(i, {})[j] = new_block
+        files.append(str(root / name))
+        chars += content_chars(content)
+    if problems:
+        shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+        raise WorkFailedError(f"cannot undo the offload, nothing was restored: {shown}.")
+    out = tuple(
+        m.with_content(restored[i].get(j, b) for j, b in enumerate(m.content)) if i in restored else m
+        for i, m in enumerate(messages)
+    )
+    return RestoreResult(out, len(found), chars, tuple(files), str(root))
+
+
+def _read_offloaded(
+    writer: OffloadWriter, root: Path, name: str, block: Block, manifest: Mapping[str, Mapping[str, Any]]
+) -> tuple[Any, str | None]:
+    entry = manifest.get(name)
+    if entry is None:
+        return None, f"{name} is not in {root / MANIFEST_NAME} (offloaded to another directory?)"
+    tool_use_id = block.get("tool_use_id")
+    if entry.get("tool_use_id") != (None if tool_use_id is None else str(tool_use_id)):
+        return None, f"{name} was offloaded for tool_use_id {entry.get('tool_use_id')!r}, not {tool_use_id!r}"
+    try:
+        path = _inside(root, name)
+        data = writer.read(path)
+    except OSError as exc:
+        return None, f"cannot read {root / name}: {_reason(exc)}"
+    if data is None:
+        return None, f"{root / name} is missing"
+    if _sha256(data) != entry.get("sha256"):
+        return None, f"{root / name} has changed since it was offloaded (sha256 mismatch)"
+    try:
+        return decode_content(data, str(entry.get("stored_as"))), None
+    except (UnicodeDecodeError, ValueError):
+        return None, f"{root / name} cannot be decoded as {entry.get('stored_as')}"
+
+
+def _where(message: Message, position: int) -> str:
+    index = message.index
+    return f"{position}" if index is None or index == position else f"{position} (record {index})"

@@ -1,0 +1,103 @@
+"""How the tool-output commands report: the ``offload`` / ``offload --undo`` stats panel.
+
+Kept apart from :mod:`ctxcompact.render` (same rules: takes result objects and a console,
+decides nothing about the results, and is one of the few modules that import ``rich``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.text import Text
+
+from ctxcompact.offload import OffloadResult, RestoreResult
+
+MAX_LISTED_FILES = 10
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def offload_stats_json(label: str, results: Sequence[OffloadResult]) -> dict[str, Any]:
+    """The ``--stats-json`` payload under the seed's names, summed over conversations."""
+    return {
+        "input": label,
+        "offloadedCount": sum(r.offloaded_count for r in results),
+        "freedChars": sum(r.freed_chars for r in results),
+        "files": [f for r in results for f in r.files],
+        "tokensFreed": sum(r.tokens_freed for r in results),
+        "reusedFiles": sum(1 for r in results for e in r.entries if e.reused),
+        "outDir": results[0].out_dir if results else "",
+    }
+
+
+def restore_stats_json(label: str, results: Sequence[RestoreResult]) -> dict[str, Any]:
+    return {
+        "input": label,
+        "restoredCount": sum(r.restored_count for r in results),
+        "restoredChars": sum(r.restored_chars for r in results),
+        "files": [f for r in results for f in r.files],
+        "outDir": results[0].out_dir if results else "",
+    }
+
+
+def render_offload_stats(
+    label: str, results: Sequence[OffloadResult], console: Console, *, min_chars: int
+) -> None:
+    """The stats panel on stderr: counts, freed characters and tokens, the files written."""
+    stats = offload_stats_json(label, results)
+    out_dir = stats["outDir"]
+    lines: list[Text] = []
+    if stats["offloadedCount"]:
+        lines.append(
+            Text.assemble(
+                ("offloaded ", "dim"),
+                (_n(stats["offloadedCount"]), "bold"),
+                " tool result" + ("" if stats["offloadedCount"] == 1 else "s"),
+                ("  freed ", "dim"),
+                f"{_n(stats['freedChars'])} characters, ",
+                (f"{_n(stats['tokensFreed'])} tokens", "bold"),
+            )
+        )
+        lines.append(Text.assemble(("to ", "dim"), out_dir))
+        files = stats["files"]
+        for path in files[:MAX_LISTED_FILES]:
+            lines.append(Text(f"  {Path(path).name}"))
+        if len(files) > MAX_LISTED_FILES:
+            lines.append(Text(f"  … and {len(files) - MAX_LISTED_FILES} more", style="dim"))
+        if stats["reusedFiles"]:
+            lines.append(
+                Text(f"{stats['reusedFiles']} identical file(s) already there were reused", style="dim")
+            )
+        lines.append(Text(f"undo: ctxcompact offload --undo FILE --out-dir {out_dir}", style="dim"))
+    else:
+        lines.append(
+            Text.assemble(
+                ("unchanged: ", "bold yellow"),
+                f"no tool result of {_n(min_chars)}+ characters to offload (references are skipped)",
+            )
+        )
+    console.print(
+        Panel(Group(*lines), title=f"ctxcompact offload · {label}", title_align="left", expand=False)
+    )
+
+
+def render_restore_stats(label: str, results: Sequence[RestoreResult], console: Console) -> None:
+    stats = restore_stats_json(label, results)
+    if stats["restoredCount"]:
+        line = Text.assemble(
+            ("restored ", "dim"),
+            (_n(stats["restoredCount"]), "bold"),
+            " tool result" + ("" if stats["restoredCount"] == 1 else "s"),
+            ("  ", ""),
+            f"{_n(stats['restoredChars'])} characters from ",
+            stats["outDir"],
+        )
+    else:
+        line = Text.assemble(("unchanged: ", "bold yellow"), "no offload references in the input")
+    console.print(Panel(line, title=f"ctxcompact offload --undo · {label}", title_align="left", expand=False))

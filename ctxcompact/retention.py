@@ -1,0 +1,110 @@
+"""Retention check: did the facts that matter survive a compaction?
+
+From the messages a compaction replaced we collect three kinds of facts and look for each in
+the text that replaces them (summary and restored files):
+
+* file paths named in tool inputs (``path``, ``file_path``, ``filename``, ``notebook_path``);
+* errors: the exception name (``KeyError``) or, failing that, the first 40 characters of the
+  first line of each ``is_error`` tool result or traceback;
+* the last user request: "yes" when at least 60 % of its distinctive words (4+ letters,
+  lower-cased, compared without their last two letters so that "change" matches "changing")
+  appear — a paraphrasing LLM summary passes, a summary that lost the request does not.
+
+It is a smoke alarm, not a grade: a low figure says "read the summary before trusting it".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ctxcompact.ir import Message, has_user_text, text_of, tool_result_text
+
+PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
+_ERROR_NAME = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception))\b")
+_TRACEBACK = re.compile(r"^(Traceback \(most recent call last\)|\w*(Error|Exception)\b.*)$", re.M)
+_WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionReport:
+    paths_found: int
+    paths_total: int
+    errors_found: int
+    errors_total: int
+    last_request: bool | None  # None: the replaced part had no user request
+    missing_paths: tuple[str, ...] = ()
+    missing_errors: tuple[str, ...] = ()
+
+    def summary_line(self) -> str:
+        request = "n/a" if self.last_request is None else ("yes" if self.last_request else "no")
+        return f"paths {self.paths_found}/{self.paths_total}, errors {self.errors_found}/{self.errors_total}, last request {request}"
+
+
+def collect_paths(messages: Iterable[Message]) -> list[str]:
+    seen: dict[str, None] = {}
+    for message in messages:
+        for block in message.content:
+            if block.get("type") != "tool_use":
+                continue
+            data = block.get("input")
+            if isinstance(data, dict):
+                for key in PATH_KEYS:
+                    value = data.get(key)
+                    if isinstance(value, str) and value.strip():
+                        seen.setdefault(value.strip(), None)
+    return list(seen)
+
+
+def collect_errors(messages: Iterable[Message]) -> list[str]:
+    seen: dict[str, None] = {}
+    for message in messages:
+        for block in message.content:
+            if block.get("type") != "tool_result":
+                continue
+            text = tool_result_text(block)
+            if block.get("is_error") or _TRACEBACK.search(text):
+                seen.setdefault(error_signature(text), None)
+    return [e for e in seen if e]
+
+
+def error_signature(text: str) -> str:
+    names = _ERROR_NAME.findall(text)
+    if names:
+        return str(names[-1])  # the raised exception is the last one named in a traceback
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:40]
+    return ""
+
+
+def last_request(messages: Sequence[Message]) -> str | None:
+    for message in reversed(messages):
+        if has_user_text(message):
+            return text_of(message)
+    return None
+
+
+def check_retention(replaced: Sequence[Message], replacement_text: str) -> RetentionReport:
+    haystack = replacement_text.lower()
+    paths = collect_paths(replaced)
+    missing_paths = tuple(p for p in paths if p.lower() not in haystack and p.rsplit("/", 1)[-1].lower() not in haystack)
+    errors = collect_errors(replaced)
+    missing_errors = tuple(e for e in errors if e.lower() not in haystack)
+    request = last_request(replaced)
+    kept: bool | None = None
+    if request is not None:
+        # A crude stem (the word less its last two letters, at least four) lets a paraphrase
+        # match: "change" and "changing", "test" and "tests".
+        stems = {w.lower()[: max(4, len(w) - 2)] for w in _WORD.findall(request)}
+        kept = not stems or sum(1 for w in stems if w in haystack) / len(stems) >= 0.6
+    return RetentionReport(
+        paths_found=len(paths) - len(missing_paths),
+        paths_total=len(paths),
+        errors_found=len(errors) - len(missing_errors),
+        errors_total=len(errors),
+        last_request=kept,
+        missing_paths=missing_paths,
+        missing_errors=missing_errors,
+    )

@@ -1,0 +1,144 @@
+"""Full compaction: summary of everything after the head, plus restored files (seed 000).
+
+Assembly (F-006), with the seed's exact strings::
+
+    [...head]
+    user:      "[Conversation compressed]\\n\\n{summary}"
+    assistant: "Understood. I have the context from the compressed conversation. Continuing work."
+    for each restored file (newest read first):
+        user:      "[Restored after compact] {path}:\\n{content}"
+        assistant: "Noted, file content restored."
+
+User and assistant strictly alternate. Repeated compaction (UC-005) needs nothing special: an
+earlier summary and earlier restored files are ordinary messages of the rest, so they are
+summarized again and the files restored afresh.
+
+Failure handling (F-008, UC-006): the summarizer does its own bounded retries; when it still
+fails, ``on_failure`` decides — ``fallback`` (default) summarizes with the offline extractive
+summarizer, ``skip`` returns the input unchanged with a warning, ``error`` raises
+:class:`~ctxcompact.summarize.SummaryFailed` (exit 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from ctxcompact.ir import Message, new_message
+from ctxcompact.partition import partition_messages
+from ctxcompact.restore import (
+    DEFAULT_READ_TOOLS,
+    RESTORED_ACK,
+    FileReader,
+    ReadTool,
+    RestoreResult,
+    restore_recent_files,
+    restored_message_text,
+)
+from ctxcompact.strategies.base import StrategyResult
+from ctxcompact.summarize import Summarizer, SummaryFailed
+from ctxcompact.tokens import TokenCounter
+
+SUMMARY_PREFIX = "[Conversation compressed]\n\n"
+SUMMARY_ACK = "Understood. I have the context from the compressed conversation. Continuing work."
+
+OnFailure = Literal["fallback", "skip", "error"]
+
+
+def assemble(head: Sequence[Message], summary: str, restored: Sequence[Message]) -> tuple[Message, ...]:
+    """Head + summary pair + one (file, acknowledgement) pair per restored file message."""
+    out: list[Message] = list(head)
+    out.append(new_message("user", SUMMARY_PREFIX + summary, kind="summary"))
+    out.append(new_message("assistant", SUMMARY_ACK, kind="summary_ack"))
+    for message in restored:
+        out.append(message)
+        out.append(new_message("assistant", RESTORED_ACK, kind="restored_ack"))
+    return tuple(out)
+
+
+def restored_file_messages(result: RestoreResult) -> list[Message]:
+    return [new_message("user", restored_message_text(f), kind="restored_file", path=f.path) for f in result.files]
+
+
+def full_compaction(
+    messages: Sequence[Message],
+    *,
+    summarizer: Summarizer,
+    fallback: Summarizer | None = None,
+    on_failure: OnFailure = "fallback",
+    max_words: int = 1200,
+    instructions: str | None = None,
+    restore: bool = True,
+    work_dir: str | Path = ".",
+    read_tools: Sequence[ReadTool] = DEFAULT_READ_TOOLS,
+    max_files: int = 5,
+    max_tokens_per_file: int = 5000,
+    max_tokens_total: int = 50_000,
+    reader: FileReader | None = None,
+    file_counter: TokenCounter | None = None,
+) -> StrategyResult:
+    """Replace everything after the head with a summary and the recently read files.
+
+    Files are looked up in the *whole* list (F-005: head and rest), relative to ``work_dir``.
+    Stats: ``compacted_message_count``, ``retained_message_count``, ``restored_file_count``,
+    ``restored_token_count``, ``summarizer``, ``attempts``, ``chunks``, ``summary``,
+    ``skipped_files`` and, when the LLM failed, ``summary_error``.
+    """
+    part = partition_messages(messages)
+    if not part.rest:
+        return StrategyResult(tuple(messages), False, {"compacted_message_count": 0}, ("nothing to compact: only system messages",))
+
+    warnings: list[str] = []
+    stats: dict[str, Any] = {}
+    try:
+        summary = summarizer.summarize(part.rest, max_words=max_words, instructions=instructions)
+    except SummaryFailed as exc:
+        stats["summary_error"] = str(exc)
+        if on_failure == "error" or (on_failure == "fallback" and fallback is None):
+            raise
+        if on_failure == "skip":
+            return StrategyResult(
+                tuple(messages),
+                False,
+                {"summary_error": str(exc), "compacted_message_count": 0},
+                (f"summarizer failed ({exc}); compaction skipped, transcript unchanged",),
+            )
+        assert fallback is not None
+        warnings.append(f"summarizer failed ({exc}); used the {fallback.name} summarizer instead")
+        summary = fallback.summarize(part.rest, max_words=max_words, instructions=instructions)
+        stats["attempts_failed"] = getattr(exc, "attempts", None)
+
+    restored = RestoreResult((), ())
+    if restore and max_files > 0:
+        restored = restore_recent_files(
+            messages,
+            work_dir=work_dir,
+            max_files=max_files,
+            max_tokens_per_file=max_tokens_per_file,
+            max_tokens_total=max_tokens_total,
+            tools=read_tools,
+            reader=reader,
+            counter=file_counter,
+        )
+        warnings.extend(f"file not restored: {s.path} ({s.reason})" for s in restored.skipped)
+
+    if not summary.text.strip():
+        warnings.append("the summary is empty")
+    out = assemble(part.head, summary.text, restored_file_messages(restored))
+    stats.update(
+        {
+            "compacted_message_count": len(part.rest),
+            "retained_message_count": len(part.head),
+            "restored_file_count": len(restored.files),
+            "restored_token_count": sum(f.tokens for f in restored.files),
+            "restored_files": [f.path for f in restored.files],
+            "skipped_files": [{"path": s.path, "reason": s.reason} for s in restored.skipped],
+            "summarizer": summary.summarizer,
+            "summary_model": summary.model,
+            "attempts": summary.attempts,
+            "chunks": summary.chunks,
+            "summary": summary.text,
+        }
+    )
+    return StrategyResult(out, True, stats, tuple(warnings))

@@ -1,0 +1,139 @@
+"""Summarizers: turn the messages a compaction replaces into one structured summary text.
+
+Two implementations behind one small interface (SPEC §3.5):
+
+``anthropic``   the Messages API through the official SDK (:mod:`.anthropic_summarizer`):
+                the prompt of :mod:`.prompt`, bounded retries with backoff, ``<summary>``
+                extraction, chunk-and-merge for transcripts longer than its context budget.
+``extractive``  offline and deterministic, no key (:mod:`.extractive`): the same five
+                sections built from the transcript itself. The default when no API key is
+                set, and the fallback when the LLM fails.
+
+A summarizer never mutates the messages, never prints, and raises :class:`SummaryFailed`
+(exit code 3) when it cannot produce a summary; what to do then (retry later, fall back to
+``extractive``, keep the transcript unchanged) is the caller's decision. Importing this
+package does not import ``anthropic``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from ctxcompact.errors import InputError, WorkFailedError
+from ctxcompact.ir import Message
+from ctxcompact.summarize.prompt import SUMMARY_MAX_WORDS
+
+if TYPE_CHECKING:
+    from ctxcompact.summarize.anthropic_summarizer import AnthropicSummarizer
+    from ctxcompact.summarize.extractive import ExtractiveSummarizer
+
+__all__ = [
+    "SUMMARIZER_NAMES",
+    "SUMMARY_MAX_WORDS",
+    "AnthropicSummarizer",
+    "ExtractiveSummarizer",
+    "Summarizer",
+    "Summary",
+    "SummaryFailed",
+    "make_summarizer",
+]
+
+SummarizerName = Literal["auto", "anthropic", "extractive"]
+SUMMARIZER_NAMES: tuple[SummarizerName, ...] = ("auto", "anthropic", "extractive")
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A summary and how it was made.
+
+    ``attempts``: API requests sent in total (1 for a first-time success; retries and chunk
+    requests add up; 1 for the extractive summarizer). ``chunks``: how many parts the
+    transcript was summarized in (1 unless it exceeded the context budget). ``model``: the
+    model asked for, ``None`` for the extractive summarizer.
+    """
+
+    text: str
+    summarizer: str
+    attempts: int = 1
+    chunks: int = 1
+    model: str | None = None
+
+
+class SummaryFailed(WorkFailedError):
+    """No summary could be produced. ``reason`` is key-free (an HTTP status, "timed out",
+    "empty answer"); ``attempts`` is how many API requests were sent before giving up."""
+
+    def __init__(self, reason: str, *, attempts: int = 0) -> None:
+        self.reason = reason
+        self.attempts = attempts
+        tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else ""
+        super().__init__(f"summary failed{tries}: {reason}")
+
+
+class Summarizer(Protocol):
+    """Anything that can summarize a list of messages."""
+
+    @property
+    def name(self) -> str: ...
+
+    def summarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_words: int = SUMMARY_MAX_WORDS,
+        instructions: str | None = None,
+    ) -> Summary: ...
+
+
+def make_summarizer(
+    name: SummarizerName = "auto",
+    *,
+    model: str | None = None,
+    timeout: float = 60.0,
+    max_retries: int = 2,
+    client: Any = None,
+) -> Summarizer:
+    """A summarizer by name. ``auto``: ``anthropic`` when ``ANTHROPIC_API_KEY`` is set (or a
+    ``client`` is given), else ``extractive``.
+
+    ``anthropic`` without a key or client raises :class:`InputError` (exit 2) here, before
+    any work is done. ``model``, ``timeout``, ``max_retries`` and ``client`` only apply to
+    ``anthropic``. Nothing is sent until ``summarize`` is called.
+    """
+    from ctxcompact.llm import api_key_available
+
+    if name == "auto":
+        name = "anthropic" if client is not None or api_key_available() else "extractive"
+    if name == "extractive":
+        from ctxcompact.summarize.extractive import ExtractiveSummarizer
+
+        return ExtractiveSummarizer()
+    if name == "anthropic":
+        if client is None and not api_key_available():
+            from ctxcompact.llm import API_KEY_ENV
+
+            raise InputError(
+                f"the anthropic summarizer needs an API key: set {API_KEY_ENV}, "
+                "or use --summarizer extractive (offline)."
+            )
+        from ctxcompact.summarize.anthropic_summarizer import DEFAULT_SUMMARY_MODEL, AnthropicSummarizer
+
+        return AnthropicSummarizer(
+            model or DEFAULT_SUMMARY_MODEL, client=client, timeout=timeout, max_retries=max_retries
+        )
+    raise InputError(f"unknown summarizer {name!r}; expected one of {', '.join(SUMMARIZER_NAMES)}.")
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy exports: the anthropic-backed module loads only when asked for.
+    if name == "AnthropicSummarizer":
+        from ctxcompact.summarize.anthropic_summarizer import AnthropicSummarizer
+
+        return AnthropicSummarizer
+    if name == "ExtractiveSummarizer":
+        from ctxcompact.summarize.extractive import ExtractiveSummarizer
+
+        return ExtractiveSummarizer
+    raise AttributeError(f"module 'ctxcompact.summarize' has no attribute {name!r}")
