@@ -43,7 +43,7 @@ RATIO_TARGET = 1.3
 ESTIMATE_TARGET = 0.5
 ABSOLUTE_TARGET_S = 0.5
 
-FLOOR_SCRIPT = r'''
+FLOOR_SCRIPT = r"""
 import sys, time
 t0 = time.perf_counter()
 import orjson, tiktoken
@@ -82,7 +82,7 @@ tokens = len(enc.encode_ordinary("\n".join(texts)))
 t4 = time.perf_counter()
 print(orjson.dumps({"tokens": tokens, "import": t1 - t0, "bpe": t2 - t1, "parse": t3 - t2,
                     "encode": t4 - t3}).decode())
-'''
+"""
 
 
 @dataclass
@@ -178,7 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         floor_info = json.loads(runs["floor"][-1].stdout)
         tool_report = json.loads(runs["tiktoken"][-1].stdout)
         size = target.stat().st_size
-        print(f"bench_count: {size / 1e6:.2f} MB transcript, {len(tool_report['transcripts'][0]['by_role'])} roles,")
+        print(
+            f"bench_count: {size / 1e6:.2f} MB transcript, {len(tool_report['transcripts'][0]['by_role'])} roles,"
+        )
         print(
             f"  ctxcompact total {tool_report['total']:,} tokens (floor encodes {floor_info['tokens']:,}); "
             f"{args.runs} interleaved runs each, {os.cpu_count()} CPUs"
@@ -198,8 +200,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         absolute = median(runs["tiktoken"])
         checks = [
             (f"tiktoken / floor = {ratio:.2f} (target <= {RATIO_TARGET})", ratio <= RATIO_TARGET),
-            (f"estimate / tiktoken = {est_ratio:.2f} (target <= {ESTIMATE_TARGET})", est_ratio <= ESTIMATE_TARGET),
-            (f"tiktoken absolute = {absolute * 1000:.0f} ms (target < {ABSOLUTE_TARGET_S * 1000:.0f} ms)", absolute < ABSOLUTE_TARGET_S),
+            (
+                f"estimate / tiktoken = {est_ratio:.2f} (target <= {ESTIMATE_TARGET})",
+                est_ratio <= ESTIMATE_TARGET,
+            ),
+            (
+                f"tiktoken absolute = {absolute * 1000:.0f} ms (target < {ABSOLUTE_TARGET_S * 1000:.0f} ms)",
+                absolute < ABSOLUTE_TARGET_S,
+            ),
         ]
         for text, ok in checks:
             print(f"  {verdict(ok)}  {text}")

@@ -45,15 +45,54 @@ _EXPORTS = {
     "WorkFailedError": "ctxcompact.errors",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "CheckResult",
+    "CompactOptions",
+    "CompactResult",
+    "CompactStats",
+    "Conversation",
+    "CtxcompactError",
+    "InputError",
+    "Message",
+    "TokenReport",
+    "Transcript",
+    "Violation",
+    "WorkFailedError",
+    "__version__",
+    "check_budget",
+    "compact_conversation",
+    "compact_messages",
+    "count_message_tokens",
+    "count_tokens",
+    "dump_transcript",
+    "estimate_tokens",
+    "load_messages",
+    "load_transcript",
+    "make_budget",
+    "make_counter",
+    "resolve_model",
+    "validate_messages",
+]
 
 if TYPE_CHECKING:
-    from ctxcompact.compact import CompactOptions, CompactResult, CompactStats, compact_conversation, compact_messages
+    from ctxcompact.compact import (
+        CompactOptions,
+        CompactResult,
+        CompactStats,
+        compact_conversation,
+        compact_messages,
+    )
     from ctxcompact.errors import CtxcompactError, InputError, WorkFailedError
     from ctxcompact.ir import Message
     from ctxcompact.models import make_budget, resolve_model
     from ctxcompact.tokens import TokenReport, count_tokens, estimate_tokens, make_counter
-    from ctxcompact.transcript import Conversation, Transcript, dump_transcript, load_messages, load_transcript
+    from ctxcompact.transcript import (
+        Conversation,
+        Transcript,
+        dump_transcript,
+        load_messages,
+        load_transcript,
+    )
     from ctxcompact.usage import CheckResult, check_budget, count_message_tokens
     from ctxcompact.validate import Violation, validate_messages
 

@@ -17,7 +17,7 @@ call (seed 000 §4.3). Steps:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -64,6 +64,7 @@ class CompactOptions:
     exclude_tools: tuple[str, ...] = ()
     clear_tool_inputs: bool = False
     keep_thinking: int | None = None
+    include_loop: bool = False
     # clean-tools (seed 003)
     rounds: int = 2
 
@@ -209,6 +210,7 @@ def _run_strategy(
             exclude_tools=options.exclude_tools,
             clear_tool_inputs=options.clear_tool_inputs,
             keep_thinking=options.keep_thinking,
+            protect_loop=not options.include_loop,
             counter=counter,
         )
     if name == "clean-tools":
@@ -361,6 +363,3 @@ def compact_messages(
         conv, options=opts, budget=budget, auto=auto, dry_run=dry_run, summarizer=summarizer, reader=reader, counter=chosen
     )
 
-
-def with_options(options: CompactOptions, **changes: Any) -> CompactOptions:
-    return replace(options, **changes)

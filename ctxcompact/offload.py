@@ -429,11 +429,11 @@ def offload_tool_results(
                 "content": reference_for(entry.file_name, plan.text, preview=preview),
             }
             done.append(plan)
-        if done:
-            # Entries of earlier runs stay; ours are added (a reused file's entry is refreshed).
-            for plan in done:
-                assert plan.entry is not None
-                manifest[plan.entry.file_name] = plan.entry.to_json()
+        # Entries of earlier runs stay; ours are added. A run that only reused files writes
+        # nothing at all, not even the manifest.
+        updates = {p.entry.file_name: p.entry.to_json() for p in done if p.entry is not None}
+        if any(manifest.get(name) != record for name, record in updates.items()):
+            manifest.update(updates)
             try:
                 writer.replace(root / MANIFEST_NAME, _manifest_bytes(manifest))
             except OSError as exc:

@@ -6,6 +6,7 @@ objects and a console; they decide nothing about the results themselves.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +21,27 @@ from ctxcompact.tokens import TokenReport
 from ctxcompact.usage import CheckResult
 
 
+class _PipeSafeConsole(Console):
+    """A console that falls silent when its reader goes away (``| head``).
+
+    Rich's default raises ``SystemExit(1)``, which for ``check`` would read as "compaction
+    needed" whatever the verdict: here the output is dropped and the command exits with its
+    own status.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.file.fileno())
+        except (OSError, ValueError):
+            pass
+
+
 def make_console(file: Any, *, force_plain: bool = False) -> Console:
     """A console on ``file``: colours only on a terminal; a stable width when piped."""
     is_tty = bool(getattr(file, "isatty", lambda: False)())
-    return Console(
+    return _PipeSafeConsole(
         file=file,
         highlight=False,
         soft_wrap=False,
@@ -137,7 +155,7 @@ def _render_count_detail(row: CountRow, console: Console, *, top: int) -> None:
             f" · {_pct(report.total, row.model.context_window)} of {row.model.model or 'default'}'s "
             f"{_n(row.model.context_window)}-token window"
         )
-    console.print(head)
+    console.print(head, soft_wrap=True)
 
     roles = Table(title="By role", title_justify="left")
     roles.add_column("role")
@@ -242,7 +260,8 @@ def render_check(results: Sequence[CheckResult], budget: Budget, console: Consol
             f"{budget.ratio:g} ({budget.label})",
             ("  threshold ", "dim"),
             (_n(budget.threshold), "bold"),
-        )
+        ),
+        soft_wrap=True,  # one logical line: never split "threshold" from its number when piped
     )
     for r in results:
         verdict = (
@@ -268,7 +287,7 @@ def render_check(results: Sequence[CheckResult], budget: Budget, console: Consol
 
 def render_warnings(warnings: Sequence[str], console: Console) -> None:
     for warning in warnings:
-        console.print(Text(f"warning: {warning}", style="yellow"))
+        console.print(Text(f"warning: {warning}", style="yellow"), soft_wrap=True)
 
 
 def mapping_table(title: str, rows: Mapping[str, Any], console: Console) -> None:

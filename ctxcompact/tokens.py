@@ -34,7 +34,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Protocol
@@ -55,7 +55,8 @@ COUNTER_NAMES = ("tiktoken", "estimate", "anthropic")
 class TokenCounter(Protocol):
     """Counts tokens of strings. ``count_batch`` is the hot path: one call per transcript."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def count_batch(self, texts: Sequence[str]) -> list[int]: ...
 
@@ -111,7 +112,7 @@ def load_encoding(name: str) -> Any:
         spec["name"] = DEFAULT_ENCODING
         return tiktoken.Encoding(**spec)
 
-    original: Callable[[str], bytes] = tiktoken.load.read_file
+    original = tiktoken.load.read_file
 
     def no_download(blobpath: str) -> bytes:
         if "://" in blobpath:
@@ -191,10 +192,8 @@ def image_tokens(block: Block) -> int:
         if size:
             width, height = size
             longest = max(width, height)
-            if longest > IMAGE_MAX_EDGE:
-                scale = IMAGE_MAX_EDGE / longest
-                width, height = width * scale, height * scale
-            return max(1, math.ceil(width * height / 750))
+            scale = min(1.0, IMAGE_MAX_EDGE / longest) if longest else 1.0
+            return max(1, math.ceil(width * scale * height * scale / 750))
     return IMAGE_TOKENS_DEFAULT
 
 

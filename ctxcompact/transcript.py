@@ -154,6 +154,9 @@ def load_messages(messages: Sequence[Mapping[str, Any]], *, dialect: str | None 
 def parse_transcript(raw: bytes, *, name: str = STDIN_NAME, dialect: str | None = None) -> Transcript:
     text_start = raw.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not text_start:
+        if name.endswith(".jsonl"):
+            # Zero lines is valid JSONL: the line-per-message form of an empty list.
+            return Transcript(name, "jsonl", [], (_conversation(name, [], dialect or "anthropic", None),))
         raise InputError("is empty; expected a JSON array of messages, a request body or JSONL.")
     root, err = _loads(raw)
     if err is None:
@@ -208,9 +211,10 @@ def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
         if root and all(isinstance(r, Mapping) for r in root) and not any("role" in r for r in root):
             key = next((k for k in _COLLECTION_KEYS if all(isinstance(r.get(k), list) for r in root)), None)
             if key is not None:
+                # One file, one dialect: a trajectory without tool calls says nothing by itself.
+                chosen = dialect or detect_dialect([r for item in root for r in item[key]], root[0])
                 convs = tuple(
-                    _conversation(f"{name}#{i}", item[key], dialect or detect_dialect(item[key], item), item)
-                    for i, item in enumerate(root)
+                    _conversation(f"{name}#{i}", item[key], chosen, item) for i, item in enumerate(root)
                 )
                 return Transcript(name, "collection", root, convs, collection_key=key)
             _refuse_foreign_lines(root)
@@ -226,6 +230,9 @@ def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
             return Transcript(name, "body", root, (_conversation(name, messages, chosen, root),))
         if "role" in root:
             return Transcript(name, "jsonl", [root], (_conversation(name, [root], dialect or detect_dialect([root], None), None),))
+        if dialect == "claude-code" or claude_code.looks_like([root]):
+            # A one-line session file (a session just started, a short subagent run).
+            return Transcript(name, "claude-code", [root], (_conversation(name, [root], "claude-code", None),))
         _refuse_foreign_object(root)
         keys = ", ".join(list(root)[:8]) or "none"
         raise InputError(
@@ -349,15 +356,28 @@ def conversation_records(conversation: Conversation) -> list[Any]:
             items.extend(((i, 0, 0), r) for i, r in zip(message.source.indices, message.source.records, strict=True))
             cursor = max(message.source.indices)
         elif message.source is not None:
+            # A rendered record that is, or stands for (same uuid), one of the message's own
+            # records keeps that record's position; anything else goes with the first.
             first = message.source.indices[0]
-            items.extend(((first, 0, j), r) for j, r in enumerate(render(message)))
+            by_id = {id(r): i for i, r in zip(message.source.indices, message.source.records, strict=True)}
+            by_uuid = {
+                r.get("uuid"): i
+                for i, r in zip(message.source.indices, message.source.records, strict=True)
+                if isinstance(r, Mapping) and r.get("uuid")
+            }
+            for j, record in enumerate(render(message)):
+                uid = record.get("uuid") if isinstance(record, Mapping) else None
+                index = by_id.get(id(record), by_uuid.get(uid, first))
+                items.append(((index, 0, j), record))
             cursor = max(message.source.indices)
         else:
             for record in render(message):
                 seq += 1
                 items.append(((cursor, 1, seq), record))
     items.sort(key=lambda item: item[0])
-    return [record for _, record in items]
+    records = [record for _, record in items]
+    finalize = getattr(DIALECTS[conversation.dialect], "finalize_records", None)
+    return finalize(records, conversation.records) if finalize else records
 
 
 def dump_transcript(transcript: Transcript) -> bytes:

@@ -137,7 +137,9 @@ def test_registry_file_json(tmp_path: Path) -> None:
 
 def test_registry_file_toml(tmp_path: Path) -> None:
     path = tmp_path / "models.toml"
-    path.write_text('[models]\n"my-model" = 64000\n"my.dotted-model" = { context_window = 32000 }\n', encoding="utf-8")
+    path.write_text(
+        '[models]\n"my-model" = 64000\n"my.dotted-model" = { context_window = 32000 }\n', encoding="utf-8"
+    )
     assert load_registry(path) == {"my-model": 64_000, "my.dotted-model": 32_000}
 
 
@@ -157,7 +159,11 @@ def test_registry_file_from_environment(tmp_path: Path, monkeypatch: pytest.Monk
         ("bad.toml", "my-model = = 1", r"bad\.toml: not valid TOML"),
         ("list.json", "[64000]", r"list\.json: expected a mapping of model id to context window"),
         ("neg.json", '{"m": -5}', r"neg\.json: model 'm': context window must be a positive integer, got -5"),
-        ("str.json", '{"m": "64k"}', r"str\.json: model 'm': context window must be a positive integer, got '64k'"),
+        (
+            "str.json",
+            '{"m": "64k"}',
+            r"str\.json: model 'm': context window must be a positive integer, got '64k'",
+        ),
         ("bool.json", '{"m": true}', r"model 'm': context window must be a positive integer, got True"),
         ("float.json", '{"m": 64000.5}', r"model 'm': context window must be a positive integer"),
     ],
@@ -206,13 +212,20 @@ def test_ratio_bounds_are_inclusive(ratio: float) -> None:
 
 @pytest.mark.parametrize("ratio", [0.39, 0.91, 0.0, 1.0, -0.6])
 def test_ratio_outside_04_09_is_rejected(ratio: float) -> None:
-    with pytest.raises(UsageError, match="--threshold must be between 0.4 and 0.9"):
+    with pytest.raises(UsageError, match=r"--threshold must be between 0\.4 and 0\.9"):
         make_budget(resolve_model("gpt-4o"), ratio=ratio)
 
 
 @pytest.mark.parametrize(
     ("ratio", "label"),
-    [(0.4, "cost-first"), (0.6, "cost-first"), (0.61, "balanced"), (0.75, "balanced"), (0.76, "retention"), (0.9, "retention")],
+    [
+        (0.4, "cost-first"),
+        (0.6, "cost-first"),
+        (0.61, "balanced"),
+        (0.75, "balanced"),
+        (0.76, "retention"),
+        (0.9, "retention"),
+    ],
 )
 def test_strategy_labels_at_the_boundaries(ratio: float, label: str) -> None:
     assert strategy_label(ratio) == label

@@ -60,7 +60,10 @@ def png_bytes(width: int, height: int) -> bytes:
     rows = b"".join(b"\x00" + bytes(width * 3) for _ in range(height))
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     return (
-        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
     )
 
 
@@ -132,7 +135,9 @@ def test_openai_tool_call_counts_its_raw_arguments_string() -> None:
             {
                 "role": "assistant",
                 "content": None,
-                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": raw}}],
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": raw}}
+                ],
             },
             {"role": "tool", "tool_call_id": "c1", "content": "ok"},
         ]
@@ -165,13 +170,18 @@ def test_thinking_counts_the_text_not_the_signature() -> None:
 def test_unknown_and_opaque_blocks_count_their_json_without_type() -> None:
     redacted = {"type": "redacted_thinking", "data": "EqQBCkYIBxgCKkA" * 10}
     server = {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "tiktoken"}}
-    assert by_type_of(redacted, role="assistant")["redacted_thinking"] == est(compact_json({"data": redacted["data"]}))
+    assert by_type_of(redacted, role="assistant")["redacted_thinking"] == est(
+        compact_json({"data": redacted["data"]})
+    )
     expected = est(compact_json({k: v for k, v in server.items() if k != "type"}))
     assert by_type_of(server, role="assistant")["server_tool_use"] == expected
 
 
 def test_documents_text_source_and_pdf_pages() -> None:
-    text_doc = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "abcdabcd"}}
+    text_doc = {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": "abcdabcd"},
+    }
     assert by_type_of(text_doc)["document"] == 2
     pdf = b"%PDF-1.4\n1 0 obj << /Type /Pages /Kids [2 0 R 3 0 R] >>\n2 0 obj << /Type /Page >>\n3 0 obj << /Type /Page >>\n"
     pdf_doc = {
@@ -211,8 +221,14 @@ def test_gif_header_size_is_read() -> None:
     "block",
     [
         {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "bm90IGFuIGltYWdl"}},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "!!!not base64!!!"}},
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": "bm90IGFuIGltYWdl"},
+        },
+        {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": "!!!not base64!!!"},
+        },
         {"type": "image"},
     ],
     ids=["url", "not-an-image", "bad-base64", "no-source"],
@@ -434,7 +450,10 @@ BODY = {
                 {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a.py"}},
             ],
         },
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "print(1)\n" * 40}]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "print(1)\n" * 40}],
+        },
     ],
 }
 
@@ -477,7 +496,9 @@ def test_anthropic_counter_sends_openai_transcripts_in_anthropic_shape(api_env: 
         {
             "role": "assistant",
             "content": None,
-            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": '{"p": "."}'}}],
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": '{"p": "."}'}}
+            ],
         },
         {"role": "tool", "tool_call_id": "c1", "name": "ls", "content": "a.py"},
     ]
@@ -486,7 +507,9 @@ def test_anthropic_counter_sends_openai_transcripts_in_anthropic_shape(api_env: 
     body = request.body
     assert body["system"] == "Be brief."
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
-    assert body["messages"][1]["content"] == [{"type": "tool_use", "id": "c1", "name": "ls", "input": {"p": "."}}]
+    assert body["messages"][1]["content"] == [
+        {"type": "tool_use", "id": "c1", "name": "ls", "input": {"p": "."}}
+    ]
     # Only fields the Messages API accepts: no OpenAI 'arguments' or tool 'name'.
     assert body["messages"][2]["content"] == [{"type": "tool_result", "tool_use_id": "c1", "content": "a.py"}]
     assert report.total == FakeAnthropicServer.count_tokens_for(body)
@@ -494,7 +517,9 @@ def test_anthropic_counter_sends_openai_transcripts_in_anthropic_shape(api_env: 
 
 def test_anthropic_counter_failure_is_a_work_failed_error(api_env: FakeAnthropicServer) -> None:
     api_env.enqueue(*(FakeAnthropicServer.reply_error(500) for _ in range(3)), path=COUNT_TOKENS_PATH)
-    with pytest.raises(WorkFailedError, match=r"exact token count failed: the API answered HTTP 500 \(api_error\)"):
+    with pytest.raises(
+        WorkFailedError, match=r"exact token count failed: the API answered HTTP 500 \(api_error\)"
+    ):
         count_message_tokens([{"role": "user", "content": "hi"}], counter=AnthropicTotalCounter())
     assert len(api_env.requests_to(COUNT_TOKENS_PATH)) == 3  # the SDK's two retries
 

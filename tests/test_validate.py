@@ -12,7 +12,9 @@ from ctxcompact.validate import Violation, errors_only, validate_messages
 
 def check(records: list[dict[str, Any]], dialect: str | None = None) -> list[tuple[str, str, int]]:
     conv = load_messages(records, dialect=dialect)
-    return [(v.code, v.severity, v.message_index) for v in validate_messages(conv.messages, dialect=conv.dialect)]
+    return [
+        (v.code, v.severity, v.message_index) for v in validate_messages(conv.messages, dialect=conv.dialect)
+    ]
 
 
 def use(*ids: str, text: str | None = None) -> dict[str, Any]:
@@ -22,7 +24,10 @@ def use(*ids: str, text: str | None = None) -> dict[str, Any]:
 
 
 def result(*ids: str) -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": "ok"} for i in ids]}
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": i, "content": "ok"} for i in ids],
+    }
 
 
 USER = {"role": "user", "content": "please look"}
@@ -134,7 +139,10 @@ def test_violation_text_and_errors_only() -> None:
     assert {v.code for v in found} == {"orphan_tool_result", "unanswered_tool_use"}
     assert all(v.severity == "error" for v in errors_only(found))
     text = str(next(v for v in found if v.code == "orphan_tool_result"))
-    assert text == "message 2: tool_result b answers no tool_use of the previous assistant message [orphan_tool_result]"
+    assert (
+        text
+        == "message 2: tool_result b answers no tool_use of the previous assistant message [orphan_tool_result]"
+    )
     assert isinstance(found[0], Violation)
 
 

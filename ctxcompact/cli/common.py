@@ -12,16 +12,17 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
+import orjson
 import typer
 from rich.console import Console
 
-from ctxcompact.errors import CtxcompactError, InputError
+from ctxcompact.errors import CtxcompactError, InputError, WorkFailedError
 from ctxcompact.render import make_console
-from ctxcompact.transcript import Transcript, load_transcript
+from ctxcompact.transcript import Transcript, load_transcript, write_atomic
 
 EXIT_INTERNAL = 70
 TRACEBACK_ENV = "CTXCOMPACT_TRACEBACK"
@@ -30,13 +31,13 @@ TRANSCRIPT_SUFFIXES = (".json", ".jsonl")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     anthropic = "anthropic"
     openai = "openai"
     claude_code = "claude-code"
 
 
-class CounterName(str, Enum):
+class CounterName(StrEnum):
     tiktoken = "tiktoken"
     estimate = "estimate"
     anthropic = "anthropic"
@@ -57,8 +58,19 @@ class Streams:
 
 
 def error(message: str, code: int) -> typer.Exit:
-    make_console(sys.stderr).print(f"ctxcompact: error: {message}", markup=False, highlight=False)
+    # soft_wrap: a long path or message stays on one line, whole for grep and for the user.
+    make_console(sys.stderr).print(f"ctxcompact: error: {message}", markup=False, highlight=False, soft_wrap=True)
     return typer.Exit(code)
+
+
+def write_stdout(text: str) -> None:
+    """Print a command's product (JSON) on stdout. A reader that went away (``| head``) is
+    not an error: the rest is dropped and the command still exits with its own status."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
 
 
 def reports_errors(func: F) -> F:
@@ -117,6 +129,27 @@ def expand_inputs(paths: Sequence[Path] | None) -> list[str | None]:
         else:
             out.append(str(path))
     return out
+
+
+def write_output(data: bytes, output: Path | None) -> None:
+    """``data`` to ``output`` atomically, or to stdout for None / ``-``.
+
+    A failed write is exit 3 (the work could not be done); the old file, if any, is intact.
+    """
+    if output is None or str(output) == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    try:
+        write_atomic(output, data)
+    except OSError as exc:
+        raise WorkFailedError(f"{output}: cannot write it ({exc.strerror or exc}).") from None
+
+
+def write_json_file(path: Path | None, payload: Any) -> None:
+    """``--stats-json`` / ``--report``: pretty JSON to ``path`` when one was given."""
+    if path is not None:
+        write_output(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n", path)
 
 
 def load_all(paths: Sequence[Path] | None, fmt: Format | None) -> Iterator[Transcript]:

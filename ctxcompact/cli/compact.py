@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,8 @@ from ctxcompact.cli.common import (
     Streams,
     expand_inputs,
     reports_errors,
+    write_json_file,
+    write_output,
 )
 from ctxcompact.compact import STRATEGY_NAMES, CompactOptions, CompactResult, compact_conversation
 from ctxcompact.errors import CtxcompactError, InputError, UsageError
@@ -25,7 +26,7 @@ from ctxcompact.models import DEFAULT_RATIO, load_registry, make_budget, resolve
 from ctxcompact.render import render_batch, render_compact_stats, render_restore, render_warnings
 from ctxcompact.restore import DEFAULT_READ_TOOLS, ReadTool, parse_read_tool, restore_recent_files
 from ctxcompact.tokens import make_counter
-from ctxcompact.transcript import Transcript, dump_transcript, load_transcript, write_atomic
+from ctxcompact.transcript import Transcript, dump_transcript, load_transcript
 from ctxcompact.usage import conversation_model
 
 FULL = "Full compaction (--strategy full)"
@@ -34,23 +35,6 @@ PRUNE = "Pruning (--strategy prune)"
 CLEAN = "Tool cleaning (--strategy clean-tools)"
 BUDGET = "Budget (--auto)"
 OUTPUT = "Input and output"
-
-
-def write_output(data: bytes, output: Path | None) -> None:
-    """The transcript to ``output`` (atomically) or to stdout."""
-    if output is None or str(output) == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return
-    try:
-        write_atomic(output, data)
-    except OSError as exc:
-        raise InputError(f"{output}: cannot write it ({exc.strerror or exc}).") from None
-
-
-def write_stats_json(path: Path | None, payload: Any) -> None:
-    if path is not None:
-        write_output(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n", path)
 
 
 def _read_tools(specs: list[str] | None) -> tuple[ReadTool, ...]:
@@ -103,6 +87,9 @@ def compact(
     clear_tool_inputs: bool = typer.Option(False, "--clear-tool-inputs", help="Also blank the inputs of cleared tool uses.", rich_help_panel=PRUNE),
     keep_thinking: str = typer.Option("all", "--keep-thinking", help="Keep thinking of the last N assistant turns, or 'all'.", rich_help_panel=PRUNE),
     rounds: int = typer.Option(2, "--rounds", help="Keep tool calls of the last N rounds.", rich_help_panel=CLEAN),
+    include_loop: bool = typer.Option(
+        False, "--include-loop", help="Let prune clear inside the current tool loop too (as the API's own edit does).", rich_help_panel=PRUNE
+    ),
 ) -> None:
     """Rewrite a transcript to fit: summarize history and restore recent files, or prune locally.
 
@@ -147,6 +134,7 @@ def compact(
         clear_tool_inputs=clear_tool_inputs,
         keep_thinking=thinking,
         rounds=rounds,
+        include_loop=include_loop,
     )
     registry = load_registry(models_file)
     counter = make_counter(counter_name)
@@ -178,7 +166,7 @@ def compact(
         for r in results:
             render_compact_stats(r.stats, streams.err, label=r.conversation.label if len(results) > 1 else None)
         stats_payload = [r.stats.to_dict() for r in results]
-        write_stats_json(stats_json, stats_payload[0] if len(stats_payload) == 1 else stats_payload)
+        write_json_file(stats_json, stats_payload[0] if len(stats_payload) == 1 else stats_payload)
         if dry_run:
             return
         if in_place and path is not None:
@@ -191,8 +179,8 @@ def compact(
     render_warnings(sorted(set(warnings)), streams.err)
     render_batch(rows, streams.err)
     payload = {"inputs": rows, "compacted": sum(r["status"] == "compacted" for r in rows), "failed": sum(r["status"] == "failed" for r in rows)}
-    write_stats_json(report, payload)
-    write_stats_json(stats_json, payload)
+    write_json_file(report, payload)
+    write_json_file(stats_json, payload)
     codes = [r["exit_code"] for r in rows if r["status"] == "failed"]
     if codes:
         raise typer.Exit(max(codes))
@@ -313,9 +301,9 @@ def restore_files(
       ctxcompact restore-files session.jsonl --read-tool Read:file_path --append -o t2.jsonl
     """
     from ctxcompact.dialects import DIALECTS
-    from ctxcompact.strategies.full import restored_file_messages
-    from ctxcompact.restore import RESTORED_ACK
     from ctxcompact.ir import new_message
+    from ctxcompact.restore import RESTORED_ACK
+    from ctxcompact.strategies.full import restored_file_messages
 
     streams = Streams.current(quiet=quiet)
     for name, value in (("--max-files", max_files), ("--max-tokens-per-file", max_tokens_per_file), ("--max-tokens-total", max_tokens_total)):
@@ -334,7 +322,7 @@ def restore_files(
         tools=_read_tools(read_tool),
     )
     render_restore(result, streams.err)
-    write_stats_json(
+    write_json_file(
         stats_json,
         {
             "restoredFileCount": len(result.files),

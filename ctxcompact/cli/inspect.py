@@ -20,9 +20,17 @@ from ctxcompact.cli.common import (
     Streams,
     load_all,
     reports_errors,
+    write_stdout,
 )
 from ctxcompact.models import DEFAULT_RATIO, load_registry, make_budget, resolve_model
-from ctxcompact.render import CountRow, check_to_json, count_to_json, render_check, render_count, render_warnings
+from ctxcompact.render import (
+    CountRow,
+    check_to_json,
+    count_to_json,
+    render_check,
+    render_count,
+    render_warnings,
+)
 from ctxcompact.tokens import make_counter
 from ctxcompact.usage import check_conversation, conversation_model, measure
 
@@ -72,7 +80,7 @@ def count(
             rows.append(CountRow(conv.label, conv.dialect, report, info))
     render_warnings(sorted(set(warnings)), streams.err)
     if as_json:
-        typer.echo(orjson.dumps(count_to_json(rows, top=top), option=orjson.OPT_INDENT_2).decode())
+        write_stdout(orjson.dumps(count_to_json(rows, top=top), option=orjson.OPT_INDENT_2).decode())
     else:
         render_count(rows, streams.out, top=top)
 
@@ -124,7 +132,7 @@ def check(
     assert budget is not None
     render_warnings(sorted(set(warnings)), streams.err)
     if as_json:
-        typer.echo(orjson.dumps(check_to_json(results, budget), option=orjson.OPT_INDENT_2).decode())
+        write_stdout(orjson.dumps(check_to_json(results, budget), option=orjson.OPT_INDENT_2).decode())
     else:
         render_check(results, budget, streams.out)
     if any(r.errors for r in results):

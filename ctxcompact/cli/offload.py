@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
-import orjson
 import typer
 
-from ctxcompact.cli.common import FILES_ARG, FORMAT_OPT, Format, Streams, expand_inputs, reports_errors
-from ctxcompact.errors import UsageError, WorkFailedError
+from ctxcompact.cli.common import (
+    FILES_ARG,
+    FORMAT_OPT,
+    Format,
+    Streams,
+    expand_inputs,
+    reports_errors,
+    write_json_file,
+    write_output,
+)
+from ctxcompact.errors import UsageError
 from ctxcompact.offload import (
     DEFAULT_MIN_CHARS,
     OffloadResult,
@@ -27,7 +33,7 @@ from ctxcompact.render_tools import (
     restore_stats_json,
 )
 from ctxcompact.tokens import make_counter
-from ctxcompact.transcript import dump_transcript, load_transcript, write_atomic
+from ctxcompact.transcript import dump_transcript, load_transcript
 
 DEFAULT_OUT_DIR = Path(".ctxcompact/offload")
 
@@ -77,18 +83,6 @@ LOCAL_COUNTER_OPT = typer.Option(
     help="Counter for the tokens freed: tiktoken or estimate.",
     case_sensitive=False,
 )
-
-
-def _write(data: bytes, output: Path | None) -> None:
-    """``data`` to ``output`` atomically, or to stdout; a failed write is exit 3."""
-    if output is None or str(output) == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return
-    try:
-        write_atomic(output, data)
-    except OSError as exc:
-        raise WorkFailedError(f"{output}: cannot write it ({exc.strerror or exc}).") from None
 
 
 @reports_errors
@@ -142,9 +136,9 @@ def offload(
             conv.with_messages(r.messages) if r.changed else conv
             for conv, r in zip(transcript.conversations, restored, strict=True)
         ]
-        _write(dump_transcript(transcript.with_conversations(convs)), output)
+        write_output(dump_transcript(transcript.with_conversations(convs)), output)
         render_restore_stats(transcript.name, restored, streams.err)
-        _write_stats(stats_json, restore_stats_json(transcript.name, restored))
+        write_json_file(stats_json, restore_stats_json(transcript.name, restored))
         return
 
     chosen = make_counter(counter.value)
@@ -166,15 +160,10 @@ def offload(
             conv.with_messages(r.messages) if r.changed else conv
             for conv, r in zip(transcript.conversations, results, strict=True)
         ]
-        _write(dump_transcript(transcript.with_conversations(convs)), output)
+        write_output(dump_transcript(transcript.with_conversations(convs)), output)
     except BaseException:
         # Nothing emitted: take back the files this run wrote, so a failure leaves no trace.
         discard_offload(results)
         raise
     render_offload_stats(transcript.name, results, streams.err, min_chars=min_chars)
-    _write_stats(stats_json, offload_stats_json(transcript.name, results))
-
-
-def _write_stats(path: Path | None, payload: Any) -> None:
-    if path is not None:
-        _write(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n", path)
+    write_json_file(stats_json, offload_stats_json(transcript.name, results))

@@ -131,29 +131,103 @@ def _only_tool_results(entry: Mapping[str, Any]) -> bool:
 
 
 def render_message(message: Message) -> list[Any]:
-    """One entry for a changed or new message.
+    """Entries for a changed or new message.
 
-    A changed message keeps its first entry as the template (uuid, parentUuid, session
-    fields); a new one gets a fresh uuid and the ``isSynthetic``-free minimal fields Claude
-    Code needs to show it.
+    A changed message keeps its entries: when a rewrite changed blocks in place (prune,
+    offload), each entry gets its own slice of the new content and an entry whose blocks are
+    untouched is emitted as it was; when blocks were removed (clean-tools), each surviving
+    block stays in the entry it came from and entries left empty are dropped (their children
+    are re-linked by :func:`finalize_records`). ``toolUseResult`` duplicates are kept: the
+    model never sees them and they are the user's data. A new message becomes one fresh entry.
     """
     templates = message.source.records if message.source else ()
-    text = plain_text(message.content)
-    content: Any = text if text is not None else [dict(b) for b in message.content]
-    if templates:
-        entry = dict(templates[0])
+    if not templates:
+        text = plain_text(message.content)
+        return [
+            {
+                "type": message.role,
+                "isSidechain": False,
+                "message": {"role": message.role, "content": text if text is not None else [dict(b) for b in message.content]},
+                "uuid": str(uuid.uuid4()),
+                "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+                _NEW_MARK: True,
+            }
+        ]
+    originals = [content_blocks(t["message"].get("content"), "entry") for t in templates]
+    new = list(message.content)
+    if len(new) == sum(len(o) for o in originals):
+        slices, start = [], 0
+        for blocks in originals:
+            slices.append(new[start : start + len(blocks)])
+            start += len(blocks)
+    else:
+        slices = _assign_by_identity(originals, new)
+    out: list[Any] = []
+    for template, before, after in zip(templates, originals, slices, strict=True):
+        if not after:
+            continue
+        if len(after) == len(before) and all(a is b for a, b in zip(after, before, strict=True)):
+            out.append(template)
+            continue
+        entry = dict(template)
         inner = dict(entry.get("message") or {})
-        inner["content"] = content
+        text = plain_text(tuple(after)) if isinstance(inner.get("content"), str) else None
+        inner["content"] = text if text is not None else [dict(b) for b in after]
         entry["message"] = inner
-        entry.pop("toolUseResult", None)
-        return [entry]
-    return [
-        {
-            "type": message.role,
-            "isSidechain": False,
-            "message": {"role": message.role, "content": content},
-            "uuid": str(uuid.uuid4()),
-            "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
-            "ctxcompact": True,
-        }
-    ]
+        out.append(entry)
+    return out
+
+
+def _assign_by_identity(originals: Sequence[tuple[Block, ...]], new: Sequence[Block]) -> list[list[Block]]:
+    """Each new block goes to the entry holding the identical original block; a block the
+    rewrite created goes with the block before it (or to the first entry)."""
+    home = {id(b): j for j, blocks in enumerate(originals) for b in blocks}
+    slices: list[list[Block]] = [[] for _ in originals]
+    current = 0
+    for block in new:
+        current = home.get(id(block), current)
+        slices[current].append(block)
+    return slices
+
+
+def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
+    """Keep the ``parentUuid`` chain whole after a rewrite.
+
+    Claude Code rebuilds a conversation by following ``parentUuid`` links, so an entry whose
+    parent was removed is re-linked to its nearest ancestor still in the file (or, failing
+    that, to the entry before it), and a new entry is linked to the entry before it and given
+    the session fields (``sessionId``, ``cwd``, ``version``…) of its neighbours. Untouched
+    files come back unchanged: nothing is re-linked when every parent is present.
+    """
+    present = {r.get("uuid") for r in records if isinstance(r, Mapping) and r.get("uuid")}
+    parents = {r.get("uuid"): r.get("parentUuid") for r in original if isinstance(r, Mapping) and r.get("uuid")}
+    session = next((r for r in original if isinstance(r, Mapping) and r.get("sessionId")), {})
+    out: list[Any] = []
+    last_uuid: str | None = None
+    for record in records:
+        if not isinstance(record, Mapping):
+            out.append(record)
+            continue
+        if record.get(_NEW_MARK):
+            entry = {k: session[k] for k in _SESSION_FIELDS if k in session}
+            entry.update(record)
+            entry["parentUuid"] = last_uuid
+            record = entry
+        else:
+            parent = record.get("parentUuid")
+            # Only links this rewrite broke: a parent that was in the file and is gone now.
+            if parent is not None and parent not in present and parent in parents:
+                ancestor = parent
+                seen: set[Any] = set()
+                while ancestor is not None and ancestor not in present and ancestor not in seen:
+                    seen.add(ancestor)
+                    ancestor = parents.get(ancestor)
+                record = {**record, "parentUuid": ancestor if ancestor in present else last_uuid}
+        out.append(record)
+        if record.get("uuid") and record.get("type") in ("user", "assistant", "system"):
+            last_uuid = record["uuid"]
+    return out
+
+
+_NEW_MARK = "ctxcompact"
+_SESSION_FIELDS = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")

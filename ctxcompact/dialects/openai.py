@@ -97,7 +97,8 @@ def _assistant_blocks(rec: Mapping[str, Any], where: str) -> tuple[Block, ...]:
     for j, call in enumerate(calls):
         if not isinstance(call, Mapping):
             raise InputError(f"{where}: tool call {j} is a JSON {json_kind(call)}, expected an object.")
-        function = call.get("function") if isinstance(call.get("function"), Mapping) else {}
+        raw_function = call.get("function")
+        function: Mapping[str, Any] = raw_function if isinstance(raw_function, Mapping) else {}
         arguments = function.get("arguments", "")
         blocks.append(
             {
