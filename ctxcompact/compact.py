@@ -27,6 +27,7 @@ from ctxcompact.ir import Message, text_of
 from ctxcompact.models import Budget
 from ctxcompact.restore import DEFAULT_READ_TOOLS, FileReader, ReadTool
 from ctxcompact.retention import RetentionReport, check_retention
+from ctxcompact.strategies import STRATEGY_NAMES
 from ctxcompact.strategies.base import StrategyResult
 from ctxcompact.summarize import Summarizer
 from ctxcompact.tokens import TokenCounter, make_counter
@@ -34,7 +35,6 @@ from ctxcompact.transcript import Conversation, conversation_records
 from ctxcompact.usage import MessagesLike, as_conversation, measure
 from ctxcompact.validate import errors_only, validate_messages
 
-STRATEGY_NAMES = ("full", "prune", "clean-tools")
 SummarizerName = Literal["auto", "anthropic", "extractive"]
 
 
@@ -74,7 +74,16 @@ class CompactOptions:
             raise UsageError(
                 f"unknown strategy {', '.join(unknown) or '(none)'}; expected one or more of {', '.join(STRATEGY_NAMES)} (comma-separated)."
             )
-        for name in ("summary_max_words", "max_files", "max_tokens_per_file", "max_tokens_total", "keep", "clear_at_least", "rounds", "max_retries"):
+        for name in (
+            "summary_max_words",
+            "max_files",
+            "max_tokens_per_file",
+            "max_tokens_total",
+            "keep",
+            "clear_at_least",
+            "rounds",
+            "max_retries",
+        ):
             if getattr(self, name) < 0:
                 raise UsageError(f"--{name.replace('_', '-')} must not be negative.")
         if self.timeout <= 0:
@@ -182,7 +191,10 @@ def _run_strategy(
         from ctxcompact.summarize.extractive import ExtractiveSummarizer
 
         primary = summarizer or make_summarizer(
-            options.summarizer, model=options.summary_model, timeout=options.timeout, max_retries=options.max_retries
+            options.summarizer,
+            model=options.summary_model,
+            timeout=options.timeout,
+            max_retries=options.max_retries,
         )
         fallback = None if primary.name == "extractive" else ExtractiveSummarizer()
         return full_compaction(
@@ -244,8 +256,19 @@ def compact_conversation(
     before = measure(conversation, counter).total
     threshold = budget.threshold if budget else None
 
-    def unchanged(reason: str, warnings: Sequence[str] = (), steps: Sequence[Mapping[str, Any]] = ()) -> CompactResult:
-        stats = CompactStats(label, False, before, before, threshold=threshold, reason=reason, warnings=tuple(warnings), steps=tuple(steps))
+    def unchanged(
+        reason: str, warnings: Sequence[str] = (), steps: Sequence[Mapping[str, Any]] = ()
+    ) -> CompactResult:
+        stats = CompactStats(
+            label,
+            False,
+            before,
+            before,
+            threshold=threshold,
+            reason=reason,
+            warnings=tuple(warnings),
+            steps=tuple(steps),
+        )
         return CompactResult(conversation, stats)
 
     if auto and budget is not None and before < budget.threshold:
@@ -258,12 +281,18 @@ def compact_conversation(
     for name in options.strategies:
         result = _run_strategy(name, messages, options, summarizer=summarizer, reader=reader, counter=counter)
         warnings.extend(result.warnings)
-        step = {"strategy": name, "changed": result.changed, **{k: v for k, v in result.stats.items() if k != "summary"}}
+        step = {
+            "strategy": name,
+            "changed": result.changed,
+            **{k: v for k, v in result.stats.items() if k != "summary"},
+        }
         steps.append(step)
         merged.update(result.stats)
         messages = result.messages
 
-    if all(a is b for a, b in zip(messages, conversation.messages, strict=False)) and len(messages) == len(conversation.messages):
+    if all(a is b for a, b in zip(messages, conversation.messages, strict=False)) and len(messages) == len(
+        conversation.messages
+    ):
         return unchanged("no strategy changed anything", warnings, steps)
 
     _assert_valid(conversation, messages)
@@ -272,9 +301,13 @@ def compact_conversation(
     if after >= before:
         warnings.append(f"the result is not smaller than the input ({after:,} ≥ {before:,} tokens)")
         if auto:
-            return unchanged("compaction did not make the transcript smaller: input passed through", warnings, steps)
+            return unchanged(
+                "compaction did not make the transcript smaller: input passed through", warnings, steps
+            )
     if budget is not None and after >= budget.threshold:
-        warnings.append(f"still over the threshold after compaction ({after:,} ≥ {budget.threshold:,} tokens)")
+        warnings.append(
+            f"still over the threshold after compaction ({after:,} ≥ {budget.threshold:,} tokens)"
+        )
 
     kept = {id(m) for m in messages}
     replaced = tuple(m for m in conversation.messages if id(m) not in kept)
@@ -283,7 +316,9 @@ def compact_conversation(
 
     archive_path = None
     if replaced and not dry_run:
-        archive_path = str(write_archive(replaced, dialect=conversation.dialect, archive_dir=options.resolved_archive_dir))
+        archive_path = str(
+            write_archive(replaced, dialect=conversation.dialect, archive_dir=options.resolved_archive_dir)
+        )
 
     stats = CompactStats(
         strategy=label,
@@ -291,7 +326,11 @@ def compact_conversation(
         original_tokens=before,
         compacted_tokens=after,
         compacted_message_count=int(merged.get("compacted_message_count", len(replaced))),
-        retained_message_count=int(merged.get("retained_message_count", len(messages) - sum(1 for m in messages if m.is_new or m.changed))),
+        retained_message_count=int(
+            merged.get(
+                "retained_message_count", len(messages) - sum(1 for m in messages if m.is_new or m.changed)
+            )
+        ),
         restored_file_count=int(merged.get("restored_file_count", 0)),
         restored_token_count=int(merged.get("restored_token_count", 0)),
         summarizer=merged.get("summarizer"),
@@ -309,8 +348,15 @@ def compact_conversation(
 def _assert_valid(original: Conversation, messages: Sequence[Message]) -> None:
     """A rewrite may not add API-invariant errors. If one does, that is a bug in a strategy:
     fail loudly instead of emitting a transcript the API would reject."""
-    before = {(v.code, v.detail) for v in errors_only(validate_messages(original.messages, dialect=original.dialect))}
-    new = [v for v in errors_only(validate_messages(messages, dialect=original.dialect)) if (v.code, v.detail) not in before]
+    before = {
+        (v.code, v.detail)
+        for v in errors_only(validate_messages(original.messages, dialect=original.dialect))
+    }
+    new = [
+        v
+        for v in errors_only(validate_messages(messages, dialect=original.dialect))
+        if (v.code, v.detail) not in before
+    ]
     if new:
         raise AssertionError(f"compaction produced an invalid transcript: {new[0]}")
 
@@ -360,6 +406,12 @@ def compact_messages(
         budget = make_budget(info, output_reserve=output_reserve, ratio=threshold)
     chosen = make_counter(counter) if isinstance(counter, str) else counter
     return compact_conversation(
-        conv, options=opts, budget=budget, auto=auto, dry_run=dry_run, summarizer=summarizer, reader=reader, counter=chosen
+        conv,
+        options=opts,
+        budget=budget,
+        auto=auto,
+        dry_run=dry_run,
+        summarizer=summarizer,
+        reader=reader,
+        counter=chosen,
     )
-

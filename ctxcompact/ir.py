@@ -214,8 +214,10 @@ def tool_interaction_blocks(messages: Sequence[Message]) -> list[Span]:
         j = i + 1
         # Results answer the immediately preceding assistant message; OpenAI tool messages
         # may be followed by more tool messages for the same call set.
-        while j < n and messages[j].role == "user" and any(
-            b.get("tool_use_id") in ids for b in tool_results(messages[j])
+        while (
+            j < n
+            and messages[j].role == "user"
+            and any(b.get("tool_use_id") in ids for b in tool_results(messages[j]))
         ):
             j += 1
         spans.append(Span(i, j))

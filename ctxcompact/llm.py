@@ -92,13 +92,16 @@ class AnthropicTotalCounter:
     client: Any = None
     name: str = "anthropic"
 
-    def count_request(self, messages: Sequence[Message], *, system: Sequence[Block] = (), tools: Sequence[Any] = ()) -> int:
+    def count_request(
+        self, messages: Sequence[Message], *, system: Sequence[Block] = (), tools: Sequence[Any] = ()
+    ) -> int:
         from ctxcompact.dialects.anthropic import to_api_messages
 
         client = self.client or make_client()
         inline_system, api_messages = to_api_messages(messages)
         system_text = "\n\n".join(
-            [str(b.get("text", "")) for b in system if b.get("type") == "text"] + ([inline_system] if inline_system else [])
+            [str(b.get("text", "")) for b in system if b.get("type") == "text"]
+            + ([inline_system] if inline_system else [])
         )
         kwargs: dict[str, Any] = {"model": self.model, "messages": api_messages}
         if system_text:

@@ -182,7 +182,9 @@ def load_registry(path: str | os.PathLike[str] | None = None) -> dict[str, int]:
     for key, value in data.items():
         window = value.get("context_window") if isinstance(value, Mapping) else value
         if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
-            raise InputError(f"{p}: model {key!r}: context window must be a positive integer, got {window!r}.")
+            raise InputError(
+                f"{p}: model {key!r}: context window must be a positive integer, got {window!r}."
+            )
         out[str(key)] = window
     return out
 
@@ -211,7 +213,9 @@ class Budget:
         return self.model.context_window - self.output_reserve
 
 
-def make_budget(model: ModelInfo, *, output_reserve: int | None = None, ratio: float = DEFAULT_RATIO) -> Budget:
+def make_budget(
+    model: ModelInfo, *, output_reserve: int | None = None, ratio: float = DEFAULT_RATIO
+) -> Budget:
     """The threshold for ``model``.
 
     ``output_reserve`` defaults to 32,000, capped at a quarter of the window so that small

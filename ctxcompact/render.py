@@ -93,7 +93,8 @@ def _count_row_json(row: CountRow, *, top: int) -> dict[str, Any]:
         "by_role": dict(report.by_role),
         "by_type": dict(report.by_type),
         "largest_messages": [
-            {"index": m.index, "role": m.role, "tokens": m.tokens, "preview": m.preview} for m in report.largest_messages(top)
+            {"index": m.index, "role": m.role, "tokens": m.tokens, "preview": m.preview}
+            for m in report.largest_messages(top)
         ],
         "largest_tool_results": [
             {
@@ -234,7 +235,12 @@ def check_to_json(results: Sequence[CheckResult], budget: Budget) -> dict[str, A
                 "usage_of_window": round(r.status.window_share, 4),
                 "needs_compaction": r.needs_compaction,
                 "violations": [
-                    {"code": v.code, "severity": v.severity, "message_index": v.message_index, "detail": v.detail}
+                    {
+                        "code": v.code,
+                        "severity": v.severity,
+                        "message_index": v.message_index,
+                        "detail": v.detail,
+                    }
                     for v in r.violations
                 ],
             }
@@ -270,7 +276,11 @@ def render_check(results: Sequence[CheckResult], budget: Budget, console: Consol
             else Text("within budget", style="bold green")
         )
         remaining = r.status.remaining
-        remain_text = f"{_n(remaining)} tokens left before the threshold" if remaining > 0 else f"{_n(-remaining)} tokens over the threshold"
+        remain_text = (
+            f"{_n(remaining)} tokens left before the threshold"
+            if remaining > 0
+            else f"{_n(-remaining)} tokens over the threshold"
+        )
         lines = [
             Text.assemble(usage_bar(r.report.total, budget.threshold, model.context_window), "  ", verdict),
             Text(
@@ -295,7 +305,9 @@ def mapping_table(title: str, rows: Mapping[str, Any], console: Console) -> None
     table.add_column("field", style="dim")
     table.add_column("value")
     for key, value in rows.items():
-        table.add_row(key, _n(value) if isinstance(value, int) and not isinstance(value, bool) else str(value))
+        table.add_row(
+            key, _n(value) if isinstance(value, int) and not isinstance(value, bool) else str(value)
+        )
     console.print(table)
 
 
@@ -316,7 +328,11 @@ def render_compact_stats(stats: Any, console: Console, *, label: str | None = No
             )
         )
     else:
-        lines.append(Text.assemble(("unchanged: ", "bold yellow"), stats.reason, f"  ({_n(stats.original_tokens)} tokens)"))
+        lines.append(
+            Text.assemble(
+                ("unchanged: ", "bold yellow"), stats.reason, f"  ({_n(stats.original_tokens)} tokens)"
+            )
+        )
     if stats.compacted:
         detail = (
             f"messages compacted {stats.compacted_message_count}, retained {stats.retained_message_count}; "
@@ -327,9 +343,21 @@ def render_compact_stats(stats: Any, console: Console, *, label: str | None = No
             retries = max(0, (stats.attempts or 1) - 1)
             lines.append(Text(f"summarizer {stats.summarizer}" + (f", {retries} retries" if retries else "")))
         for step in stats.steps:
-            extra = {k: v for k, v in step.items() if k not in ("strategy", "changed") and isinstance(v, int | float) and not isinstance(v, bool)}
+            extra = {
+                k: v
+                for k, v in step.items()
+                if k not in ("strategy", "changed") and isinstance(v, int | float) and not isinstance(v, bool)
+            }
             if step["strategy"] != "full" and extra:
-                lines.append(Text(f"{step['strategy']}: " + ", ".join(f"{k.replace('_', ' ')} {_n(v) if isinstance(v, int) else v}" for k, v in extra.items())))
+                lines.append(
+                    Text(
+                        f"{step['strategy']}: "
+                        + ", ".join(
+                            f"{k.replace('_', ' ')} {_n(v) if isinstance(v, int) else v}"
+                            for k, v in extra.items()
+                        )
+                    )
+                )
         if stats.retention is not None:
             lines.append(Text(f"retention check: {stats.retention.summary_line()}"))
         if stats.archive_path:
@@ -346,12 +374,26 @@ def render_compact_stats(stats: Any, console: Console, *, label: str | None = No
             lines.append(Text(stats.reason, style="yellow"))
     for warning in stats.warnings:
         lines.append(Text(f"warning: {warning}", style="yellow"))
-    console.print(Panel(Group(*lines), title=f"ctxcompact compact · {stats.strategy}" + (f" · {label}" if label else ""), title_align="left", expand=False))
+    console.print(
+        Panel(
+            Group(*lines),
+            title=f"ctxcompact compact · {stats.strategy}" + (f" · {label}" if label else ""),
+            title_align="left",
+            expand=False,
+        )
+    )
 
 
 def render_batch(rows: Sequence[Mapping[str, Any]], console: Console) -> None:
     table = Table(title="Batch compaction", title_justify="left")
-    for column, justify in (("input", "left"), ("status", "left"), ("before", "right"), ("after", "right"), ("ratio", "right"), ("output", "left")):
+    for column, justify in (
+        ("input", "left"),
+        ("status", "left"),
+        ("before", "right"),
+        ("after", "right"),
+        ("ratio", "right"),
+        ("output", "left"),
+    ):
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for row in rows:
         status = row["status"]

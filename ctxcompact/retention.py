@@ -89,7 +89,9 @@ def last_request(messages: Sequence[Message]) -> str | None:
 def check_retention(replaced: Sequence[Message], replacement_text: str) -> RetentionReport:
     haystack = replacement_text.lower()
     paths = collect_paths(replaced)
-    missing_paths = tuple(p for p in paths if p.lower() not in haystack and p.rsplit("/", 1)[-1].lower() not in haystack)
+    missing_paths = tuple(
+        p for p in paths if p.lower() not in haystack and p.rsplit("/", 1)[-1].lower() not in haystack
+    )
     errors = collect_errors(replaced)
     missing_errors = tuple(e for e in errors if e.lower() not in haystack)
     request = last_request(replaced)

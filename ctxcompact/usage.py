@@ -51,9 +51,13 @@ def measure(conversation: Conversation, counter: TokenCounter | Any) -> TokenRep
     the breakdown then comes from tiktoken, scaled to it and marked approximate."""
     if hasattr(counter, "count_request"):
         local = count_tokens(conversation.messages, system=conversation.system, tools=conversation.tools)
-        exact = counter.count_request(conversation.messages, system=conversation.system, tools=conversation.tools)
+        exact = counter.count_request(
+            conversation.messages, system=conversation.system, tools=conversation.tools
+        )
         return scale_report(local, exact, counter.name)
-    return count_tokens(conversation.messages, counter=counter, system=conversation.system, tools=conversation.tools)
+    return count_tokens(
+        conversation.messages, counter=counter, system=conversation.system, tools=conversation.tools
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +86,9 @@ def check_conversation(
     validate: bool = True,
 ) -> CheckResult:
     report = measure(conversation, counter)
-    violations = tuple(validate_messages(conversation.messages, dialect=conversation.dialect)) if validate else ()
+    violations = (
+        tuple(validate_messages(conversation.messages, dialect=conversation.dialect)) if validate else ()
+    )
     return CheckResult(conversation.label, report, BudgetCheck(report.total, budget), violations)
 
 
@@ -122,7 +128,9 @@ def check_budget(
     False
     """
     conv = as_conversation(messages, dialect=dialect)
-    info: ModelInfo = resolve_model(model or conversation_model(conv), context_window=context_window, registry=registry)
+    info: ModelInfo = resolve_model(
+        model or conversation_model(conv), context_window=context_window, registry=registry
+    )
     budget = make_budget(info, output_reserve=output_reserve, ratio=threshold)
     chosen = make_counter(counter) if isinstance(counter, str) else counter
     return check_conversation(conv, budget=budget, counter=chosen, validate=validate)

@@ -54,13 +54,23 @@ def validate_messages(messages: Sequence[Message], *, dialect: str = "anthropic"
     for i, message in enumerate(messages):
         if message.role == "system":
             if started:
-                found.append(Violation("system_not_leading", "error", i, "system message after the conversation started"))
+                found.append(
+                    Violation(
+                        "system_not_leading", "error", i, "system message after the conversation started"
+                    )
+                )
             continue
         if not started and message.role != "user":
-            found.append(Violation("first_not_user", "warning", i, f"conversation starts with a {message.role} message"))
+            found.append(
+                Violation(
+                    "first_not_user", "warning", i, f"conversation starts with a {message.role} message"
+                )
+            )
         started = True
         if dialect != "openai" and previous_role == message.role:
-            found.append(Violation("consecutive_roles", "warning", i, f"two {message.role} messages in a row"))
+            found.append(
+                Violation("consecutive_roles", "warning", i, f"two {message.role} messages in a row")
+            )
         previous_role = message.role
 
         for block in tool_uses(message) if message.role == "assistant" else []:
@@ -72,7 +82,12 @@ def validate_messages(messages: Sequence[Message], *, dialect: str = "anthropic"
                 # OpenAI accepts an id reused in a later turn (gpt-4o does it); Anthropic does not.
                 severity: Severity = "warning" if dialect == "openai" and seen_ids[tool_id] != i else "error"
                 found.append(
-                    Violation("duplicate_tool_id", severity, i, f"tool id {tool_id} already used in message {seen_ids[tool_id]}")
+                    Violation(
+                        "duplicate_tool_id",
+                        severity,
+                        i,
+                        f"tool id {tool_id} already used in message {seen_ids[tool_id]}",
+                    )
                 )
             else:
                 seen_ids[tool_id] = i
@@ -83,14 +98,21 @@ def validate_messages(messages: Sequence[Message], *, dialect: str = "anthropic"
                 tool_id = block.get("tool_use_id")
                 if tool_id not in answered:
                     found.append(
-                        Violation("orphan_tool_result", "error", i, f"tool_result {tool_id} answers no tool_use of the previous assistant message")
+                        Violation(
+                            "orphan_tool_result",
+                            "error",
+                            i,
+                            f"tool_result {tool_id} answers no tool_use of the previous assistant message",
+                        )
                     )
 
         if message.role == "assistant" and i != last_assistant:
             expected = {b.get("id") for b in tool_uses(message)}
             got = {b.get("tool_use_id") for m in _answer_messages(messages, i) for b in tool_results(m)}
             for tool_id in sorted(str(t) for t in expected - got if t):
-                found.append(Violation("unanswered_tool_use", "error", i, f"tool_use {tool_id} has no tool_result"))
+                found.append(
+                    Violation("unanswered_tool_use", "error", i, f"tool_use {tool_id} has no tool_result")
+                )
     return found
 
 

@@ -19,8 +19,9 @@ def _fake_api() -> Iterator[FakeAnthropicServer]:
 
 
 @pytest.fixture(autouse=True)
-def _no_real_api(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test may reach a real API or pick up the developer's key."""
+def _no_real_api(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test may reach a real API, pick up the developer's key, or write to their cache."""
+    monkeypatch.setenv("CTXCOMPACT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "ctxcompact-cache"))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
     monkeypatch.delenv("CTXCOMPACT_MODELS_FILE", raising=False)
@@ -33,4 +34,6 @@ def corpus_files(*subdirs: str) -> list[Path]:
     return sorted(p for d in subdirs for p in (CORPUS / d).glob("*") if p.is_file())
 
 
-requires_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not present (a user's clone has none)")
+requires_corpus = pytest.mark.skipif(
+    not CORPUS.is_dir(), reason="../shared/corpus is not present (a user's clone has none)"
+)

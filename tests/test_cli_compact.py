@@ -79,7 +79,9 @@ def test_dry_run_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_auto_under_threshold_passes_input_through(tmp_path: Path) -> None:
-    result = run("compact", "--auto", "--model", "claude-sonnet-4-5", *offline(tmp_path), input=SESSION.read_bytes())
+    result = run(
+        "compact", "--auto", "--model", "claude-sonnet-4-5", *offline(tmp_path), input=SESSION.read_bytes()
+    )
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout) == json.loads(SESSION.read_bytes())
     assert "under the threshold" in result.stderr
@@ -87,7 +89,14 @@ def test_auto_under_threshold_passes_input_through(tmp_path: Path) -> None:
 
 
 def test_auto_over_threshold_compacts(tmp_path: Path) -> None:
-    result = run("compact", "--auto", "--model", "gpt-4", *offline(tmp_path, "--no-restore"), input=SESSION.read_bytes())
+    result = run(
+        "compact",
+        "--auto",
+        "--model",
+        "gpt-4",
+        *offline(tmp_path, "--no-restore"),
+        input=SESSION.read_bytes(),
+    )
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)[1]["content"].startswith("[Conversation compressed]")
 
@@ -100,7 +109,16 @@ def test_batch_directory_with_a_bad_file(tmp_path: Path) -> None:
     (inputs / "c.json").write_text('[{"role": "user", "content": "x"}, {"content": "no role"}]')
     out_dir = tmp_path / "compacted"
     report = tmp_path / "report.json"
-    result = run("compact", str(inputs), "--out-dir", str(out_dir), "--report", str(report), "--no-restore", *offline(tmp_path))
+    result = run(
+        "compact",
+        str(inputs),
+        "--out-dir",
+        str(out_dir),
+        "--report",
+        str(report),
+        "--no-restore",
+        *offline(tmp_path),
+    )
     assert result.exit_code == 2
     assert sorted(p.name for p in out_dir.iterdir()) == ["a.json", "b.json"]
     data = json.loads(report.read_text())
@@ -124,7 +142,9 @@ def test_bad_options_exit_2(tmp_path: Path) -> None:
     assert run("compact", str(SESSION), "--auto", "--threshold", "0.95", *offline(tmp_path)).exit_code == 2
 
 
-def test_llm_failure_with_on_failure_error_exits_3_and_writes_nothing(tmp_path: Path, fake_api: FakeAnthropicServer) -> None:
+def test_llm_failure_with_on_failure_error_exits_3_and_writes_nothing(
+    tmp_path: Path, fake_api: FakeAnthropicServer
+) -> None:
     fake_api.enqueue(*[FakeAnthropicServer.reply_error(500) for _ in range(3)])
     target = tmp_path / "out.json"
     env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test-secret", "ANTHROPIC_BASE_URL": fake_api.base_url}
@@ -140,7 +160,9 @@ def test_llm_failure_with_on_failure_error_exits_3_and_writes_nothing(tmp_path: 
 
 
 def test_llm_summary_through_the_fake_server(tmp_path: Path, fake_api: FakeAnthropicServer) -> None:
-    fake_api.enqueue(FakeAnthropicServer.reply_text("<summary>## Goals & Decisions\nFix the tax bug.</summary>"))
+    fake_api.enqueue(
+        FakeAnthropicServer.reply_text("<summary>## Goals & Decisions\nFix the tax bug.</summary>")
+    )
     env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test-secret", "ANTHROPIC_BASE_URL": fake_api.base_url}
     proc = subprocess.run(
         [sys.executable, "-m", "ctxcompact", "compact", str(SESSION), "--no-restore", "--archive-dir", str(tmp_path / "a"),

@@ -33,7 +33,9 @@ class FakeSummarizer:
         self.name = name
         self.calls: list[list[Message]] = []
 
-    def summarize(self, messages: Sequence[Message], *, max_words: int = 1200, instructions: str | None = None) -> Summary:
+    def summarize(
+        self, messages: Sequence[Message], *, max_words: int = 1200, instructions: str | None = None
+    ) -> Summary:
         self.calls.append(list(messages))
         if self.fail:
             raise SummaryFailed("the API answered HTTP 529 (overloaded_error)", attempts=3)
@@ -55,10 +57,21 @@ def _tool_session() -> list[dict[str, Any]]:
                 {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "src/tax.py"}},
             ],
         },
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "def tax(x):\n    return x / 0\n" * 20}]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": "def tax(x):\n    return x / 0\n" * 20,
+                }
+            ],
+        },
         {
             "role": "assistant",
-            "content": [{"type": "tool_use", "id": "t2", "name": "run_command", "input": {"command": "pytest"}}],
+            "content": [
+                {"type": "tool_use", "id": "t2", "name": "run_command", "input": {"command": "pytest"}}
+            ],
         },
         {
             "role": "user",
@@ -83,14 +96,21 @@ def test_full_compaction_assembles_the_seed_strings(tmp_path: Path) -> None:
     conv = _conversation(_tool_session())
     reader = InMemoryFileReader({tmp_path / "src/tax.py": b"def tax(x):\n    return x * 0.2\n"})
     result = compact_conversation(
-        conv, options=_options(tmp_path), summarizer=FakeSummarizer(), reader=reader, counter=EstimateCounter()
+        conv,
+        options=_options(tmp_path),
+        summarizer=FakeSummarizer(),
+        reader=reader,
+        counter=EstimateCounter(),
     )
     out = result.messages
     assert out[0] is conv.records[0]  # the head is the very record read
     assert out[1] == {"role": "user", "content": SUMMARY_PREFIX + "SUMMARY TEXT"}
     assert out[1]["content"].startswith("[Conversation compressed]\n\n")
     assert out[2] == {"role": "assistant", "content": SUMMARY_ACK}
-    assert out[3] == {"role": "user", "content": "[Restored after compact] src/tax.py:\ndef tax(x):\n    return x * 0.2\n"}
+    assert out[3] == {
+        "role": "user",
+        "content": "[Restored after compact] src/tax.py:\ndef tax(x):\n    return x * 0.2\n",
+    }
     assert out[4] == {"role": "assistant", "content": "Noted, file content restored."}
     assert len(out) == 5
     stats = result.stats
@@ -105,7 +125,10 @@ def test_full_compaction_assembles_the_seed_strings(tmp_path: Path) -> None:
 def test_archive_holds_exactly_the_replaced_raw_records(tmp_path: Path) -> None:
     records = _tool_session()
     result = compact_conversation(
-        _conversation(records), options=_options(tmp_path, restore=False), summarizer=FakeSummarizer(), counter=EstimateCounter()
+        _conversation(records),
+        options=_options(tmp_path, restore=False),
+        summarizer=FakeSummarizer(),
+        counter=EstimateCounter(),
     )
     assert result.stats.archive_path is not None
     archive = Path(result.stats.archive_path)
@@ -119,24 +142,38 @@ def test_archive_failure_compacts_nothing(tmp_path: Path) -> None:
     blocker.write_text("not a directory")
     options = CompactOptions(work_dir=tmp_path, archive_dir=blocker / "archive", restore=False)
     with pytest.raises(WorkFailedError) as info:
-        compact_conversation(_conversation(_tool_session()), options=options, summarizer=FakeSummarizer(), counter=EstimateCounter())
+        compact_conversation(
+            _conversation(_tool_session()),
+            options=options,
+            summarizer=FakeSummarizer(),
+            counter=EstimateCounter(),
+        )
     assert info.value.exit_code == 3
     assert "nothing was compacted" in str(info.value)
 
 
 def test_no_system_message_puts_the_summary_first_and_only_system_is_untouched(tmp_path: Path) -> None:
     records = _tool_session()[1:]
-    result = compact_conversation(_conversation(records), options=_options(tmp_path, restore=False), summarizer=FakeSummarizer(), counter=EstimateCounter())
+    result = compact_conversation(
+        _conversation(records),
+        options=_options(tmp_path, restore=False),
+        summarizer=FakeSummarizer(),
+        counter=EstimateCounter(),
+    )
     assert result.messages[0]["content"].startswith("[Conversation compressed]")
 
     only_system = _conversation([{"role": "system", "content": "sys"}])
     fake = FakeSummarizer()
-    same = compact_conversation(only_system, options=_options(tmp_path), summarizer=fake, counter=EstimateCounter())
+    same = compact_conversation(
+        only_system, options=_options(tmp_path), summarizer=fake, counter=EstimateCounter()
+    )
     assert not same.compacted
     assert same.conversation.messages == only_system.messages
     assert fake.calls == []
 
-    empty = compact_conversation(_conversation([]), options=_options(tmp_path), summarizer=fake, counter=EstimateCounter())
+    empty = compact_conversation(
+        _conversation([]), options=_options(tmp_path), summarizer=fake, counter=EstimateCounter()
+    )
     assert not empty.compacted and empty.messages == []
 
 
@@ -166,12 +203,21 @@ def test_auto_passes_through_under_the_threshold_and_compacts_over_it(tmp_path: 
     conv = _conversation(_tool_session())
     roomy = make_budget(resolve_model("claude-sonnet-4-5"))
     fake = FakeSummarizer()
-    result = compact_conversation(conv, options=_options(tmp_path), budget=roomy, auto=True, summarizer=fake, counter=EstimateCounter())
+    result = compact_conversation(
+        conv, options=_options(tmp_path), budget=roomy, auto=True, summarizer=fake, counter=EstimateCounter()
+    )
     assert not result.compacted and "under the threshold" in result.stats.reason
     assert result.conversation is conv and fake.calls == []
 
     tight = make_budget(resolve_model(None, context_window=400), output_reserve=0, ratio=0.4)
-    result = compact_conversation(conv, options=_options(tmp_path, restore=False), budget=tight, auto=True, summarizer=fake, counter=EstimateCounter())
+    result = compact_conversation(
+        conv,
+        options=_options(tmp_path, restore=False),
+        budget=tight,
+        auto=True,
+        summarizer=fake,
+        counter=EstimateCounter(),
+    )
     assert result.compacted
 
 
@@ -179,23 +225,44 @@ def test_auto_never_emits_a_larger_transcript(tmp_path: Path) -> None:
     conv = _conversation(_tool_session())
     tight = make_budget(resolve_model(None, context_window=400), output_reserve=0, ratio=0.4)
     verbose = FakeSummarizer("word " * 5000)
-    result = compact_conversation(conv, options=_options(tmp_path, restore=False), budget=tight, auto=True, summarizer=verbose, counter=EstimateCounter())
+    result = compact_conversation(
+        conv,
+        options=_options(tmp_path, restore=False),
+        budget=tight,
+        auto=True,
+        summarizer=verbose,
+        counter=EstimateCounter(),
+    )
     assert not result.compacted
     assert result.conversation is conv
     assert any("not smaller" in w for w in result.stats.warnings)
     # Without --auto the larger result is emitted, with a plain warning.
-    result = compact_conversation(conv, options=_options(tmp_path, restore=False), summarizer=verbose, counter=EstimateCounter())
+    result = compact_conversation(
+        conv, options=_options(tmp_path, restore=False), summarizer=verbose, counter=EstimateCounter()
+    )
     assert result.compacted and any("not smaller" in w for w in result.stats.warnings)
 
 
 def test_repeated_compaction_includes_the_earlier_summary(tmp_path: Path) -> None:
     """UC-005: compact, append turns, compact again."""
     first = compact_conversation(
-        _conversation(_tool_session()), options=_options(tmp_path, restore=False), summarizer=FakeSummarizer("FIRST"), counter=EstimateCounter()
+        _conversation(_tool_session()),
+        options=_options(tmp_path, restore=False),
+        summarizer=FakeSummarizer("FIRST"),
+        counter=EstimateCounter(),
     )
-    records = [*first.messages, {"role": "user", "content": "Now add a test."}, {"role": "assistant", "content": "Added."}]
+    records = [
+        *first.messages,
+        {"role": "user", "content": "Now add a test."},
+        {"role": "assistant", "content": "Added."},
+    ]
     again = FakeSummarizer("SECOND")
-    second = compact_conversation(_conversation(records), options=_options(tmp_path, restore=False), summarizer=again, counter=EstimateCounter())
+    second = compact_conversation(
+        _conversation(records),
+        options=_options(tmp_path, restore=False),
+        summarizer=again,
+        counter=EstimateCounter(),
+    )
     seen = "\n".join(text_of(m) for m in again.calls[0])
     assert "[Conversation compressed]\n\nFIRST" in seen and "Now add a test." in seen
     assert second.messages[1]["content"] == SUMMARY_PREFIX + "SECOND"
@@ -206,26 +273,45 @@ def test_input_is_never_mutated(tmp_path: Path) -> None:
     records = _tool_session()
     snapshot = copy.deepcopy(records)
     conv = _conversation(records)
-    compact_conversation(conv, options=_options(tmp_path), summarizer=FakeSummarizer(), counter=EstimateCounter())
+    compact_conversation(
+        conv, options=_options(tmp_path), summarizer=FakeSummarizer(), counter=EstimateCounter()
+    )
     assert records == snapshot
 
 
 def test_retention_check_reports_paths_errors_and_last_request(tmp_path: Path) -> None:
-    good = FakeSummarizer("Goal: fix the tax bug in src/tax.py without changing the public API. ZeroDivisionError seen.")
-    result = compact_conversation(_conversation(_tool_session()), options=_options(tmp_path, restore=False), summarizer=good, counter=EstimateCounter())
+    good = FakeSummarizer(
+        "Goal: fix the tax bug in src/tax.py without changing the public API. ZeroDivisionError seen."
+    )
+    result = compact_conversation(
+        _conversation(_tool_session()),
+        options=_options(tmp_path, restore=False),
+        summarizer=good,
+        counter=EstimateCounter(),
+    )
     retention = result.stats.retention
     assert retention is not None
     assert (retention.paths_found, retention.paths_total) == (1, 1)
     assert (retention.errors_found, retention.errors_total) == (1, 1)
     assert retention.last_request is True
     bad = FakeSummarizer("Something happened.")
-    result = compact_conversation(_conversation(_tool_session()), options=_options(tmp_path, restore=False), summarizer=bad, counter=EstimateCounter())
+    result = compact_conversation(
+        _conversation(_tool_session()),
+        options=_options(tmp_path, restore=False),
+        summarizer=bad,
+        counter=EstimateCounter(),
+    )
     assert result.stats.retention is not None
     assert result.stats.retention.summary_line() == "paths 0/1, errors 0/1, last request no"
 
 
 def test_stats_json_has_the_seed_fields(tmp_path: Path) -> None:
-    result = compact_conversation(_conversation(_tool_session()), options=_options(tmp_path, restore=False), summarizer=FakeSummarizer(), counter=EstimateCounter())
+    result = compact_conversation(
+        _conversation(_tool_session()),
+        options=_options(tmp_path, restore=False),
+        summarizer=FakeSummarizer(),
+        counter=EstimateCounter(),
+    )
     data = result.stats.to_dict()
     for key in (
         "originalTokenCount",
@@ -241,27 +327,41 @@ def test_stats_json_has_the_seed_fields(tmp_path: Path) -> None:
         "retention",
     ):
         assert key in data
-    assert data["compactionRatio"] == pytest.approx(data["compactedTokenCount"] / data["originalTokenCount"], abs=1e-4)
+    assert data["compactionRatio"] == pytest.approx(
+        data["compactedTokenCount"] / data["originalTokenCount"], abs=1e-4
+    )
 
 
 def test_openai_transcript_comes_back_in_openai_dialect(tmp_path: Path) -> None:
     transcript = load_transcript(SAMPLES / "openai-chat.json")
     conv = transcript.conversations[0]
-    result = compact_conversation(conv, options=_options(tmp_path, restore=False), summarizer=FakeSummarizer(), counter=EstimateCounter())
+    result = compact_conversation(
+        conv,
+        options=_options(tmp_path, restore=False),
+        summarizer=FakeSummarizer(),
+        counter=EstimateCounter(),
+    )
     out = result.messages
     assert out[0]["role"] == "system" and out[0] is conv.records[0]
     assert out[1] == {"role": "user", "content": SUMMARY_PREFIX + "SUMMARY TEXT"}
     # The summary pair is plain text, valid in both dialects; the untouched system record and
     # nothing Anthropic-only (no content blocks) comes out.
     assert all(isinstance(r.get("content"), str) for r in out)
-    reloaded = parse_transcript(dump_transcript(transcript.with_conversations([result.conversation])), dialect="openai")
+    reloaded = parse_transcript(
+        dump_transcript(transcript.with_conversations([result.conversation])), dialect="openai"
+    )
     assert not errors_only(validate_messages(reloaded.messages, dialect="openai"))
 
 
 def test_claude_code_session_compacts_and_reloads(tmp_path: Path) -> None:
     transcript = load_transcript(SAMPLES / "claude-code-session.jsonl")
     conv = transcript.conversations[0]
-    result = compact_conversation(conv, options=_options(tmp_path, restore=False), summarizer=FakeSummarizer(), counter=EstimateCounter())
+    result = compact_conversation(
+        conv,
+        options=_options(tmp_path, restore=False),
+        summarizer=FakeSummarizer(),
+        counter=EstimateCounter(),
+    )
     data = dump_transcript(transcript.with_conversations([result.conversation]))
     reloaded = parse_transcript(data)
     assert reloaded.container == "claude-code"

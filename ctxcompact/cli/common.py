@@ -14,15 +14,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import orjson
 import typer
-from rich.console import Console
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ctxcompact.transcript import Transcript
 
 from ctxcompact.errors import CtxcompactError, InputError, WorkFailedError
-from ctxcompact.render import make_console
-from ctxcompact.transcript import Transcript, load_transcript, write_atomic
 
 EXIT_INTERNAL = 70
 TRACEBACK_ENV = "CTXCOMPACT_TRACEBACK"
@@ -52,6 +53,8 @@ class Streams:
 
     @classmethod
     def current(cls, *, quiet: bool = False) -> Streams:
+        from ctxcompact.render import make_console
+
         err = make_console(sys.stderr)
         err.quiet = quiet
         return cls(out=make_console(sys.stdout), err=err)
@@ -59,7 +62,11 @@ class Streams:
 
 def error(message: str, code: int) -> typer.Exit:
     # soft_wrap: a long path or message stays on one line, whole for grep and for the user.
-    make_console(sys.stderr).print(f"ctxcompact: error: {message}", markup=False, highlight=False, soft_wrap=True)
+    from ctxcompact.render import make_console
+
+    make_console(sys.stderr).print(
+        f"ctxcompact: error: {message}", markup=False, highlight=False, soft_wrap=True
+    )
     return typer.Exit(code)
 
 
@@ -115,7 +122,9 @@ def expand_inputs(paths: Sequence[Path] | None) -> list[str | None]:
     nothing or ``-`` means stdin, which must not be a terminal."""
     if not paths:
         if sys.stdin is None or sys.stdin.isatty():
-            raise InputError("no input: give a transcript file, a directory, or pipe one on stdin (see --help).")
+            raise InputError(
+                "no input: give a transcript file, a directory, or pipe one on stdin (see --help)."
+            )
         return [None]
     out: list[str | None] = []
     for path in paths:
@@ -136,6 +145,8 @@ def write_output(data: bytes, output: Path | None) -> None:
 
     A failed write is exit 3 (the work could not be done); the old file, if any, is intact.
     """
+    from ctxcompact.transcript import write_atomic
+
     if output is None or str(output) == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
@@ -148,24 +159,41 @@ def write_output(data: bytes, output: Path | None) -> None:
 
 def write_json_file(path: Path | None, payload: Any) -> None:
     """``--stats-json`` / ``--report``: pretty JSON to ``path`` when one was given."""
+    import orjson
+
     if path is not None:
         write_output(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n", path)
 
 
 def load_all(paths: Sequence[Path] | None, fmt: Format | None) -> Iterator[Transcript]:
+    from ctxcompact.transcript import load_transcript
+
     for path in expand_inputs(paths):
         yield load_transcript(path, dialect=fmt.value if fmt else None)
 
 
 # Shared option declarations, so every command spells them the same way.
-FILES_ARG = typer.Argument(None, help="Transcript files or directories; '-' or nothing reads stdin.", show_default=False)
-FORMAT_OPT = typer.Option(None, "--format", "-f", help="Force the dialect instead of detecting it.", case_sensitive=False)
+FILES_ARG = typer.Argument(
+    None, help="Transcript files or directories; '-' or nothing reads stdin.", show_default=False
+)
+FORMAT_OPT = typer.Option(
+    None, "--format", "-f", help="Force the dialect instead of detecting it.", case_sensitive=False
+)
 COUNTER_OPT = typer.Option(
     CounterName.tiktoken,
     "--counter",
     help="tiktoken (offline, default), estimate (seed formula, fastest) or anthropic (exact, needs ANTHROPIC_API_KEY).",
     case_sensitive=False,
 )
-ENCODING_OPT = typer.Option("cl100k_base", "--encoding", help="tiktoken encoding; cl100k_base is bundled, others only from tiktoken's cache.")
+ENCODING_OPT = typer.Option(
+    "cl100k_base",
+    "--encoding",
+    help="tiktoken encoding; cl100k_base is bundled, others only from tiktoken's cache.",
+)
 JSON_OPT = typer.Option(False, "--json", help="Print JSON instead of tables.")
-MODEL_OPT = typer.Option(None, "--model", "-m", help="Model id, for its context window (default: the transcript's own model, if it names one).")
+MODEL_OPT = typer.Option(
+    None,
+    "--model",
+    "-m",
+    help="Model id, for its context window (default: the transcript's own model, if it names one).",
+)

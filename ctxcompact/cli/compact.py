@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import orjson
 import typer
 
 from ctxcompact.cli.common import (
@@ -20,14 +19,14 @@ from ctxcompact.cli.common import (
     write_json_file,
     write_output,
 )
-from ctxcompact.compact import STRATEGY_NAMES, CompactOptions, CompactResult, compact_conversation
 from ctxcompact.errors import CtxcompactError, InputError, UsageError
 from ctxcompact.models import DEFAULT_RATIO, load_registry, make_budget, resolve_model
-from ctxcompact.render import render_batch, render_compact_stats, render_restore, render_warnings
-from ctxcompact.restore import DEFAULT_READ_TOOLS, ReadTool, parse_read_tool, restore_recent_files
-from ctxcompact.tokens import make_counter
-from ctxcompact.transcript import Transcript, dump_transcript, load_transcript
-from ctxcompact.usage import conversation_model
+from ctxcompact.strategies import STRATEGY_NAMES
+
+if TYPE_CHECKING:
+    from ctxcompact.compact import CompactResult
+    from ctxcompact.restore import ReadTool
+    from ctxcompact.transcript import Transcript
 
 FULL = "Full compaction (--strategy full)"
 RESTORE = "File restoration"
@@ -38,6 +37,8 @@ OUTPUT = "Input and output"
 
 
 def _read_tools(specs: list[str] | None) -> tuple[ReadTool, ...]:
+    from ctxcompact.restore import DEFAULT_READ_TOOLS, parse_read_tool
+
     return tuple(parse_read_tool(s) for s in specs) if specs else DEFAULT_READ_TOOLS
 
 
@@ -50,45 +51,179 @@ def _compact_transcript(transcript: Transcript, run: Any) -> tuple[Transcript, l
 def compact(
     files: list[Path] | None = FILES_ARG,
     strategy: str = typer.Option(
-        "full", "--strategy", "-s", help=f"One or more of {', '.join(STRATEGY_NAMES)}, comma-separated, run in order (e.g. prune,full).", rich_help_panel=OUTPUT
+        "full",
+        "--strategy",
+        "-s",
+        help=f"One or more of {', '.join(STRATEGY_NAMES)}, comma-separated, run in order (e.g. prune,full).",
+        rich_help_panel=OUTPUT,
     ),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write the transcript here (atomically) instead of stdout.", rich_help_panel=OUTPUT),
-    out_dir: Path | None = typer.Option(None, "--out-dir", help="Batch mode: write each input's result here under its own name.", rich_help_panel=OUTPUT),
-    in_place: bool = typer.Option(False, "--in-place", "-i", help="Rewrite each input file atomically, keeping FILE.bak.", rich_help_panel=OUTPUT),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan and before/after figures; write nothing (the summarizer still runs).", rich_help_panel=OUTPUT),
-    report: Path | None = typer.Option(None, "--report", help="Batch mode: write a JSON report of every input here.", rich_help_panel=OUTPUT),
-    stats_json: Path | None = typer.Option(None, "--stats-json", help="Write the stats as JSON to this file.", rich_help_panel=OUTPUT),
+    output: Path | None = typer.Option(
+        None,
+        "--output",
+        "-o",
+        help="Write the transcript here (atomically) instead of stdout.",
+        rich_help_panel=OUTPUT,
+    ),
+    out_dir: Path | None = typer.Option(
+        None,
+        "--out-dir",
+        help="Batch mode: write each input's result here under its own name.",
+        rich_help_panel=OUTPUT,
+    ),
+    in_place: bool = typer.Option(
+        False,
+        "--in-place",
+        "-i",
+        help="Rewrite each input file atomically, keeping FILE.bak.",
+        rich_help_panel=OUTPUT,
+    ),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Show the plan and before/after figures; write nothing (the summarizer still runs).",
+        rich_help_panel=OUTPUT,
+    ),
+    report: Path | None = typer.Option(
+        None, "--report", help="Batch mode: write a JSON report of every input here.", rich_help_panel=OUTPUT
+    ),
+    stats_json: Path | None = typer.Option(
+        None, "--stats-json", help="Write the stats as JSON to this file.", rich_help_panel=OUTPUT
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No stats on stderr.", rich_help_panel=OUTPUT),
     fmt: Format | None = FORMAT_OPT,
-    auto: bool = typer.Option(False, "--auto", help="Compact only when check says it is due; otherwise pass the input through unchanged.", rich_help_panel=BUDGET),
+    auto: bool = typer.Option(
+        False,
+        "--auto",
+        help="Compact only when check says it is due; otherwise pass the input through unchanged.",
+        rich_help_panel=BUDGET,
+    ),
     model: str | None = MODEL_OPT,
-    context_window: int | None = typer.Option(None, "--context-window", "-w", help="Override the model's context window.", rich_help_panel=BUDGET),
-    output_reserve: int | None = typer.Option(None, "--output-reserve", help="Tokens kept free for the reply [default: 32000, capped at a quarter of the window].", rich_help_panel=BUDGET),
-    threshold: float = typer.Option(DEFAULT_RATIO, "--threshold", "-t", help="Compact at this share of (window − reserve), 0.4–0.9.", rich_help_panel=BUDGET),
-    models_file: Path | None = typer.Option(None, "--models-file", help="Extra models: JSON/TOML of id → context window.", rich_help_panel=BUDGET),
-    counter_name: str = typer.Option("tiktoken", "--counter", help="Token counter for the figures: tiktoken or estimate.", rich_help_panel=BUDGET),
-    summarizer: str = typer.Option("auto", "--summarizer", help="auto (anthropic when ANTHROPIC_API_KEY is set, else extractive), anthropic, or extractive (offline, deterministic).", rich_help_panel=FULL),
-    summary_model: str | None = typer.Option(None, "--summary-model", help="Model that writes the summary [default: a fast Claude model].", rich_help_panel=FULL),
-    summary_max_words: int = typer.Option(1200, "--summary-max-words", help="Word limit for the summary.", rich_help_panel=FULL),
-    instructions: str | None = typer.Option(None, "--instructions", help="Extra focus for the summary, like /compact's argument.", rich_help_panel=FULL),
-    on_failure: str = typer.Option("fallback", "--on-failure", help="When the LLM fails after retries: fallback (extractive), skip (output = input), error (exit 3).", rich_help_panel=FULL),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds per summary request.", rich_help_panel=FULL),
-    max_retries: int = typer.Option(2, "--max-retries", help="Retries on 429/5xx/overloaded/connection errors, with backoff.", rich_help_panel=FULL),
-    archive_dir: Path | None = typer.Option(None, "--archive-dir", help="Where replaced messages are archived [default: WORK_DIR/.ctxcompact/archive].", rich_help_panel=FULL),
-    restore: bool = typer.Option(True, "--restore/--no-restore", help="Re-read the files the agent read most recently.", rich_help_panel=RESTORE),
-    work_dir: Path = typer.Option(Path("."), "--work-dir", help="Files are resolved in, and must stay inside, this directory.", rich_help_panel=RESTORE),
-    read_tool: list[str] | None = typer.Option(None, "--read-tool", help="TOOL:FIELD that reads a file (repeatable) [default: read_file:path]; e.g. Read:file_path for Claude Code.", rich_help_panel=RESTORE),
-    max_files: int = typer.Option(5, "--max-files", help="Restore at most this many files.", rich_help_panel=RESTORE),
-    max_tokens_per_file: int = typer.Option(5000, "--max-tokens-per-file", help="Skip files larger than this.", rich_help_panel=RESTORE),
-    max_tokens_total: int = typer.Option(50000, "--max-tokens-total", help="Stop restoring past this total.", rich_help_panel=RESTORE),
-    keep: int = typer.Option(3, "--keep", help="Keep the N most recent tool uses untouched.", rich_help_panel=PRUNE),
-    clear_at_least: int = typer.Option(0, "--clear-at-least", help="Change nothing unless at least this many tokens can be freed.", rich_help_panel=PRUNE),
-    exclude_tools: str | None = typer.Option(None, "--exclude-tools", help="Comma-separated tool names never cleared.", rich_help_panel=PRUNE),
-    clear_tool_inputs: bool = typer.Option(False, "--clear-tool-inputs", help="Also blank the inputs of cleared tool uses.", rich_help_panel=PRUNE),
-    keep_thinking: str = typer.Option("all", "--keep-thinking", help="Keep thinking of the last N assistant turns, or 'all'.", rich_help_panel=PRUNE),
-    rounds: int = typer.Option(2, "--rounds", help="Keep tool calls of the last N rounds.", rich_help_panel=CLEAN),
+    context_window: int | None = typer.Option(
+        None, "--context-window", "-w", help="Override the model's context window.", rich_help_panel=BUDGET
+    ),
+    output_reserve: int | None = typer.Option(
+        None,
+        "--output-reserve",
+        help="Tokens kept free for the reply [default: 32000, capped at a quarter of the window].",
+        rich_help_panel=BUDGET,
+    ),
+    threshold: float = typer.Option(
+        DEFAULT_RATIO,
+        "--threshold",
+        "-t",
+        help="Compact at this share of (window − reserve), 0.4–0.9.",
+        rich_help_panel=BUDGET,
+    ),
+    models_file: Path | None = typer.Option(
+        None, "--models-file", help="Extra models: JSON/TOML of id → context window.", rich_help_panel=BUDGET
+    ),
+    counter_name: str = typer.Option(
+        "tiktoken",
+        "--counter",
+        help="Token counter for the figures: tiktoken or estimate.",
+        rich_help_panel=BUDGET,
+    ),
+    summarizer: str = typer.Option(
+        "auto",
+        "--summarizer",
+        help="auto (anthropic when ANTHROPIC_API_KEY is set, else extractive), anthropic, or extractive (offline, deterministic).",
+        rich_help_panel=FULL,
+    ),
+    summary_model: str | None = typer.Option(
+        None,
+        "--summary-model",
+        help="Model that writes the summary [default: a fast Claude model].",
+        rich_help_panel=FULL,
+    ),
+    summary_max_words: int = typer.Option(
+        1200, "--summary-max-words", help="Word limit for the summary.", rich_help_panel=FULL
+    ),
+    instructions: str | None = typer.Option(
+        None,
+        "--instructions",
+        help="Extra focus for the summary, like /compact's argument.",
+        rich_help_panel=FULL,
+    ),
+    on_failure: str = typer.Option(
+        "fallback",
+        "--on-failure",
+        help="When the LLM fails after retries: fallback (extractive), skip (output = input), error (exit 3).",
+        rich_help_panel=FULL,
+    ),
+    timeout: float = typer.Option(
+        60.0, "--timeout", help="Seconds per summary request.", rich_help_panel=FULL
+    ),
+    max_retries: int = typer.Option(
+        2,
+        "--max-retries",
+        help="Retries on 429/5xx/overloaded/connection errors, with backoff.",
+        rich_help_panel=FULL,
+    ),
+    archive_dir: Path | None = typer.Option(
+        None,
+        "--archive-dir",
+        help="Where replaced messages are archived [default: WORK_DIR/.ctxcompact/archive].",
+        rich_help_panel=FULL,
+    ),
+    restore: bool = typer.Option(
+        True,
+        "--restore/--no-restore",
+        help="Re-read the files the agent read most recently.",
+        rich_help_panel=RESTORE,
+    ),
+    work_dir: Path = typer.Option(
+        Path("."),
+        "--work-dir",
+        help="Files are resolved in, and must stay inside, this directory.",
+        rich_help_panel=RESTORE,
+    ),
+    read_tool: list[str] | None = typer.Option(
+        None,
+        "--read-tool",
+        help="TOOL:FIELD that reads a file (repeatable) [default: read_file:path]; e.g. Read:file_path for Claude Code.",
+        rich_help_panel=RESTORE,
+    ),
+    max_files: int = typer.Option(
+        5, "--max-files", help="Restore at most this many files.", rich_help_panel=RESTORE
+    ),
+    max_tokens_per_file: int = typer.Option(
+        5000, "--max-tokens-per-file", help="Skip files larger than this.", rich_help_panel=RESTORE
+    ),
+    max_tokens_total: int = typer.Option(
+        50000, "--max-tokens-total", help="Stop restoring past this total.", rich_help_panel=RESTORE
+    ),
+    keep: int = typer.Option(
+        3, "--keep", help="Keep the N most recent tool uses untouched.", rich_help_panel=PRUNE
+    ),
+    clear_at_least: int = typer.Option(
+        0,
+        "--clear-at-least",
+        help="Change nothing unless at least this many tokens can be freed.",
+        rich_help_panel=PRUNE,
+    ),
+    exclude_tools: str | None = typer.Option(
+        None, "--exclude-tools", help="Comma-separated tool names never cleared.", rich_help_panel=PRUNE
+    ),
+    clear_tool_inputs: bool = typer.Option(
+        False,
+        "--clear-tool-inputs",
+        help="Also blank the inputs of cleared tool uses.",
+        rich_help_panel=PRUNE,
+    ),
+    keep_thinking: str = typer.Option(
+        "all",
+        "--keep-thinking",
+        help="Keep thinking of the last N assistant turns, or 'all'.",
+        rich_help_panel=PRUNE,
+    ),
+    rounds: int = typer.Option(
+        2, "--rounds", help="Keep tool calls of the last N rounds.", rich_help_panel=CLEAN
+    ),
     include_loop: bool = typer.Option(
-        False, "--include-loop", help="Let prune clear inside the current tool loop too (as the API's own edit does).", rich_help_panel=PRUNE
+        False,
+        "--include-loop",
+        help="Let prune clear inside the current tool loop too (as the API's own edit does).",
+        rich_help_panel=PRUNE,
     ),
 ) -> None:
     """Rewrite a transcript to fit: summarize history and restore recent files, or prune locally.
@@ -106,12 +241,22 @@ def compact(
       ctxcompact compact session.jsonl --strategy prune,full --read-tool Read:file_path
       ctxcompact compact sessions/ --out-dir compacted/ --report report.json
     """
+    from ctxcompact.compact import CompactOptions, compact_conversation
+    from ctxcompact.render import render_batch, render_compact_stats, render_warnings
+    from ctxcompact.tokens import make_counter
+    from ctxcompact.transcript import dump_transcript, load_transcript
+    from ctxcompact.usage import conversation_model
+
     streams = Streams.current(quiet=quiet)
     if on_failure not in ("fallback", "skip", "error"):
         raise UsageError("--on-failure must be fallback, skip or error.")
     if summarizer not in ("auto", "anthropic", "extractive"):
         raise UsageError("--summarizer must be auto, anthropic or extractive.")
-    thinking = None if keep_thinking.strip().lower() == "all" else _non_negative_int(keep_thinking, "--keep-thinking")
+    thinking = (
+        None
+        if keep_thinking.strip().lower() == "all"
+        else _non_negative_int(keep_thinking, "--keep-thinking")
+    )
     options = CompactOptions(
         strategies=tuple(s.strip() for s in strategy.split(",") if s.strip()),
         summarizer=summarizer,  # type: ignore[arg-type]
@@ -151,11 +296,17 @@ def compact(
     def run(conv: Any) -> CompactResult:
         budget = None
         if auto or model or context_window:
-            info = resolve_model(model or conversation_model(conv), context_window=context_window, registry=registry)
+            info = resolve_model(
+                model or conversation_model(conv), context_window=context_window, registry=registry
+            )
             if not info.known:
-                warnings.append(f"unknown model ({info.model or 'none given'}): assuming a {info.context_window:,}-token window.")
+                warnings.append(
+                    f"unknown model ({info.model or 'none given'}): assuming a {info.context_window:,}-token window."
+                )
             budget = make_budget(info, output_reserve=output_reserve, ratio=threshold)
-        return compact_conversation(conv, options=options, budget=budget, auto=auto, dry_run=dry_run, counter=counter)
+        return compact_conversation(
+            conv, options=options, budget=budget, auto=auto, dry_run=dry_run, counter=counter
+        )
 
     if not batch:
         path = inputs[0]
@@ -164,7 +315,9 @@ def compact(
         render_warnings(sorted(set(warnings)), streams.err)
         data = dump_transcript(new)
         for r in results:
-            render_compact_stats(r.stats, streams.err, label=r.conversation.label if len(results) > 1 else None)
+            render_compact_stats(
+                r.stats, streams.err, label=r.conversation.label if len(results) > 1 else None
+            )
         stats_payload = [r.stats.to_dict() for r in results]
         write_json_file(stats_json, stats_payload[0] if len(stats_payload) == 1 else stats_payload)
         if dry_run:
@@ -178,7 +331,11 @@ def compact(
     rows = _run_batch(inputs, fmt, run, out_dir, in_place, dry_run, streams)
     render_warnings(sorted(set(warnings)), streams.err)
     render_batch(rows, streams.err)
-    payload = {"inputs": rows, "compacted": sum(r["status"] == "compacted" for r in rows), "failed": sum(r["status"] == "failed" for r in rows)}
+    payload = {
+        "inputs": rows,
+        "compacted": sum(r["status"] == "compacted" for r in rows),
+        "failed": sum(r["status"] == "failed" for r in rows),
+    }
     write_json_file(report, payload)
     write_json_file(stats_json, payload)
     codes = [r["exit_code"] for r in rows if r["status"] == "failed"]
@@ -201,7 +358,9 @@ def _replace_in_place(path: Path, data: bytes) -> None:
     try:
         shutil.copy2(path, backup)
     except OSError as exc:
-        raise InputError(f"{path}: cannot keep a backup at {backup} ({exc.strerror or exc}); file left unchanged.") from None
+        raise InputError(
+            f"{path}: cannot keep a backup at {backup} ({exc.strerror or exc}); file left unchanged."
+        ) from None
     write_output(data, path)
 
 
@@ -215,6 +374,8 @@ def _run_batch(
     streams: Streams,
 ) -> list[dict[str, Any]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ctxcompact.transcript import dump_transcript, load_transcript
 
     rows: list[dict[str, Any]] = []
     used_names: set[str] = set()
@@ -251,7 +412,9 @@ def _run_batch(
                     elif out_dir is not None:
                         target = _batch_target(out_dir, name, used_names)
                         if path is not None and target.resolve() == Path(path).resolve():
-                            raise UsageError(f"{target} is the input itself; use --in-place to overwrite inputs.")
+                            raise UsageError(
+                                f"{target} is the input itself; use --in-place to overwrite inputs."
+                            )
                         out_dir.mkdir(parents=True, exist_ok=True)
                         write_output(data, target)
                         row["output"] = str(target)
@@ -276,16 +439,32 @@ def _batch_target(out_dir: Path, name: str, used: set[str]) -> Path:
 
 @reports_errors
 def restore_files(
-    file: Path | None = typer.Argument(None, help="The transcript; '-' or nothing reads stdin.", show_default=False),
-    work_dir: Path = typer.Option(Path("."), "--work-dir", help="Files are resolved in, and must stay inside, this directory."),
-    read_tool: list[str] | None = typer.Option(None, "--read-tool", help="TOOL:FIELD that reads a file (repeatable) [default: read_file:path]; e.g. Read:file_path."),
+    file: Path | None = typer.Argument(
+        None, help="The transcript; '-' or nothing reads stdin.", show_default=False
+    ),
+    work_dir: Path = typer.Option(
+        Path("."), "--work-dir", help="Files are resolved in, and must stay inside, this directory."
+    ),
+    read_tool: list[str] | None = typer.Option(
+        None,
+        "--read-tool",
+        help="TOOL:FIELD that reads a file (repeatable) [default: read_file:path]; e.g. Read:file_path.",
+    ),
     max_files: int = typer.Option(5, "--max-files", help="Restore at most this many files."),
-    max_tokens_per_file: int = typer.Option(5000, "--max-tokens-per-file", help="Skip files larger than this."),
+    max_tokens_per_file: int = typer.Option(
+        5000, "--max-tokens-per-file", help="Skip files larger than this."
+    ),
     max_tokens_total: int = typer.Option(50000, "--max-tokens-total", help="Stop restoring past this total."),
-    append: bool = typer.Option(False, "--append", help="Print the whole transcript with the restored-file messages appended."),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write here (atomically) instead of stdout."),
+    append: bool = typer.Option(
+        False, "--append", help="Print the whole transcript with the restored-file messages appended."
+    ),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Write here (atomically) instead of stdout."
+    ),
     fmt: Format | None = FORMAT_OPT,
-    stats_json: Path | None = typer.Option(None, "--stats-json", help="Write what was restored and skipped as JSON."),
+    stats_json: Path | None = typer.Option(
+        None, "--stats-json", help="Write what was restored and skipped as JSON."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No table on stderr."),
 ) -> None:
     """Re-read the files the agent read last and emit them as message pairs.
@@ -300,18 +479,31 @@ def restore_files(
       ctxcompact restore-files t.json --work-dir ~/project
       ctxcompact restore-files session.jsonl --read-tool Read:file_path --append -o t2.jsonl
     """
+    import orjson
+
     from ctxcompact.dialects import DIALECTS
     from ctxcompact.ir import new_message
-    from ctxcompact.restore import RESTORED_ACK
+    from ctxcompact.render import render_restore
+    from ctxcompact.restore import (
+        RESTORED_ACK,
+        restore_recent_files,
+    )
     from ctxcompact.strategies.full import restored_file_messages
+    from ctxcompact.transcript import dump_transcript, load_transcript
 
     streams = Streams.current(quiet=quiet)
-    for name, value in (("--max-files", max_files), ("--max-tokens-per-file", max_tokens_per_file), ("--max-tokens-total", max_tokens_total)):
+    for name, value in (
+        ("--max-files", max_files),
+        ("--max-tokens-per-file", max_tokens_per_file),
+        ("--max-tokens-total", max_tokens_total),
+    ):
         if value < 0:
             raise UsageError(f"{name} must not be negative.")
     transcript = load_transcript(file, dialect=fmt.value if fmt else None)
     if len(transcript.conversations) != 1:
-        raise InputError(f"{transcript.name} holds {len(transcript.conversations)} conversations; restore-files takes one.")
+        raise InputError(
+            f"{transcript.name} holds {len(transcript.conversations)} conversations; restore-files takes one."
+        )
     conv = transcript.conversations[0]
     result = restore_recent_files(
         conv.messages,
@@ -327,7 +519,9 @@ def restore_files(
         {
             "restoredFileCount": len(result.files),
             "restoredTokenCount": sum(f.tokens for f in result.files),
-            "files": [{"path": f.path, "resolved": str(f.resolved), "tokens": f.tokens} for f in result.files],
+            "files": [
+                {"path": f.path, "resolved": str(f.resolved), "tokens": f.tokens} for f in result.files
+            ],
             "skipped": [{"path": s.path, "reason": s.reason} for s in result.skipped],
         },
     )

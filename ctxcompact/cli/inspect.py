@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
 import typer
 
 from ctxcompact.cli.common import (
@@ -23,19 +22,11 @@ from ctxcompact.cli.common import (
     write_stdout,
 )
 from ctxcompact.models import DEFAULT_RATIO, load_registry, make_budget, resolve_model
-from ctxcompact.render import (
-    CountRow,
-    check_to_json,
-    count_to_json,
-    render_check,
-    render_count,
-    render_warnings,
-)
-from ctxcompact.tokens import make_counter
-from ctxcompact.usage import check_conversation, conversation_model, measure
 
 
 def _counter(name: CounterName, encoding: str, model: str | None) -> Any:
+    from ctxcompact.tokens import make_counter
+
     if name is CounterName.anthropic:
         from ctxcompact.llm import DEFAULT_COUNT_MODEL, AnthropicTotalCounter
 
@@ -50,9 +41,13 @@ def count(
     counter: CounterName = COUNTER_OPT,
     encoding: str = ENCODING_OPT,
     model: str | None = MODEL_OPT,
-    top: int = typer.Option(10, "--top", "-n", min=0, help="How many of the largest messages and tool results to list."),
+    top: int = typer.Option(
+        10, "--top", "-n", min=0, help="How many of the largest messages and tool results to list."
+    ),
     as_json: bool = JSON_OPT,
-    models_file: Path | None = typer.Option(None, "--models-file", help="Extra models: JSON/TOML of id → context window."),
+    models_file: Path | None = typer.Option(
+        None, "--models-file", help="Extra models: JSON/TOML of id → context window."
+    ),
 ) -> None:
     """Where do my tokens go? Totals per role and block type, the largest messages and tool results.
 
@@ -63,6 +58,16 @@ def count(
       cat request.json | ctxcompact count --counter estimate
       ctxcompact count t.json --model claude-sonnet-4-5     # adds the share of the window
     """
+    import orjson
+
+    from ctxcompact.render import (
+        CountRow,
+        count_to_json,
+        render_count,
+        render_warnings,
+    )
+    from ctxcompact.usage import conversation_model, measure
+
     streams = Streams.current()
     registry = load_registry(models_file)
     rows: list[CountRow] = []
@@ -75,7 +80,9 @@ def count(
             if model is not None:
                 info = resolve_model(model, registry=registry)
                 if not info.known:
-                    warnings.append(f"unknown model {model!r}: assuming a {info.context_window:,}-token window.")
+                    warnings.append(
+                        f"unknown model {model!r}: assuming a {info.context_window:,}-token window."
+                    )
             warnings.extend(f"{conv.label}: {w}" for w in conv.warnings)
             rows.append(CountRow(conv.label, conv.dialect, report, info))
     render_warnings(sorted(set(warnings)), streams.err)
@@ -89,18 +96,29 @@ def count(
 def check(
     files: list[Path] | None = FILES_ARG,
     model: str | None = MODEL_OPT,
-    context_window: int | None = typer.Option(None, "--context-window", "-w", help="Override the model's context window (tokens)."),
+    context_window: int | None = typer.Option(
+        None, "--context-window", "-w", help="Override the model's context window (tokens)."
+    ),
     output_reserve: int | None = typer.Option(
-        None, "--output-reserve", help="Tokens kept free for the reply [default: 32000, at most a quarter of the window]."
+        None,
+        "--output-reserve",
+        help="Tokens kept free for the reply [default: 32000, at most a quarter of the window].",
     ),
     threshold: float = typer.Option(
-        DEFAULT_RATIO, "--threshold", "-t", help="Compact at this share of (window − reserve): 0.4–0.9. ≤0.6 cost-first, ≤0.75 balanced, else retention."
+        DEFAULT_RATIO,
+        "--threshold",
+        "-t",
+        help="Compact at this share of (window − reserve): 0.4–0.9. ≤0.6 cost-first, ≤0.75 balanced, else retention.",
     ),
-    validate: bool = typer.Option(True, "--validate/--no-validate", help="Also check API invariants (tool pairs, ids, roles)."),
+    validate: bool = typer.Option(
+        True, "--validate/--no-validate", help="Also check API invariants (tool pairs, ids, roles)."
+    ),
     fmt: Format | None = FORMAT_OPT,
     counter: CounterName = COUNTER_OPT,
     encoding: str = ENCODING_OPT,
-    models_file: Path | None = typer.Option(None, "--models-file", help="Extra models: JSON/TOML of id → context window."),
+    models_file: Path | None = typer.Option(
+        None, "--models-file", help="Extra models: JSON/TOML of id → context window."
+    ),
     as_json: bool = JSON_OPT,
 ) -> None:
     """Will my next call fit? Exit 0 within budget, 1 when compaction is due, 2 on bad input.
@@ -115,6 +133,15 @@ def check(
       ctxcompact check session.jsonl --threshold 0.75 --json
       cat t.json | ctxcompact check -m gpt-4o || ctxcompact compact t.json -o t.json
     """
+    import orjson
+
+    from ctxcompact.render import (
+        check_to_json,
+        render_check,
+        render_warnings,
+    )
+    from ctxcompact.usage import check_conversation, conversation_model
+
     streams = Streams.current()
     registry = load_registry(models_file)
     results = []
@@ -122,10 +149,14 @@ def check(
     warnings: list[str] = []
     for transcript in load_all(files, fmt):
         for conv in transcript.conversations:
-            info = resolve_model(model or conversation_model(conv), context_window=context_window, registry=registry)
+            info = resolve_model(
+                model or conversation_model(conv), context_window=context_window, registry=registry
+            )
             if not info.known:
                 name = info.model or "no --model given"
-                warnings.append(f"unknown model ({name}): assuming a {info.context_window:,}-token window; pass --model or --context-window.")
+                warnings.append(
+                    f"unknown model ({name}): assuming a {info.context_window:,}-token window; pass --model or --context-window."
+                )
             budget = make_budget(info, output_reserve=output_reserve, ratio=threshold)
             chosen = _counter(counter, encoding, info.model)
             results.append(check_conversation(conv, budget=budget, counter=chosen, validate=validate))

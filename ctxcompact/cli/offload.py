@@ -18,22 +18,7 @@ from ctxcompact.cli.common import (
     write_output,
 )
 from ctxcompact.errors import UsageError
-from ctxcompact.offload import (
-    DEFAULT_MIN_CHARS,
-    OffloadResult,
-    RestoreResult,
-    discard_offload,
-    offload_tool_results,
-    restore_offloaded,
-)
-from ctxcompact.render_tools import (
-    offload_stats_json,
-    render_offload_stats,
-    render_restore_stats,
-    restore_stats_json,
-)
-from ctxcompact.tokens import make_counter
-from ctxcompact.transcript import dump_transcript, load_transcript
+from ctxcompact.offload import DEFAULT_MIN_CHARS
 
 DEFAULT_OUT_DIR = Path(".ctxcompact/offload")
 
@@ -117,6 +102,22 @@ def offload(
       cat t.json | ctxcompact offload --min-chars 2000 --keep-recent 3 | ctxcompact count
       ctxcompact offload session.jsonl --preview 200 --protect-loop -q > lean.jsonl
     """
+    from ctxcompact.offload import (
+        OffloadResult,
+        RestoreResult,
+        discard_offload,
+        offload_tool_results,
+        restore_offloaded,
+    )
+    from ctxcompact.render_tools import (
+        offload_stats_json,
+        render_offload_stats,
+        render_restore_stats,
+        restore_stats_json,
+    )
+    from ctxcompact.tokens import make_counter
+    from ctxcompact.transcript import dump_transcript, load_transcript
+
     streams = Streams.current()
     # Rich's own switch: Streams.current(quiet=True) leaves a /dev/null handle open.
     streams.err.quiet = quiet

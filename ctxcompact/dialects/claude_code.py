@@ -46,7 +46,9 @@ def looks_like(records: Sequence[Any]) -> bool:
         kind = record.get("type")
         if kind in MESSAGE_TYPES and isinstance(record.get("message"), Mapping):
             return True
-        if kind in MARKER_TYPES and ("uuid" in record or "sessionId" in record or "leafUuid" in record or "messageId" in record):
+        if kind in MARKER_TYPES and (
+            "uuid" in record or "sessionId" in record or "leafUuid" in record or "messageId" in record
+        ):
             return True
     return False
 
@@ -54,7 +56,9 @@ def looks_like(records: Sequence[Any]) -> bool:
 def parse_records(records: Sequence[Any]) -> Parsed:
     for i, record in enumerate(records):
         if not isinstance(record, Mapping):
-            raise InputError(f"line {i + 1} is a JSON {json_kind(record)}, expected a Claude Code entry (an object).")
+            raise InputError(
+                f"line {i + 1} is a JSON {json_kind(record)}, expected a Claude Code entry (an object)."
+            )
         if "role" in record and "message" not in record:
             # Only reachable with --format claude-code: reading bare messages as entries would
             # find no message at all and report 0 tokens.
@@ -125,8 +129,10 @@ def _open_response(records: Sequence[Any], groups: list[list[int]], message_id: 
 
 def _only_tool_results(entry: Mapping[str, Any]) -> bool:
     content = entry["message"].get("content")
-    return isinstance(content, list) and bool(content) and all(
-        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content)
     )
 
 
@@ -147,7 +153,10 @@ def render_message(message: Message) -> list[Any]:
             {
                 "type": message.role,
                 "isSidechain": False,
-                "message": {"role": message.role, "content": text if text is not None else [dict(b) for b in message.content]},
+                "message": {
+                    "role": message.role,
+                    "content": text if text is not None else [dict(b) for b in message.content],
+                },
                 "uuid": str(uuid.uuid4()),
                 "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
                 _NEW_MARK: True,
@@ -200,7 +209,9 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
     files come back unchanged: nothing is re-linked when every parent is present.
     """
     present = {r.get("uuid") for r in records if isinstance(r, Mapping) and r.get("uuid")}
-    parents = {r.get("uuid"): r.get("parentUuid") for r in original if isinstance(r, Mapping) and r.get("uuid")}
+    parents = {
+        r.get("uuid"): r.get("parentUuid") for r in original if isinstance(r, Mapping) and r.get("uuid")
+    }
     session = next((r for r in original if isinstance(r, Mapping) and r.get("sessionId")), {})
     out: list[Any] = []
     last_uuid: str | None = None

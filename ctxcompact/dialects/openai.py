@@ -76,7 +76,9 @@ def _content_blocks(content: Any, where: str) -> tuple[Block, ...]:
         blocks: list[Block] = []
         for j, part in enumerate(content):
             if not isinstance(part, Mapping):
-                raise InputError(f"{where}: content part {j} is a JSON {json_kind(part)}, expected an object.")
+                raise InputError(
+                    f"{where}: content part {j} is a JSON {json_kind(part)}, expected an object."
+                )
             if part.get("type") == "text":
                 blocks.append({"type": "text", "text": str(part.get("text", ""))})
             else:
@@ -180,7 +182,8 @@ def _render_content(blocks: tuple[Block, ...], *, null_if_empty: bool) -> Any:
     if text is not None:
         return text
     return [
-        {"type": "text", "text": str(b.get("text", ""))} if b.get("type") == "text" else dict(b) for b in blocks
+        {"type": "text", "text": str(b.get("text", ""))} if b.get("type") == "text" else dict(b)
+        for b in blocks
     ]
 
 
@@ -205,7 +208,9 @@ def _render_tool_messages(message: Message, templates: Sequence[Any]) -> list[An
             extra.append(block)
             continue
         template = by_id.get(block.get("tool_use_id"))
-        rec: dict[str, Any] = dict(template) if template else {"role": "tool", "tool_call_id": block.get("tool_use_id")}
+        rec: dict[str, Any] = (
+            dict(template) if template else {"role": "tool", "tool_call_id": block.get("tool_use_id")}
+        )
         content = block.get("content")
         if isinstance(content, list):
             content = [dict(b) for b in content]

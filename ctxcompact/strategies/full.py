@@ -58,7 +58,9 @@ def assemble(head: Sequence[Message], summary: str, restored: Sequence[Message])
 
 
 def restored_file_messages(result: RestoreResult) -> list[Message]:
-    return [new_message("user", restored_message_text(f), kind="restored_file", path=f.path) for f in result.files]
+    return [
+        new_message("user", restored_message_text(f), kind="restored_file", path=f.path) for f in result.files
+    ]
 
 
 def full_compaction(
@@ -87,7 +89,12 @@ def full_compaction(
     """
     part = partition_messages(messages)
     if not part.rest:
-        return StrategyResult(tuple(messages), False, {"compacted_message_count": 0}, ("nothing to compact: only system messages",))
+        return StrategyResult(
+            tuple(messages),
+            False,
+            {"compacted_message_count": 0},
+            ("nothing to compact: only system messages",),
+        )
 
     warnings: list[str] = []
     stats: dict[str, Any] = {}
