@@ -139,6 +139,26 @@ def tool_result_text(block: Block) -> str:
     return str(content)
 
 
+def replace_blocks(
+    messages: Sequence[Message], changes: Mapping[tuple[int, int], Block | None]
+) -> tuple[Message, ...]:
+    """Apply block edits: ``changes[(message_index, block_index)]`` is the new block, or None
+    to drop it. Messages without edits are returned as the very same objects (so they are
+    written back untouched); edited ones are new objects made with ``with_content``."""
+    by_message: dict[int, dict[int, Block | None]] = {}
+    for (i, j), block in changes.items():
+        by_message.setdefault(i, {})[j] = block
+    out: list[Message] = []
+    for i, message in enumerate(messages):
+        edits = by_message.get(i)
+        if not edits:
+            out.append(message)
+            continue
+        new = (edits.get(j, block) for j, block in enumerate(message.content))
+        out.append(message.with_content(b for b in new if b is not None))
+    return tuple(out)
+
+
 # --- structure: pairs, tool interaction blocks, rounds, the current loop ---------------------
 
 

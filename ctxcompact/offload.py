@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from ctxcompact.errors import UsageError, WorkFailedError
-from ctxcompact.ir import Block, Message, current_loop_start, tool_result_text
+from ctxcompact.ir import Block, Message, current_loop_start, replace_blocks, tool_result_text
 from ctxcompact.tokens import TokenCounter, block_pieces, make_counter
 
 REFERENCE_PREFIX = "[Content offloaded to: "
@@ -448,7 +448,7 @@ def offload_tool_results(
 
     entries = tuple(p.entry for p in done if p.entry is not None)
     return OffloadResult(
-        messages=_apply(messages, done),
+        messages=replace_blocks(messages, {(p.message_index, p.block_index): p.new_block for p in done}),
         offloaded_count=len(done),
         freed_chars=sum(p.chars for p in done),
         files=tuple(e.path for e in entries),
@@ -530,20 +530,6 @@ def _store(
             )
 
 
-def _apply(messages: Sequence[Message], plans: Sequence[_Plan]) -> tuple[Message, ...]:
-    by_message: dict[int, dict[int, Block]] = {}
-    for plan in plans:
-        by_message.setdefault(plan.message_index, {})[plan.block_index] = plan.new_block
-    out: list[Message] = []
-    for i, message in enumerate(messages):
-        changes = by_message.get(i)
-        if not changes:
-            out.append(message)
-            continue
-        out.append(message.with_content(changes.get(j, block) for j, block in enumerate(message.content)))
-    return tuple(out)
-
-
 def _tokens_freed(plans: Sequence[_Plan], counter: TokenCounter | None) -> int:
     if not plans:
         return 0
@@ -620,7 +606,7 @@ def restore_offloaded(
 
     manifest = read_manifest(writer, root)
     problems: list[str] = []
-    restored: dict[int, dict[int, Block]] = {}
+    restored: dict[tuple[int, int], Block | None] = {}
     files: list[str] = []
     chars = 0
     for i, j, name in found:
@@ -631,17 +617,13 @@ def restore_offloaded(
             continue
         new_block = dict(block)
         new_block["content"] = content
-        restored.setdefault(i, {})[j] = new_block
+        restored[(i, j)] = new_block
         files.append(str(root / name))
         chars += content_chars(content)
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
         raise WorkFailedError(f"cannot undo the offload, nothing was restored: {shown}.")
-    out = tuple(
-        m.with_content(restored[i].get(j, b) for j, b in enumerate(m.content)) if i in restored else m
-        for i, m in enumerate(messages)
-    )
-    return RestoreResult(out, len(found), chars, tuple(files), str(root))
+    return RestoreResult(replace_blocks(messages, restored), len(found), chars, tuple(files), str(root))
 
 
 def _read_offloaded(

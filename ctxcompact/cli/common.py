@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ctxcompact.transcript import Transcript
 
 from ctxcompact.errors import CtxcompactError, InputError, WorkFailedError
+from ctxcompact.models import DEFAULT_RATIO
 
 EXIT_INTERNAL = 70
 TRACEBACK_ENV = "CTXCOMPACT_TRACEBACK"
@@ -196,4 +197,39 @@ MODEL_OPT = typer.Option(
     "--model",
     "-m",
     help="Model id, for its context window (default: the transcript's own model, if it names one).",
+)
+
+OUTPUT_OPT = typer.Option(
+    None, "--output", "-o", help="Write the result here (atomically) instead of stdout."
+)
+STATS_JSON_OPT = typer.Option(None, "--stats-json", help="Write the stats as JSON to this file.")
+QUIET_OPT = typer.Option(False, "--quiet", "-q", help="No stats on stderr.")
+
+# The budget, shared by check and compact --auto (threshold = (window − reserve) × ratio).
+BUDGET_PANEL = "Budget"
+CONTEXT_WINDOW_OPT = typer.Option(
+    None,
+    "--context-window",
+    "-w",
+    help="Override the model's context window (tokens).",
+    rich_help_panel=BUDGET_PANEL,
+)
+OUTPUT_RESERVE_OPT = typer.Option(
+    None,
+    "--output-reserve",
+    help="Tokens kept free for the reply [default: 32000, at most a quarter of the window].",
+    rich_help_panel=BUDGET_PANEL,
+)
+THRESHOLD_OPT = typer.Option(
+    DEFAULT_RATIO,
+    "--threshold",
+    "-t",
+    help="Compact at this share of (window − reserve): 0.4–0.9. ≤0.6 cost-first, ≤0.75 balanced, else retention.",
+    rich_help_panel=BUDGET_PANEL,
+)
+MODELS_FILE_OPT = typer.Option(
+    None,
+    "--models-file",
+    help="Extra models: JSON/TOML of id → context window.",
+    rich_help_panel=BUDGET_PANEL,
 )

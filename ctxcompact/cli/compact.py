@@ -9,9 +9,16 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ctxcompact.cli.common import (
+    CONTEXT_WINDOW_OPT,
     FILES_ARG,
     FORMAT_OPT,
     MODEL_OPT,
+    MODELS_FILE_OPT,
+    OUTPUT_OPT,
+    OUTPUT_RESERVE_OPT,
+    QUIET_OPT,
+    STATS_JSON_OPT,
+    THRESHOLD_OPT,
     Format,
     Streams,
     expand_inputs,
@@ -20,7 +27,7 @@ from ctxcompact.cli.common import (
     write_output,
 )
 from ctxcompact.errors import CtxcompactError, InputError, UsageError
-from ctxcompact.models import DEFAULT_RATIO, load_registry, make_budget, resolve_model
+from ctxcompact.models import load_registry, make_budget, resolve_model
 from ctxcompact.strategies import STRATEGY_NAMES
 
 if TYPE_CHECKING:
@@ -34,6 +41,31 @@ PRUNE = "Pruning (--strategy prune)"
 CLEAN = "Tool cleaning (--strategy clean-tools)"
 BUDGET = "Budget (--auto)"
 OUTPUT = "Input and output"
+
+
+# File restoration, shared by compact and restore-files (seed 000 F-005).
+RESTORE_PANEL = "File restoration"
+WORK_DIR_OPT = typer.Option(
+    Path("."),
+    "--work-dir",
+    help="Files are resolved in, and must stay inside, this directory.",
+    rich_help_panel=RESTORE_PANEL,
+)
+READ_TOOL_OPT = typer.Option(
+    None,
+    "--read-tool",
+    help="TOOL:FIELD that reads a file (repeatable) [default: read_file:path]; e.g. Read:file_path for Claude Code.",
+    rich_help_panel=RESTORE_PANEL,
+)
+MAX_FILES_OPT = typer.Option(
+    5, "--max-files", help="Restore at most this many files.", rich_help_panel=RESTORE_PANEL
+)
+MAX_TOKENS_PER_FILE_OPT = typer.Option(
+    5000, "--max-tokens-per-file", help="Skip files larger than this.", rich_help_panel=RESTORE_PANEL
+)
+MAX_TOKENS_TOTAL_OPT = typer.Option(
+    50000, "--max-tokens-total", help="Stop restoring past this total.", rich_help_panel=RESTORE_PANEL
+)
 
 
 def _read_tools(specs: list[str] | None) -> tuple[ReadTool, ...]:
@@ -57,13 +89,7 @@ def compact(
         help=f"One or more of {', '.join(STRATEGY_NAMES)}, comma-separated, run in order (e.g. prune,full).",
         rich_help_panel=OUTPUT,
     ),
-    output: Path | None = typer.Option(
-        None,
-        "--output",
-        "-o",
-        help="Write the transcript here (atomically) instead of stdout.",
-        rich_help_panel=OUTPUT,
-    ),
+    output: Path | None = OUTPUT_OPT,
     out_dir: Path | None = typer.Option(
         None,
         "--out-dir",
@@ -86,10 +112,8 @@ def compact(
     report: Path | None = typer.Option(
         None, "--report", help="Batch mode: write a JSON report of every input here.", rich_help_panel=OUTPUT
     ),
-    stats_json: Path | None = typer.Option(
-        None, "--stats-json", help="Write the stats as JSON to this file.", rich_help_panel=OUTPUT
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No stats on stderr.", rich_help_panel=OUTPUT),
+    stats_json: Path | None = STATS_JSON_OPT,
+    quiet: bool = QUIET_OPT,
     fmt: Format | None = FORMAT_OPT,
     auto: bool = typer.Option(
         False,
@@ -98,25 +122,10 @@ def compact(
         rich_help_panel=BUDGET,
     ),
     model: str | None = MODEL_OPT,
-    context_window: int | None = typer.Option(
-        None, "--context-window", "-w", help="Override the model's context window.", rich_help_panel=BUDGET
-    ),
-    output_reserve: int | None = typer.Option(
-        None,
-        "--output-reserve",
-        help="Tokens kept free for the reply [default: 32000, capped at a quarter of the window].",
-        rich_help_panel=BUDGET,
-    ),
-    threshold: float = typer.Option(
-        DEFAULT_RATIO,
-        "--threshold",
-        "-t",
-        help="Compact at this share of (window − reserve), 0.4–0.9.",
-        rich_help_panel=BUDGET,
-    ),
-    models_file: Path | None = typer.Option(
-        None, "--models-file", help="Extra models: JSON/TOML of id → context window.", rich_help_panel=BUDGET
-    ),
+    context_window: int | None = CONTEXT_WINDOW_OPT,
+    output_reserve: int | None = OUTPUT_RESERVE_OPT,
+    threshold: float = THRESHOLD_OPT,
+    models_file: Path | None = MODELS_FILE_OPT,
     counter_name: str = typer.Option(
         "tiktoken",
         "--counter",
@@ -171,27 +180,11 @@ def compact(
         help="Re-read the files the agent read most recently.",
         rich_help_panel=RESTORE,
     ),
-    work_dir: Path = typer.Option(
-        Path("."),
-        "--work-dir",
-        help="Files are resolved in, and must stay inside, this directory.",
-        rich_help_panel=RESTORE,
-    ),
-    read_tool: list[str] | None = typer.Option(
-        None,
-        "--read-tool",
-        help="TOOL:FIELD that reads a file (repeatable) [default: read_file:path]; e.g. Read:file_path for Claude Code.",
-        rich_help_panel=RESTORE,
-    ),
-    max_files: int = typer.Option(
-        5, "--max-files", help="Restore at most this many files.", rich_help_panel=RESTORE
-    ),
-    max_tokens_per_file: int = typer.Option(
-        5000, "--max-tokens-per-file", help="Skip files larger than this.", rich_help_panel=RESTORE
-    ),
-    max_tokens_total: int = typer.Option(
-        50000, "--max-tokens-total", help="Stop restoring past this total.", rich_help_panel=RESTORE
-    ),
+    work_dir: Path = WORK_DIR_OPT,
+    read_tool: list[str] | None = READ_TOOL_OPT,
+    max_files: int = MAX_FILES_OPT,
+    max_tokens_per_file: int = MAX_TOKENS_PER_FILE_OPT,
+    max_tokens_total: int = MAX_TOKENS_TOTAL_OPT,
     keep: int = typer.Option(
         3, "--keep", help="Keep the N most recent tool uses untouched.", rich_help_panel=PRUNE
     ),
@@ -442,30 +435,18 @@ def restore_files(
     file: Path | None = typer.Argument(
         None, help="The transcript; '-' or nothing reads stdin.", show_default=False
     ),
-    work_dir: Path = typer.Option(
-        Path("."), "--work-dir", help="Files are resolved in, and must stay inside, this directory."
-    ),
-    read_tool: list[str] | None = typer.Option(
-        None,
-        "--read-tool",
-        help="TOOL:FIELD that reads a file (repeatable) [default: read_file:path]; e.g. Read:file_path.",
-    ),
-    max_files: int = typer.Option(5, "--max-files", help="Restore at most this many files."),
-    max_tokens_per_file: int = typer.Option(
-        5000, "--max-tokens-per-file", help="Skip files larger than this."
-    ),
-    max_tokens_total: int = typer.Option(50000, "--max-tokens-total", help="Stop restoring past this total."),
+    work_dir: Path = WORK_DIR_OPT,
+    read_tool: list[str] | None = READ_TOOL_OPT,
+    max_files: int = MAX_FILES_OPT,
+    max_tokens_per_file: int = MAX_TOKENS_PER_FILE_OPT,
+    max_tokens_total: int = MAX_TOKENS_TOTAL_OPT,
     append: bool = typer.Option(
         False, "--append", help="Print the whole transcript with the restored-file messages appended."
     ),
-    output: Path | None = typer.Option(
-        None, "--output", "-o", help="Write here (atomically) instead of stdout."
-    ),
+    output: Path | None = OUTPUT_OPT,
     fmt: Format | None = FORMAT_OPT,
-    stats_json: Path | None = typer.Option(
-        None, "--stats-json", help="Write what was restored and skipped as JSON."
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No table on stderr."),
+    stats_json: Path | None = STATS_JSON_OPT,
+    quiet: bool = QUIET_OPT,
 ) -> None:
     """Re-read the files the agent read last and emit them as message pairs.
 

@@ -8,12 +8,16 @@ from typing import Any
 import typer
 
 from ctxcompact.cli.common import (
+    CONTEXT_WINDOW_OPT,
     COUNTER_OPT,
     ENCODING_OPT,
     FILES_ARG,
     FORMAT_OPT,
     JSON_OPT,
     MODEL_OPT,
+    MODELS_FILE_OPT,
+    OUTPUT_RESERVE_OPT,
+    THRESHOLD_OPT,
     CounterName,
     Format,
     Streams,
@@ -21,7 +25,7 @@ from ctxcompact.cli.common import (
     reports_errors,
     write_stdout,
 )
-from ctxcompact.models import DEFAULT_RATIO, load_registry, make_budget, resolve_model
+from ctxcompact.models import load_registry, make_budget, resolve_model
 
 
 def _counter(name: CounterName, encoding: str, model: str | None) -> Any:
@@ -45,9 +49,7 @@ def count(
         10, "--top", "-n", min=0, help="How many of the largest messages and tool results to list."
     ),
     as_json: bool = JSON_OPT,
-    models_file: Path | None = typer.Option(
-        None, "--models-file", help="Extra models: JSON/TOML of id → context window."
-    ),
+    models_file: Path | None = MODELS_FILE_OPT,
 ) -> None:
     """Where do my tokens go? Totals per role and block type, the largest messages and tool results.
 
@@ -96,29 +98,16 @@ def count(
 def check(
     files: list[Path] | None = FILES_ARG,
     model: str | None = MODEL_OPT,
-    context_window: int | None = typer.Option(
-        None, "--context-window", "-w", help="Override the model's context window (tokens)."
-    ),
-    output_reserve: int | None = typer.Option(
-        None,
-        "--output-reserve",
-        help="Tokens kept free for the reply [default: 32000, at most a quarter of the window].",
-    ),
-    threshold: float = typer.Option(
-        DEFAULT_RATIO,
-        "--threshold",
-        "-t",
-        help="Compact at this share of (window − reserve): 0.4–0.9. ≤0.6 cost-first, ≤0.75 balanced, else retention.",
-    ),
+    context_window: int | None = CONTEXT_WINDOW_OPT,
+    output_reserve: int | None = OUTPUT_RESERVE_OPT,
+    threshold: float = THRESHOLD_OPT,
     validate: bool = typer.Option(
         True, "--validate/--no-validate", help="Also check API invariants (tool pairs, ids, roles)."
     ),
     fmt: Format | None = FORMAT_OPT,
     counter: CounterName = COUNTER_OPT,
     encoding: str = ENCODING_OPT,
-    models_file: Path | None = typer.Option(
-        None, "--models-file", help="Extra models: JSON/TOML of id → context window."
-    ),
+    models_file: Path | None = MODELS_FILE_OPT,
     as_json: bool = JSON_OPT,
 ) -> None:
     """Will my next call fit? Exit 0 within budget, 1 when compaction is due, 2 on bad input.

@@ -10,6 +10,9 @@ import typer
 from ctxcompact.cli.common import (
     FILES_ARG,
     FORMAT_OPT,
+    OUTPUT_OPT,
+    QUIET_OPT,
+    STATS_JSON_OPT,
     Format,
     Streams,
     expand_inputs,
@@ -57,11 +60,6 @@ UNDO_OPT = typer.Option(
     "--restore",
     help="Put offloaded contents back from --out-dir (refuses if a file is missing or changed).",
 )
-OUTPUT_OPT = typer.Option(
-    None, "--output", "-o", help="Write the transcript here (atomically) instead of stdout."
-)
-STATS_JSON_OPT = typer.Option(None, "--stats-json", help="Write the stats as JSON to this file.")
-QUIET_OPT = typer.Option(False, "--quiet", "-q", help="No stats on stderr.")
 LOCAL_COUNTER_OPT = typer.Option(
     LocalCounter.tiktoken,
     "--counter",

@@ -37,7 +37,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxcompact.errors import UsageError
-from ctxcompact.ir import Block, Message, current_loop_start, tool_interaction_blocks, tool_names_by_id
+from ctxcompact.ir import (
+    Block,
+    Message,
+    current_loop_start,
+    replace_blocks,
+    tool_interaction_blocks,
+    tool_names_by_id,
+)
 from ctxcompact.strategies.base import StrategyResult
 from ctxcompact.tokens import TokenCounter, block_pieces, make_counter
 
@@ -119,7 +126,7 @@ def prune_tool_outputs(
         )
     replaced.update(thinking_changes)
 
-    out = _apply(messages, replaced)
+    out = replace_blocks(messages, replaced)
     edits: list[dict[str, Any]] = []
     if cleared_uses:
         edits.append(
@@ -264,22 +271,3 @@ def _block_tokens(blocks: Sequence[Block], counter: TokenCounter) -> list[int]:
         out.append(sum(counts[pos : pos + n]) + fixed)
         pos += n
     return out
-
-
-def _apply(messages: Sequence[Message], replaced: dict[tuple[int, int], Block | None]) -> tuple[Message, ...]:
-    by_message: dict[int, dict[int, Block | None]] = {}
-    for (i, j), block in replaced.items():
-        by_message.setdefault(i, {})[j] = block
-    out: list[Message] = []
-    for i, message in enumerate(messages):
-        changes = by_message.get(i)
-        if not changes:
-            out.append(message)
-            continue
-        content: list[Block] = []
-        for j, block in enumerate(message.content):
-            new = changes.get(j, block)
-            if new is not None:
-                content.append(new)
-        out.append(message.with_content(content))
-    return tuple(out)
