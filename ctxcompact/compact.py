@@ -415,3 +415,12 @@ def compact_messages(
         reader=reader,
         counter=chosen,
     )
+
+
+async def acompact_messages(messages: MessagesLike, **kwargs: Any) -> CompactResult:
+    """:func:`compact_messages` for asyncio agent loops: runs in a worker thread, so the
+    event loop keeps serving while the summary is written (the core is pure and keeps no
+    shared state, so concurrent calls are safe). Same arguments, same result."""
+    import asyncio
+
+    return await asyncio.to_thread(compact_messages, messages, **kwargs)

@@ -225,3 +225,27 @@ def test_help_teaches_with_examples(command: str) -> None:
     result = run(command, "--help")
     assert result.exit_code == 0
     assert "Examples:" in result.stdout
+
+
+@pytest.mark.parametrize("mode", ["fallback", "skip"])
+def test_llm_failure_fallback_and_skip_through_the_real_sdk(
+    tmp_path: Path, fake_api: FakeAnthropicServer, mode: str
+) -> None:
+    fake_api.enqueue(*[FakeAnthropicServer.reply_error(529) for _ in range(3)])
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-test-secret", "ANTHROPIC_BASE_URL": fake_api.base_url}
+    proc = subprocess.run(
+        [sys.executable, "-m", "ctxcompact", "compact", str(SESSION), "--on-failure", mode, "--max-retries", "2",
+         "--no-restore", "--archive-dir", str(tmp_path / "a"), "--stats-json", str(tmp_path / "s.json")],
+        capture_output=True, env=env, stdin=subprocess.DEVNULL, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len(fake_api.requests) == 3  # the first try and two retries
+    stats = json.loads((tmp_path / "s.json").read_text())
+    if mode == "skip":
+        assert json.loads(proc.stdout) == json.loads(SESSION.read_bytes())
+        assert not stats["compacted"] and not (tmp_path / "a").exists()
+    else:
+        assert json.loads(proc.stdout)[1]["content"].startswith("[Conversation compressed]")
+        assert stats["summarizer"] == "extractive"
+        assert any("529" in w for w in stats["warnings"])
+    assert b"sk-test-secret" not in proc.stderr + proc.stdout

@@ -390,3 +390,15 @@ def test_prune_then_full_runs_as_one_pipeline(tmp_path: Path) -> None:
     )
     assert [s["strategy"] for s in result.stats.steps] == ["prune", "full"]
     assert result.compacted
+
+
+def test_async_facade_gives_the_same_result(tmp_path: Path) -> None:
+    import asyncio
+
+    from ctxcompact import acompact_messages
+
+    sync = compact_messages(_tool_session(), summarizer="extractive", work_dir=tmp_path, restore=False)
+    result = asyncio.run(
+        acompact_messages(_tool_session(), summarizer="extractive", work_dir=tmp_path, restore=False)
+    )
+    assert result.messages == sync.messages
