@@ -6,8 +6,9 @@ Labels: ratio ≤ 0.6 *cost-first*, ≤ 0.75 *balanced*, above that *retention*.
 A model id is looked up exactly, then by the longest registry key it starts with, then falls
 back to :data:`DEFAULT_CONTEXT_WINDOW` with ``known=False`` (callers warn). Ids are normalized
 first: lower-cased, provider paths dropped (``openrouter/meta-llama/llama-4-maverick`` →
-``llama-4-maverick``) and Bedrock/Vertex vendor prefixes removed (``us.anthropic.claude-…`` →
-``claude-…``).
+``llama-4-maverick``) and vendor prefixes removed (``us.anthropic.claude-…`` → ``claude-…``,
+``Meta-Llama-3.1-8B-Instruct`` → ``llama-3.1-8b-instruct``); Ollama tags such as
+``llama3.1:8b`` match their family by prefix.
 """
 
 from __future__ import annotations
@@ -93,13 +94,21 @@ BUILTIN_CONTEXT_WINDOWS: dict[str, int] = {
     "llama-3.2": 131_072,
     "llama-3.1": 131_072,
     "llama-3": 8_192,
+    # Ollama tags (``llama3.1:8b``) and Hugging Face names (``Meta-Llama-3.1-8B-Instruct``)
+    "llama3.3": 131_072,
+    "llama3.2": 131_072,
+    "llama3.1": 131_072,
+    "llama3": 8_192,
+    "llama4": 1_048_576,
     # Mistral
     "mistral-large": 131_072,
     "mistral-small": 131_072,
     "codestral": 256_000,
 }
 
-_VENDOR_PREFIXES = ("us.", "eu.", "apac.", "global.", "anthropic.", "meta.", "mistral.", "deepseek.", "qwen.")
+_VENDOR_PREFIXES = (
+    "us.", "eu.", "apac.", "global.", "anthropic.", "meta.", "meta-", "mistral.", "deepseek.", "qwen.",
+)  # fmt: skip
 
 Match = Literal["exact", "prefix", "default", "override"]
 
@@ -218,15 +227,17 @@ def make_budget(
 ) -> Budget:
     """The threshold for ``model``.
 
-    ``output_reserve`` defaults to 32,000, capped at a quarter of the window so that small
-    models (gpt-4's 8K) still get a usable budget; an explicit value is taken as given and
-    must leave room for input.
+    ``output_reserve`` defaults to 32,000 (seed 003), or to a quarter of the window when 32,000
+    would take more than half of it (windows under 64K, such as gpt-4's 8K), so small models
+    still get a usable budget; an explicit value is taken as given and must leave room for
+    input.
     """
     low, high = RATIO_RANGE
     if not low <= ratio <= high:
         raise UsageError(f"--threshold must be between {low} and {high}, got {ratio}.")
     if output_reserve is None:
-        reserve = min(DEFAULT_OUTPUT_RESERVE, model.context_window // 4)
+        window = model.context_window
+        reserve = DEFAULT_OUTPUT_RESERVE if window // 2 >= DEFAULT_OUTPUT_RESERVE else window // 4
     else:
         reserve = output_reserve
         if reserve < 0:

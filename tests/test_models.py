@@ -264,3 +264,16 @@ def test_budget_check_remaining_and_verdict() -> None:
     assert over.remaining == -49_200
     assert over.usage == pytest.approx(150_000 / 100_800)
     assert over.window_share == pytest.approx(0.75)
+
+
+def test_default_reserve_is_the_seeds_32000_for_the_unknown_model_window() -> None:
+    budget = make_budget(resolve_model("some-private-model"))
+    assert (budget.model.context_window, budget.output_reserve, budget.threshold) == (96_000, 32_000, 38_400)
+
+
+@pytest.mark.parametrize(
+    "model", ["meta-llama/Meta-Llama-3.1-8B-Instruct", "llama3.1:8b", "ollama/llama3.3:70b"]
+)
+def test_hugging_face_and_ollama_ids_find_their_family(model: str) -> None:
+    info = resolve_model(model)
+    assert info.known and info.context_window == 131_072

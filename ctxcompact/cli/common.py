@@ -217,7 +217,7 @@ CONTEXT_WINDOW_OPT = typer.Option(
 OUTPUT_RESERVE_OPT = typer.Option(
     None,
     "--output-reserve",
-    help="Tokens kept free for the reply [default: 32000, at most a quarter of the window].",
+    help="Tokens kept free for the reply [default: 32000; a quarter of the window under 64K].",
     rich_help_panel=BUDGET_PANEL,
 )
 THRESHOLD_OPT = typer.Option(

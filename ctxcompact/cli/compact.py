@@ -305,7 +305,7 @@ def compact(
         path = inputs[0]
         transcript = load_transcript(path, dialect=fmt.value if fmt else None)
         new, results = _compact_transcript(transcript, run)
-        render_warnings(sorted(set(warnings)), streams.err)
+        render_warnings(list(dict.fromkeys(warnings)), streams.err)
         data = dump_transcript(new)
         for r in results:
             render_compact_stats(
@@ -322,7 +322,7 @@ def compact(
         return
 
     rows = _run_batch(inputs, fmt, run, out_dir, in_place, dry_run, streams)
-    render_warnings(sorted(set(warnings)), streams.err)
+    render_warnings(list(dict.fromkeys(warnings)), streams.err)
     render_batch(rows, streams.err)
     payload = {
         "inputs": rows,

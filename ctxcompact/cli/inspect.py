@@ -87,7 +87,7 @@ def count(
                     )
             warnings.extend(f"{conv.label}: {w}" for w in conv.warnings)
             rows.append(CountRow(conv.label, conv.dialect, report, info))
-    render_warnings(sorted(set(warnings)), streams.err)
+    render_warnings(list(dict.fromkeys(warnings)), streams.err)
     if as_json:
         write_stdout(orjson.dumps(count_to_json(rows, top=top), option=orjson.OPT_INDENT_2).decode())
     else:
@@ -150,7 +150,7 @@ def check(
             chosen = _counter(counter, encoding, info.model)
             results.append(check_conversation(conv, budget=budget, counter=chosen, validate=validate))
     assert budget is not None
-    render_warnings(sorted(set(warnings)), streams.err)
+    render_warnings(list(dict.fromkeys(warnings)), streams.err)
     if as_json:
         write_stdout(orjson.dumps(check_to_json(results, budget), option=orjson.OPT_INDENT_2).decode())
     else:

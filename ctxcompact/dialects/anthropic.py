@@ -58,7 +58,12 @@ def to_api_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[
         if message.role == "system":
             system_parts.extend(str(b.get("text", "")) for b in message.content if b.get("type") == "text")
             continue
-        blocks = [_api_block(b) for b in message.content]
+        # Unsigned thinking (DeepSeek's reasoning_content) cannot be sent back to this API.
+        blocks = [
+            _api_block(b)
+            for b in message.content
+            if not (b.get("type") == "thinking" and not b.get("signature"))
+        ]
         out.append({"role": message.role, "content": blocks or [{"type": "text", "text": "(empty)"}]})
     return ("\n\n".join(system_parts) or None), out
 
