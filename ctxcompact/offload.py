@@ -9,7 +9,9 @@ they are handled the same way and written back as ``tool`` messages.
 
 Beyond the seed, and why:
 
-* **Safe names.** Ids are sanitized (:func:`safe_id`) and every path is checked to resolve
+File I/O, names and the manifest live in :mod:`ctxcompact.offload_store`.
+
+* **Safe names.** Ids are sanitized (:func:`~ctxcompact.offload_store.safe_id`) and every path is checked to resolve
   inside ``out_dir``: a hostile id such as ``../../x`` can never write elsewhere.
 * **Never overwrite, idempotent.** A file is created with a no-clobber link of a fully
   written, fsynced temp file. An existing file with the *same* bytes is reused (so running
@@ -41,116 +43,38 @@ units, which differs only for characters outside the Basic Multilingual Plane.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Block, Message, current_loop_start, replace_blocks, tool_result_text
+from ctxcompact.offload_store import (
+    MANIFEST_NAME,
+    DiskWriter,
+    OffloadWriter,
+    StoredAs,
+    decode_content,
+    encode_content,
+    file_name_for,
+    manifest_bytes,
+    os_reason,
+    path_inside,
+    read_manifest,
+    resolved_dir,
+    sha256_hex,
+)
 from ctxcompact.tokens import TokenCounter, block_pieces, make_counter
 
 REFERENCE_PREFIX = "[Content offloaded to: "
-MANIFEST_NAME = "offload-manifest.json"
-MANIFEST_FORMAT = "ctxcompact-offload-manifest"
-MANIFEST_VERSION = 1
-FILE_PREFIX = "tool-result-"
-MAX_ID_LENGTH = 100
 DEFAULT_MIN_CHARS = 100
 
 #: What a reference looks like: the seed's line, optionally followed by a preview.
 REFERENCE_RE = re.compile(r"\[Content offloaded to: \./(?P<name>tool-result-[A-Za-z0-9_.-]+\.md)\](?:\n|\Z)")
-_UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
-
-StoredAs = Literal["text", "json"]
-
-
-# --- file I/O behind a small interface ----------------------------------------------------------
-
-
-class OffloadWriter(Protocol):
-    """The file operations offload needs; tests inject fakes that fail on purpose."""
-
-    def make_dir(self, directory: Path) -> None:
-        """Create ``directory`` and its parents (no error if it exists)."""
-
-    def read(self, path: Path) -> bytes | None:
-        """The bytes of ``path``, or None when it does not exist."""
-
-    def create(self, path: Path, data: bytes) -> bool:
-        """Write a new file atomically; False (and nothing written) when ``path`` exists."""
-
-    def replace(self, path: Path, data: bytes) -> None:
-        """Write ``path`` atomically, replacing it if it exists (the manifest)."""
-
-    def remove(self, path: Path) -> None:
-        """Delete ``path`` (used to roll back files created by a failed call)."""
-
-
-class DiskWriter:
-    """The real file system: temp file in the same directory, fsync, then link or rename, so a
-    reader never sees half a file and a failure leaves no partial file behind."""
-
-    def make_dir(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-
-    def read(self, path: Path) -> bytes | None:
-        try:
-            return path.read_bytes()
-        except FileNotFoundError:
-            return None
-
-    def create(self, path: Path, data: bytes) -> bool:
-        tmp = self._write_temp(path, data)
-        try:
-            try:
-                # link() refuses to replace an existing file: no-clobber even against a race.
-                os.link(tmp, path)
-            except FileExistsError:
-                return False
-            except OSError:
-                # File systems without hard links: check, then rename (best effort).
-                if path.exists():
-                    return False
-                os.replace(tmp, path)
-            return True
-        finally:
-            _unlink_quietly(tmp)
-
-    def replace(self, path: Path, data: bytes) -> None:
-        tmp = self._write_temp(path, data)
-        try:
-            os.replace(tmp, path)
-        finally:
-            _unlink_quietly(tmp)
-
-    def remove(self, path: Path) -> None:
-        _unlink_quietly(path)
-
-    @staticmethod
-    def _write_temp(path: Path, data: bytes) -> str:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-        except BaseException:
-            _unlink_quietly(tmp)
-            raise
-        return tmp
-
-
-def _unlink_quietly(path: str | Path) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 # --- results --------------------------------------------------------------------------------
@@ -249,33 +173,6 @@ def content_chars(content: Any) -> int:
     return len(json.dumps(content, ensure_ascii=False, separators=(",", ":")))
 
 
-def safe_id(tool_use_id: Any) -> str:
-    """A tool_use id made safe for a file name.
-
-    Keeps ``[A-Za-z0-9_.-]``, replaces anything else (``/``, ``\\``, NUL, control characters,
-    spaces, non-ASCII) with ``_``, turns leading dots and ``..`` runs into ``_`` and caps the
-    length at :data:`MAX_ID_LENGTH`. When anything had to change, 8 hex digits of the
-    original's sha256 are appended so that two different ids never share a name.
-    """
-    original = "" if tool_use_id is None else str(tool_use_id)
-    cleaned = _UNSAFE_ID_CHARS.sub("_", original)
-    cleaned = cleaned.replace("..", "__")
-    if cleaned.startswith("."):
-        cleaned = "_" + cleaned[1:]
-    if len(cleaned) > MAX_ID_LENGTH:
-        cleaned = cleaned[:MAX_ID_LENGTH]
-    if cleaned != original or not cleaned:
-        digest = hashlib.sha256(original.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        cleaned = f"{cleaned}-{digest}" if cleaned else f"none-{digest}"
-    return cleaned
-
-
-def file_name_for(tool_use_id: Any, attempt: int) -> str:
-    """``tool-result-{id}.md`` for the first file of an id, then ``-1``, ``-2``… (seed 001)."""
-    base = f"{FILE_PREFIX}{safe_id(tool_use_id)}"
-    return f"{base}.md" if attempt == 0 else f"{base}-{attempt}.md"
-
-
 def reference_for(file_name: str, text: str, *, preview: int) -> str:
     """The string that replaces offloaded content: the seed's exact line, plus, with
     ``preview``, the first characters of the text so the model still sees what it was."""
@@ -290,82 +187,6 @@ def reference_for(file_name: str, text: str, *, preview: int) -> str:
 def is_reference(content: Any) -> bool:
     """True for content this module produced (so it is never offloaded twice)."""
     return isinstance(content, str) and REFERENCE_RE.match(content) is not None
-
-
-def encode_content(content: Any) -> tuple[bytes, StoredAs]:
-    """File bytes for a content, and how to read them back exactly.
-
-    A string is stored as itself in UTF-8, readable by people and by the agent. A block list
-    (or a string UTF-8 cannot hold, such as one with a lone surrogate) is stored as JSON.
-    """
-    if isinstance(content, str):
-        try:
-            return content.encode("utf-8"), "text"
-        except UnicodeEncodeError:
-            pass
-    try:
-        return json.dumps(content, ensure_ascii=False, indent=2).encode("utf-8"), "json"
-    except UnicodeEncodeError:
-        return json.dumps(content, ensure_ascii=True, indent=2).encode("ascii"), "json"
-
-
-def decode_content(data: bytes, stored_as: str) -> Any:
-    if stored_as == "text":
-        return data.decode("utf-8")
-    return json.loads(data.decode("utf-8"))
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _resolved_dir(writer: OffloadWriter, out_dir: str | os.PathLike[str]) -> Path:
-    directory = Path(out_dir)
-    try:
-        writer.make_dir(directory)
-    except OSError as exc:
-        raise WorkFailedError(f"cannot create the offload directory {directory}: {_reason(exc)}.") from None
-    return directory.resolve()
-
-
-def _inside(root: Path, name: str) -> Path:
-    """``root / name``, refusing anything that would resolve outside ``root``."""
-    path = (root / name).resolve()
-    if path.parent != root:
-        # Unreachable with names from safe_id(); a guard against future changes and symlinks.
-        raise WorkFailedError(f"refusing to use {name!r}: it resolves outside {root}.")
-    return path
-
-
-def _reason(exc: OSError) -> str:
-    return exc.strerror or str(exc) or type(exc).__name__
-
-
-# --- the manifest ------------------------------------------------------------------------------
-
-
-def read_manifest(writer: OffloadWriter, root: Path) -> dict[str, dict[str, Any]]:
-    """The manifest's file entries (empty when there is none yet)."""
-    path = root / MANIFEST_NAME
-    try:
-        raw = writer.read(path)
-    except OSError as exc:
-        raise WorkFailedError(f"cannot read {path}: {_reason(exc)}.") from None
-    if raw is None:
-        return {}
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise WorkFailedError(f"{path} is not valid JSON; it is ctxcompact's offload manifest.") from None
-    files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(files, dict):
-        raise WorkFailedError(f"{path} is not a ctxcompact offload manifest (no 'files' object).")
-    return {str(k): v for k, v in files.items() if isinstance(v, dict)}
-
-
-def _manifest_bytes(files: Mapping[str, Mapping[str, Any]]) -> bytes:
-    body = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "files": dict(sorted(files.items()))}
-    return json.dumps(body, ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
 
 
 # --- offload -----------------------------------------------------------------------------------
@@ -408,7 +229,7 @@ def offload_tool_results(
     if min_chars < 0 or keep_recent < 0 or preview < 0:
         raise UsageError("--min-chars, --keep-recent and --preview must be 0 or more.")
     writer = writer or DiskWriter()
-    root = _resolved_dir(writer, out_dir)
+    root = resolved_dir(writer, out_dir)
     plans = _plan_offload(messages, min_chars=min_chars, keep_recent=keep_recent, protect_loop=protect_loop)
     if not plans:
         return OffloadResult(tuple(messages), out_dir=str(root))
@@ -435,9 +256,9 @@ def offload_tool_results(
         if any(manifest.get(name) != record for name, record in updates.items()):
             manifest.update(updates)
             try:
-                writer.replace(root / MANIFEST_NAME, _manifest_bytes(manifest))
+                writer.replace(root / MANIFEST_NAME, manifest_bytes(manifest))
             except OSError as exc:
-                raise WorkFailedError(f"cannot write {root / MANIFEST_NAME}: {_reason(exc)}.") from None
+                raise WorkFailedError(f"cannot write {root / MANIFEST_NAME}: {os_reason(exc)}.") from None
     except BaseException:
         for path in created:
             try:
@@ -501,7 +322,7 @@ def _store(
     """
     tool_use_id = plan.block.get("tool_use_id")
     tool_use_id = None if tool_use_id is None else str(tool_use_id)
-    digest = _sha256(plan.data)
+    digest = sha256_hex(plan.data)
     attempt = 0
     while True:
         name = file_name_for(tool_use_id, attempt)
@@ -510,7 +331,7 @@ def _store(
             continue
         if len(reference_for(name, plan.text, preview=preview)) >= plan.chars:
             return None
-        path = _inside(root, name)
+        path = path_inside(root, name)
         try:
             existing = writer.read(path)
             if existing is None and writer.create(path, plan.data):
@@ -519,7 +340,7 @@ def _store(
             if existing is None:
                 existing = writer.read(path)  # lost a race: someone created it meanwhile
         except OSError as exc:
-            raise WorkFailedError(f"cannot write offload file {path}: {_reason(exc)}.") from None
+            raise WorkFailedError(f"cannot write offload file {path}: {os_reason(exc)}.") from None
         known = manifest.get(name)
         same_record = known is None or (
             known.get("stored_as") == plan.stored_as and known.get("tool_use_id") == tool_use_id
@@ -566,7 +387,7 @@ def discard_offload(results: Sequence[OffloadResult], *, writer: OffloadWriter |
                 writer.remove(Path(entry.path))
                 manifest.pop(entry.file_name, None)
             if manifest:
-                writer.replace(root / MANIFEST_NAME, _manifest_bytes(manifest))
+                writer.replace(root / MANIFEST_NAME, manifest_bytes(manifest))
             else:
                 writer.remove(root / MANIFEST_NAME)
         except (OSError, WorkFailedError):
@@ -636,13 +457,13 @@ def _read_offloaded(
     if entry.get("tool_use_id") != (None if tool_use_id is None else str(tool_use_id)):
         return None, f"{name} was offloaded for tool_use_id {entry.get('tool_use_id')!r}, not {tool_use_id!r}"
     try:
-        path = _inside(root, name)
+        path = path_inside(root, name)
         data = writer.read(path)
     except OSError as exc:
-        return None, f"cannot read {root / name}: {_reason(exc)}"
+        return None, f"cannot read {root / name}: {os_reason(exc)}"
     if data is None:
         return None, f"{root / name} is missing"
-    if _sha256(data) != entry.get("sha256"):
+    if sha256_hex(data) != entry.get("sha256"):
         return None, f"{root / name} has changed since it was offloaded (sha256 mismatch)"
     try:
         return decode_content(data, str(entry.get("stored_as"))), None

@@ -12,7 +12,7 @@ from conftest import SAMPLES
 from typer.testing import CliRunner
 
 from ctxcompact.cli import app
-from ctxcompact.offload import MANIFEST_NAME
+from ctxcompact.offload_store import MANIFEST_NAME
 from ctxcompact.transcript import load_transcript, parse_transcript
 from ctxcompact.validate import errors_only, validate_messages
 

@@ -14,16 +14,13 @@ from conftest import corpus_files, requires_corpus
 from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Message
 from ctxcompact.offload import (
-    MANIFEST_NAME,
-    DiskWriter,
     content_chars,
     discard_offload,
-    file_name_for,
     offload_tool_results,
     reference_for,
     restore_offloaded,
-    safe_id,
 )
+from ctxcompact.offload_store import MANIFEST_NAME, DiskWriter, file_name_for, safe_id
 from ctxcompact.tokens import EstimateCounter
 from ctxcompact.transcript import dump_transcript, load_messages, load_transcript
 from ctxcompact.validate import errors_only, validate_messages
