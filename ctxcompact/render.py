@@ -269,6 +269,9 @@ def render_check(results: Sequence[CheckResult], budget: Budget, console: Consol
         ),
         soft_wrap=True,  # one logical line: never split "threshold" from its number when piped
     )
+    if len(results) > 3:
+        _render_check_table(results, budget, console)
+        return
     for r in results:
         verdict = (
             Text("compaction needed", style="bold red")
@@ -293,6 +296,49 @@ def render_check(results: Sequence[CheckResult], budget: Budget, console: Consol
             style = "red" if v.severity == "error" else "yellow"
             lines.append(Text(f"{v.severity}: {v}", style=style))
         console.print(Panel(Group(*lines), title=r.label, title_align="left", expand=False))
+
+
+def _render_check_table(results: Sequence[CheckResult], budget: Budget, console: Console) -> None:
+    """Many conversations (a directory, a trajectory collection): one row each, errors listed."""
+    table = Table(title_justify="left")
+    for column, justify in (
+        ("transcript", "left"),
+        ("tokens", "right"),
+        ("of threshold", "right"),
+        ("left", "right"),
+        ("verdict", "left"),
+        ("errors", "right"),
+        ("warnings", "right"),
+    ):
+        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for r in results:
+        errors = len(r.errors)
+        table.add_row(
+            r.label,
+            _n(r.report.total),
+            f"{r.status.usage:.1%}",
+            _n(r.status.remaining),
+            Text("compaction needed", style="red")
+            if r.needs_compaction
+            else Text("within budget", style="green"),
+            Text(str(errors), style="red") if errors else Text("0"),
+            str(len(r.violations) - errors),
+        )
+    over = sum(r.needs_compaction for r in results)
+    table.add_section()
+    table.add_row(
+        f"{len(results)} transcripts",
+        _n(sum(r.report.total for r in results)),
+        "",
+        "",
+        f"{over} need compaction",
+        str(sum(len(r.errors) for r in results)),
+        "",
+    )
+    console.print(table)
+    for r in results:
+        for v in r.errors:
+            console.print(Text(f"{r.label}: error: {v}", style="red"))
 
 
 def render_warnings(warnings: Sequence[str], console: Console) -> None:

@@ -507,3 +507,14 @@ def test_a_closed_pipe_exits_quietly_with_the_commands_own_status(
     assert "Traceback" not in err
     assert "Exception ignored" not in err
     assert "BrokenPipe" not in err
+
+
+def test_check_on_many_conversations_prints_one_row_each(tmp_path: Path) -> None:
+    collection = [{"task_id": i, "traj": [{"role": "user", "content": f"task {i}"}]} for i in range(6)]
+    path = tmp_path / "trajs.json"
+    path.write_bytes(orjson.dumps(collection))
+    result = CliRunner().invoke(app, ["check", str(path), "--model", "gpt-4o"])
+    assert result.exit_code == 0, result.stderr
+    assert "6 transcripts" in result.stdout and "0 need compaction" in result.stdout
+    assert result.stdout.count("within budget") == 6
+    assert "╭" not in result.stdout  # rows, not one panel per conversation
