@@ -16,8 +16,9 @@ from pathlib import Path
 
 from ctxcompact.dialects import DIALECTS
 from ctxcompact.errors import WorkFailedError
+from ctxcompact.fileio import write_atomic
 from ctxcompact.ir import Message
-from ctxcompact.transcript import dump_records, write_atomic
+from ctxcompact.transcript import dump_records
 
 DEFAULT_ARCHIVE_SUBDIR = Path(".ctxcompact") / "archive"
 

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ctxcompact.archive import DEFAULT_ARCHIVE_SUBDIR, write_archive
-from ctxcompact.errors import UsageError
+from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Message, text_of
 from ctxcompact.models import Budget
-from ctxcompact.restore import DEFAULT_READ_TOOLS, FileReader, ReadTool
+from ctxcompact.restore import FileReader, ReadTool, read_tools_for
 from ctxcompact.retention import RetentionReport, check_retention
 from ctxcompact.strategies import STRATEGY_NAMES
 from ctxcompact.strategies.base import StrategyResult
@@ -53,7 +53,7 @@ class CompactOptions:
     max_retries: int = 2
     restore: bool = True
     work_dir: Path = Path(".")
-    read_tools: tuple[ReadTool, ...] = DEFAULT_READ_TOOLS
+    read_tools: tuple[ReadTool, ...] | None = None  # None: by dialect (restore.read_tools_for)
     max_files: int = 5
     max_tokens_per_file: int = 5000
     max_tokens_total: int = 50_000
@@ -184,6 +184,8 @@ def _run_strategy(
     summarizer: Summarizer | None,
     reader: FileReader | None,
     counter: TokenCounter,
+    original: Sequence[Message],
+    dialect: str,
 ) -> StrategyResult:
     if name == "full":
         from ctxcompact.strategies.full import full_compaction
@@ -199,6 +201,7 @@ def _run_strategy(
         fallback = None if primary.name == "extractive" else ExtractiveSummarizer()
         return full_compaction(
             messages,
+            read_scan=original,
             summarizer=primary,
             fallback=fallback,
             on_failure=options.on_failure,
@@ -206,7 +209,7 @@ def _run_strategy(
             instructions=options.instructions,
             restore=options.restore,
             work_dir=options.work_dir,
-            read_tools=options.read_tools,
+            read_tools=options.read_tools or read_tools_for(dialect),
             max_files=options.max_files,
             max_tokens_per_file=options.max_tokens_per_file,
             max_tokens_total=options.max_tokens_total,
@@ -279,7 +282,16 @@ def compact_conversation(
     steps: list[dict[str, Any]] = []
     merged: dict[str, Any] = {}
     for name in options.strategies:
-        result = _run_strategy(name, messages, options, summarizer=summarizer, reader=reader, counter=counter)
+        result = _run_strategy(
+            name,
+            messages,
+            options,
+            summarizer=summarizer,
+            reader=reader,
+            counter=counter,
+            original=conversation.messages,
+            dialect=conversation.dialect,
+        )
         warnings.extend(result.warnings)
         step = {
             "strategy": name,
@@ -346,19 +358,24 @@ def compact_conversation(
 
 
 def _assert_valid(original: Conversation, messages: Sequence[Message]) -> None:
-    """A rewrite may not add API-invariant errors. If one does, that is a bug in a strategy:
-    fail loudly instead of emitting a transcript the API would reject."""
+    """A rewrite may not add API-invariant errors (ones the input already had are compared by
+    code and tool id, which do not move with the messages). If it does, that is a bug in a
+    strategy: nothing is emitted and the run fails (exit 3) instead of writing a transcript the
+    API would reject."""
     before = {
-        (v.code, v.detail)
+        (v.code, v.subject)
         for v in errors_only(validate_messages(original.messages, dialect=original.dialect))
     }
     new = [
         v
         for v in errors_only(validate_messages(messages, dialect=original.dialect))
-        if (v.code, v.detail) not in before
+        if (v.code, v.subject) not in before
     ]
     if new:
-        raise AssertionError(f"compaction produced an invalid transcript: {new[0]}")
+        raise WorkFailedError(
+            f"the rewrite would break an API invariant ({new[0]}); nothing was written. "
+            "This is a bug in ctxcompact: please report it."
+        )
 
 
 def compact_messages(

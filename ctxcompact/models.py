@@ -14,10 +14,12 @@ first: lower-cased, provider paths dropped (``openrouter/meta-llama/llama-4-mave
 from __future__ import annotations
 
 import json
+import math
 import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Literal
 
@@ -246,7 +248,8 @@ def make_budget(
             raise UsageError(
                 f"--output-reserve {reserve:,} leaves no room for input in a {model.context_window:,}-token window."
             )
-    threshold = int((model.context_window - reserve) * ratio)
+    # Exact decimal arithmetic: 168,000 × 0.7 is 117,600, not int(117599.99999999999).
+    threshold = math.floor(Fraction(model.context_window - reserve) * Fraction(str(ratio)))
     return Budget(model, reserve, ratio, threshold)
 
 

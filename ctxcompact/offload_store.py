@@ -21,12 +21,12 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from ctxcompact.errors import WorkFailedError
+from ctxcompact.fileio import unlink_quietly, write_temp
 
 MANIFEST_NAME = "offload-manifest.json"
 
@@ -82,7 +82,7 @@ class DiskWriter:
             return None
 
     def create(self, path: Path, data: bytes) -> bool:
-        tmp = self._write_temp(path, data)
+        tmp = write_temp(path, data)
         try:
             try:
                 # link() refuses to replace an existing file: no-clobber even against a race.
@@ -99,7 +99,7 @@ class DiskWriter:
             unlink_quietly(tmp)
 
     def replace(self, path: Path, data: bytes) -> None:
-        tmp = self._write_temp(path, data)
+        tmp = write_temp(path, data)
         try:
             os.replace(tmp, path)
         finally:
@@ -107,26 +107,6 @@ class DiskWriter:
 
     def remove(self, path: Path) -> None:
         unlink_quietly(path)
-
-    @staticmethod
-    def _write_temp(path: Path, data: bytes) -> str:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-        except BaseException:
-            unlink_quietly(tmp)
-            raise
-        return tmp
-
-
-def unlink_quietly(path: str | Path) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def safe_id(tool_use_id: Any) -> str:

@@ -95,6 +95,12 @@ READ_TOOL_PRESETS: Mapping[str, tuple[ReadTool, ...]] = {
 }
 
 
+def read_tools_for(dialect: str) -> tuple[ReadTool, ...]:
+    """The read tools to scan when the user names none: the seed's ``read_file:path``, plus
+    Claude Code's ``Read:file_path`` for Claude Code sessions."""
+    return READ_TOOL_PRESETS["all"] if dialect == "claude-code" else DEFAULT_READ_TOOLS
+
+
 # --- reading files ---------------------------------------------------------------------------
 
 

@@ -183,12 +183,15 @@ def _cache_file(bundled: Path) -> Path | None:
 
 def make_counter(name: str = "tiktoken", *, encoding: str = DEFAULT_ENCODING) -> TokenCounter:
     """A local counter by name (``tiktoken`` or ``estimate``). ``anthropic`` needs an API
-    client: see :func:`ctxcompact.llm.AnthropicCounter`."""
+    client: see :class:`ctxcompact.llm.AnthropicTotalCounter`."""
     if name == "tiktoken":
         return TiktokenCounter(encoding)
     if name == "estimate":
         return EstimateCounter()
-    raise InputError(f"unknown counter {name!r}; expected one of {', '.join(COUNTER_NAMES)}.")
+    raise InputError(
+        f"unknown counter {name!r} here; expected tiktoken or estimate "
+        "(exact Anthropic counts: count or check --counter anthropic)."
+    )
 
 
 # --- what a block contributes ----------------------------------------------------------------

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -168,9 +168,16 @@ def parse_transcript(raw: bytes, *, name: str = STDIN_NAME, dialect: str | None 
     raise InputError(f"invalid JSON at {err}.")
 
 
+_LONE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
 def _loads(raw: bytes) -> tuple[Any, str | None]:
-    """Parse JSON fast with orjson; on failure ask the stdlib for line/column (and accept
-    what only it can read, such as lone surrogate escapes)."""
+    """Parse JSON fast with orjson; on failure ask the stdlib for the line and column.
+
+    What only the stdlib accepts is kept (integers beyond 64 bits, a BOM), except lone
+    surrogate escapes (``"\\ud800"`` without its pair): they are not text, no API accepts them,
+    and they could not be written back as UTF-8, so they are refused with their position.
+    """
     try:
         return orjson.loads(raw), None
     except orjson.JSONDecodeError:
@@ -180,9 +187,24 @@ def _loads(raw: bytes) -> tuple[Any, str | None]:
     except UnicodeDecodeError as exc:
         return None, f"byte {exc.start}: not valid UTF-8"
     try:
-        return json.loads(text), None
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        if "surrogate" in str(exc):
+            return None, _surrogate_position(text)
+    return value, None
+
+
+def _surrogate_position(text: str) -> str:
+    for match in _LONE_SURROGATE.finditer(text):
+        before = text[: match.start()]
+        line = before.count("\n") + 1
+        column = match.start() - (before.rfind("\n") + 1) + 1
+        return f"line {line}, column {column}: {match.group(0)} is a lone surrogate escape, not valid Unicode text"
+    return "line 1, column 1: a lone surrogate escape, not valid Unicode text"
 
 
 def _from_lines(name: str, raw: bytes, dialect: str | None) -> Transcript:
@@ -445,23 +467,3 @@ def _dumps(value: Any, *, indent: bool = False) -> bytes:
     except (TypeError, orjson.JSONEncodeError):
         # Lone surrogates or integers beyond 64 bits that only the stdlib reader accepted.
         return json.dumps(value, indent=2 if indent else None, ensure_ascii=True).encode()
-
-
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same directory and a rename, so a
-    reader never sees a half-written file and a failure leaves the old file as it was."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise

@@ -34,6 +34,9 @@ class Violation:
     severity: Severity
     message_index: int
     detail: str
+    #: What the violation is about (a tool id), stable when messages move: rewrites compare
+    #: violations by ``(code, subject)`` to tell a new break from one the input already had.
+    subject: str | None = None
 
     def __str__(self) -> str:
         return f"message {self.message_index}: {self.detail} [{self.code}]"
@@ -76,7 +79,7 @@ def validate_messages(messages: Sequence[Message], *, dialect: str = "anthropic"
         for block in tool_uses(message) if message.role == "assistant" else []:
             tool_id = block.get("id")
             if not isinstance(tool_id, str) or not tool_id:
-                found.append(Violation("missing_tool_id", "error", i, "tool_use without an id"))
+                found.append(Violation("missing_tool_id", "error", i, "tool_use without an id", f"#{i}"))
                 continue
             if tool_id in seen_ids:
                 # OpenAI accepts an id reused in a later turn (gpt-4o does it); Anthropic does not.
@@ -87,6 +90,7 @@ def validate_messages(messages: Sequence[Message], *, dialect: str = "anthropic"
                         severity,
                         i,
                         f"tool id {tool_id} already used in message {seen_ids[tool_id]}",
+                        tool_id,
                     )
                 )
             else:
@@ -103,6 +107,7 @@ def validate_messages(messages: Sequence[Message], *, dialect: str = "anthropic"
                             "error",
                             i,
                             f"tool_result {tool_id} answers no tool_use of the previous assistant message",
+                            str(tool_id),
                         )
                     )
 
@@ -111,7 +116,9 @@ def validate_messages(messages: Sequence[Message], *, dialect: str = "anthropic"
             got = {b.get("tool_use_id") for m in _answer_messages(messages, i) for b in tool_results(m)}
             for tool_id in sorted(str(t) for t in expected - got if t):
                 found.append(
-                    Violation("unanswered_tool_use", "error", i, f"tool_use {tool_id} has no tool_result")
+                    Violation(
+                        "unanswered_tool_use", "error", i, f"tool_use {tool_id} has no tool_result", tool_id
+                    )
                 )
     return found
 

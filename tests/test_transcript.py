@@ -819,11 +819,20 @@ def test_utf8_bom_and_non_utf8() -> None:
         load_raw(b"\xff\xfe[]")
 
 
-def test_lone_surrogates_and_big_integers_survive_a_round_trip() -> None:
-    data = b'[{"role": "user", "content": "bad \\ud800 half", "n": 123456789012345678901234567890}]'
+def test_big_integers_survive_a_round_trip() -> None:
+    data = b'[{"role": "user", "content": "big", "n": 123456789012345678901234567890}]'
     t = load_raw(data)
     out = dump_transcript(t)
     assert same_json(load_raw(out).root, t.root)
+
+
+def test_lone_surrogates_are_refused_with_their_position() -> None:
+    """Not text, accepted by no API, and not writable as UTF-8: refused, not crashed on later."""
+    data = b'[{"role": "user",\n "content": "bad \\ud800 half"}]'
+    with pytest.raises(InputError, match=r"line 2, column 18: \\ud800 is a lone surrogate"):
+        load_raw(data)
+    paired = b'[{"role": "user", "content": "fine \\ud83d\\ude00"}]'
+    assert load_raw(paired).messages[0].content[0]["text"] == "fine \U0001f600"
 
 
 # --- the sample transcripts --------------------------------------------------------------------

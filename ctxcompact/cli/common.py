@@ -118,9 +118,11 @@ def _silence_stdout() -> None:
         pass
 
 
-def expand_inputs(paths: Sequence[Path] | None) -> list[str | None]:
-    """Paths as given; a directory stands for the .json/.jsonl files below it (sorted);
-    nothing or ``-`` means stdin, which must not be a terminal."""
+def expand_inputs(paths: Sequence[Path] | None, *, exclude: Sequence[Path | None] = ()) -> list[str | None]:
+    """Paths as given; a directory stands for the .json/.jsonl files below it (sorted),
+    leaving out hidden files and folders (``.ctxcompact/`` archives, editor files) and anything
+    under ``exclude`` (a batch's own --out-dir and --report); nothing or ``-`` means stdin,
+    which must not be a terminal."""
     if not paths:
         if sys.stdin is None or sys.stdin.isatty():
             raise InputError(
@@ -132,7 +134,15 @@ def expand_inputs(paths: Sequence[Path] | None) -> list[str | None]:
         if str(path) == "-":
             out.append(None)
         elif path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix in TRANSCRIPT_SUFFIXES and p.is_file())
+            skip = [e.resolve() for e in exclude if e is not None]
+            found = sorted(
+                p
+                for p in path.rglob("*")
+                if p.suffix in TRANSCRIPT_SUFFIXES
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                and not any(p.resolve() == s or p.resolve().is_relative_to(s) for s in skip)
+                and p.is_file()
+            )
             if not found:
                 raise InputError(f"{path}: directory has no .json or .jsonl files.")
             out.extend(str(p) for p in found)
@@ -146,7 +156,7 @@ def write_output(data: bytes, output: Path | None) -> None:
 
     A failed write is exit 3 (the work could not be done); the old file, if any, is intact.
     """
-    from ctxcompact.transcript import write_atomic
+    from ctxcompact.fileio import write_atomic
 
     if output is None or str(output) == "-":
         sys.stdout.buffer.write(data)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +9,7 @@ import typer
 
 from ctxcompact.cli.common import (
     CONTEXT_WINDOW_OPT,
+    EXIT_INTERNAL,
     FILES_ARG,
     FORMAT_OPT,
     MODEL_OPT,
@@ -27,6 +27,7 @@ from ctxcompact.cli.common import (
     write_output,
 )
 from ctxcompact.errors import CtxcompactError, InputError, UsageError
+from ctxcompact.fileio import write_new_file
 from ctxcompact.models import load_registry, make_budget, resolve_model
 from ctxcompact.strategies import STRATEGY_NAMES
 
@@ -54,7 +55,7 @@ WORK_DIR_OPT = typer.Option(
 READ_TOOL_OPT = typer.Option(
     None,
     "--read-tool",
-    help="TOOL:FIELD that reads a file (repeatable) [default: read_file:path]; e.g. Read:file_path for Claude Code.",
+    help="TOOL:FIELD that reads a file (repeatable) [default: read_file:path, plus Read:file_path for Claude Code sessions].",
     rich_help_panel=RESTORE_PANEL,
 )
 MAX_FILES_OPT = typer.Option(
@@ -68,10 +69,11 @@ MAX_TOKENS_TOTAL_OPT = typer.Option(
 )
 
 
-def _read_tools(specs: list[str] | None) -> tuple[ReadTool, ...]:
-    from ctxcompact.restore import DEFAULT_READ_TOOLS, parse_read_tool
+def _read_tools(specs: list[str] | None) -> tuple[ReadTool, ...] | None:
+    """The user's --read-tool specs, or None: the core then picks by dialect."""
+    from ctxcompact.restore import parse_read_tool
 
-    return tuple(parse_read_tool(s) for s in specs) if specs else DEFAULT_READ_TOOLS
+    return tuple(parse_read_tool(s) for s in specs) if specs else None
 
 
 def _compact_transcript(transcript: Transcript, run: Any) -> tuple[Transcript, list[CompactResult]]:
@@ -276,7 +278,7 @@ def compact(
     )
     registry = load_registry(models_file)
     counter = make_counter(counter_name)
-    inputs = expand_inputs(files)
+    inputs = expand_inputs(files, exclude=(out_dir, report, stats_json, archive_dir))
     batch = len(inputs) > 1 or out_dir is not None
     if batch and out_dir is None and not in_place and not dry_run:
         raise UsageError("several inputs: give --out-dir DIR (or --in-place) so each result has a file.")
@@ -306,19 +308,19 @@ def compact(
         transcript = load_transcript(path, dialect=fmt.value if fmt else None)
         new, results = _compact_transcript(transcript, run)
         render_warnings(list(dict.fromkeys(warnings)), streams.err)
-        data = dump_transcript(new)
+        # The transcript first: stats that say "compacted" only once the output exists.
+        if not dry_run:
+            data = dump_transcript(new)
+            if in_place and path is not None:
+                _replace_in_place(Path(path), data)
+            else:
+                write_output(data, output)
         for r in results:
             render_compact_stats(
                 r.stats, streams.err, label=r.conversation.label if len(results) > 1 else None
             )
         stats_payload = [r.stats.to_dict() for r in results]
         write_json_file(stats_json, stats_payload[0] if len(stats_payload) == 1 else stats_payload)
-        if dry_run:
-            return
-        if in_place and path is not None:
-            _replace_in_place(Path(path), data)
-        else:
-            write_output(data, output)
         return
 
     rows = _run_batch(inputs, fmt, run, out_dir, in_place, dry_run, streams)
@@ -347,9 +349,15 @@ def _non_negative_int(value: str, option: str) -> int:
 
 
 def _replace_in_place(path: Path, data: bytes) -> None:
+    """Rewrite ``path`` atomically after saving its current bytes as ``FILE.bak`` — or, when
+    that exists from an earlier run, ``FILE.bak.1``, ``.bak.2``…: a backup is never replaced."""
     backup = path.with_name(path.name + ".bak")
+    n = 0
+    while backup.exists():
+        n += 1
+        backup = path.with_name(f"{path.name}.bak.{n}")
     try:
-        shutil.copy2(path, backup)
+        write_new_file(backup, path.read_bytes())
     except OSError as exc:
         raise InputError(
             f"{path}: cannot keep a backup at {backup} ({exc.strerror or exc}); file left unchanged."
@@ -413,6 +421,12 @@ def _run_batch(
                         row["output"] = str(target)
             except CtxcompactError as exc:
                 row.update(status="failed", error=str(exc), exit_code=exc.exit_code)
+            except Exception as exc:  # a bug on one input must not cost the others their results
+                row.update(
+                    status="failed",
+                    error=f"internal error: {type(exc).__name__}: {exc} (a bug in ctxcompact; please report it)",
+                    exit_code=EXIT_INTERNAL,
+                )
             rows.append(row)
             progress.advance(task)
     return rows
@@ -465,10 +479,7 @@ def restore_files(
     from ctxcompact.dialects import DIALECTS
     from ctxcompact.ir import new_message
     from ctxcompact.render import render_restore
-    from ctxcompact.restore import (
-        RESTORED_ACK,
-        restore_recent_files,
-    )
+    from ctxcompact.restore import RESTORED_ACK, read_tools_for, restore_recent_files
     from ctxcompact.strategies.full import restored_file_messages
     from ctxcompact.transcript import dump_transcript, load_transcript
 
@@ -492,7 +503,7 @@ def restore_files(
         max_files=max_files,
         max_tokens_per_file=max_tokens_per_file,
         max_tokens_total=max_tokens_total,
-        tools=_read_tools(read_tool),
+        tools=_read_tools(read_tool) or read_tools_for(conv.dialect),
     )
     render_restore(result, streams.err)
     write_json_file(
@@ -511,6 +522,16 @@ def restore_files(
         pairs.append(message)
         pairs.append(new_message("assistant", RESTORED_ACK, kind="restored_ack"))
     if append:
+        last = conv.messages[-1] if conv.messages else None
+        if (
+            last is not None
+            and last.role == "assistant"
+            and any(b.get("type") == "tool_use" for b in last.content)
+        ):
+            raise InputError(
+                f"{transcript.name}: the last message is a tool call still waiting for its result; "
+                "appending after it would orphan the call. Append once the results are in."
+            )
         new = transcript.with_conversations([conv.with_messages([*conv.messages, *pairs])])
         write_output(dump_transcript(new), output)
         return

@@ -19,9 +19,10 @@ The top-level ``toolUseResult`` duplicate is never counted: the model does not s
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from ctxcompact.dialects.common import Parsed, content_blocks, json_kind, plain_text
@@ -149,16 +150,16 @@ def render_message(message: Message) -> list[Any]:
     templates = message.source.records if message.source else ()
     if not templates:
         text = plain_text(message.content)
+        inner = {
+            "role": message.role,
+            "content": text if text is not None else [dict(b) for b in message.content],
+        }
         return [
             {
                 "type": message.role,
                 "isSidechain": False,
-                "message": {
-                    "role": message.role,
-                    "content": text if text is not None else [dict(b) for b in message.content],
-                },
-                "uuid": str(uuid.uuid4()),
-                "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+                "message": inner,
+                "uuid": _derived_uuid(None, inner),
                 _NEW_MARK: True,
             }
         ]
@@ -215,14 +216,22 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
     session = next((r for r in original if isinstance(r, Mapping) and r.get("sessionId")), {})
     out: list[Any] = []
     last_uuid: str | None = None
+    last_timestamp: Any = next(
+        (r.get("timestamp") for r in original if isinstance(r, Mapping) and r.get("timestamp")), None
+    )
     for record in records:
         if not isinstance(record, Mapping):
             out.append(record)
             continue
         if record.get(_NEW_MARK):
+            # Same input, same output: the uuid is derived from the parent and the content,
+            # the timestamp is the entry before's. The marker is ours only: it is dropped.
             entry = {k: session[k] for k in _SESSION_FIELDS if k in session}
-            entry.update(record)
+            entry.update({k: v for k, v in record.items() if k != _NEW_MARK})
             entry["parentUuid"] = last_uuid
+            entry["uuid"] = _derived_uuid(last_uuid, entry.get("message"))
+            if last_timestamp is not None:
+                entry["timestamp"] = last_timestamp
             record = entry
         else:
             parent = record.get("parentUuid")
@@ -237,7 +246,16 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
         out.append(record)
         if record.get("uuid") and record.get("type") in ("user", "assistant", "system"):
             last_uuid = record["uuid"]
+        if record.get("timestamp"):
+            last_timestamp = record["timestamp"]
     return out
+
+
+def _derived_uuid(parent: Any, message: Any) -> str:
+    digest = hashlib.sha256(
+        json.dumps([parent, message], sort_keys=True, ensure_ascii=True).encode()
+    ).hexdigest()
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ctxcompact:{digest}"))
 
 
 _NEW_MARK = "ctxcompact"

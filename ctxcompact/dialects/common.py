@@ -52,6 +52,10 @@ def content_blocks(content: Any, where: str) -> tuple[Block, ...]:
                 raise InputError(
                     f"{where}: content block {j} is a JSON {json_kind(block)}, expected an object."
                 )
+            kind = block.get("type")
+            key = "id" if kind == "tool_use" else "tool_use_id" if kind == "tool_result" else None
+            if key is not None:
+                require_tool_id(block.get(key), f"{where}, content block {j}: '{key}'")
         return tuple(content)
     raise InputError(f"{where}: 'content' is a JSON {json_kind(content)}, expected a string or a list.")
 
@@ -67,3 +71,10 @@ def plain_text(blocks: tuple[Block, ...]) -> str | None:
         if block.get("type") == "text" and set(block) <= {"type", "text"}:
             return str(block.get("text", ""))
     return None
+
+
+def require_tool_id(value: Any, where: str) -> None:
+    """Tool ids pair calls with results: they must be strings (or absent, which the validator
+    reports). Anything else — an object, a list, a number — is refused here, by position."""
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"{where} is a JSON {json_kind(value)}, expected a string id.")

@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxcompact.dialects.common import Parsed, json_kind, plain_text, require_mapping
+from ctxcompact.dialects.common import Parsed, json_kind, plain_text, require_mapping, require_tool_id
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message, Source
 
@@ -99,6 +99,7 @@ def _assistant_blocks(rec: Mapping[str, Any], where: str) -> tuple[Block, ...]:
     for j, call in enumerate(calls):
         if not isinstance(call, Mapping):
             raise InputError(f"{where}: tool call {j} is a JSON {json_kind(call)}, expected an object.")
+        require_tool_id(call.get("id"), f"{where}: tool call {j}: 'id'")
         raw_function = call.get("function")
         function: Mapping[str, Any] = raw_function if isinstance(raw_function, Mapping) else {}
         arguments = function.get("arguments", "")
@@ -123,12 +124,19 @@ def _parse_arguments(arguments: Any) -> Any:
     return arguments if isinstance(arguments, Mapping) else {}
 
 
-def _tool_result_block(rec: Mapping[str, Any], where: str) -> Block:
+def call_id_of(rec: Mapping[str, Any]) -> Any:
+    """The call a ``tool`` message answers: ``tool_call_id``, or the first of SWE-agent's
+    ``tool_call_ids`` list (a legacy ``function`` message has neither)."""
     call_id = rec.get("tool_call_id")
     if call_id is None:
-        # SWE-agent writes a list of ids; a legacy 'function' message has only a name.
         ids = rec.get("tool_call_ids")
         call_id = ids[0] if isinstance(ids, list) and ids else None
+    return call_id
+
+
+def _tool_result_block(rec: Mapping[str, Any], where: str) -> Block:
+    call_id = call_id_of(rec)
+    require_tool_id(call_id, f"{where}: 'tool_call_id'")
     content = rec.get("content")
     if isinstance(content, list):
         content = [
@@ -200,7 +208,7 @@ def _render_call(block: Block, template: Mapping[str, Any] | None) -> dict[str, 
 
 
 def _render_tool_messages(message: Message, templates: Sequence[Any]) -> list[Any]:
-    by_id = {t.get("tool_call_id"): t for t in templates if isinstance(t, Mapping)}
+    by_id = {call_id_of(t): t for t in templates if isinstance(t, Mapping)}
     out: list[Any] = []
     extra: list[Block] = []
     for block in message.content:

@@ -79,10 +79,13 @@ def full_compaction(
     max_tokens_total: int = 50_000,
     reader: FileReader | None = None,
     file_counter: TokenCounter | None = None,
+    read_scan: Sequence[Message] | None = None,
 ) -> StrategyResult:
     """Replace everything after the head with a summary and the recently read files.
 
-    Files are looked up in the *whole* list (F-005: head and rest), relative to ``work_dir``.
+    Files are looked up in the *whole* list (F-005: head and rest), relative to ``work_dir``;
+    ``read_scan`` is the list to scan instead — in a pipeline, the transcript as read, since an
+    earlier step (``prune --clear-tool-inputs``) may have blanked the read calls' inputs.
     Stats: ``compacted_message_count``, ``retained_message_count``, ``restored_file_count``,
     ``restored_token_count``, ``summarizer``, ``attempts``, ``chunks``, ``summary``,
     ``skipped_files`` and, when the LLM failed, ``summary_error``.
@@ -93,7 +96,7 @@ def full_compaction(
             tuple(messages),
             False,
             {"compacted_message_count": 0},
-            ("nothing to compact: only system messages",),
+            ("nothing to compact: no message after the system prompt",),
         )
 
     warnings: list[str] = []
@@ -119,7 +122,7 @@ def full_compaction(
     restored = RestoreResult((), ())
     if restore and max_files > 0:
         restored = restore_recent_files(
-            messages,
+            messages if read_scan is None else read_scan,
             work_dir=work_dir,
             max_files=max_files,
             max_tokens_per_file=max_tokens_per_file,

@@ -1,0 +1,74 @@
+"""Writing files so that nothing is ever half-written or clobbered by accident.
+
+A file is first written in full to a temp file in the target's directory and fsynced; then
+:func:`write_atomic` renames it over the target (a reader sees the old file or the new one,
+never a mix), while :mod:`ctxcompact.offload_store` hard-links it into place (which fails
+rather than replace an existing file). Either way the new file gets the mode a plain
+``open(path, "w")`` would give it — the old file's mode when it replaces one — not the 0600 of
+a temp file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def _default_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def write_temp(target: Path, data: bytes) -> str:
+    """Write ``data`` to a new fsynced temp file beside ``target``; return its path.
+
+    Its mode is ``target``'s when that exists, else what the umask gives a new file. On
+    failure the temp file is removed and the error re-raised.
+    """
+    directory = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        try:
+            mode = os.stat(target).st_mode & 0o7777
+        except OSError:
+            mode = _default_mode()
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        unlink_quietly(tmp)
+        raise
+    return tmp
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``path`` with ``data`` in one rename; a failure leaves the old file as it was."""
+    target = Path(path)
+    tmp = write_temp(target, data)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        unlink_quietly(tmp)
+        raise
+
+
+def unlink_quietly(path: str | os.PathLike[str]) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def write_new_file(path: str | os.PathLike[str], data: bytes) -> None:
+    """Create ``path`` with ``data``, atomically; fails with ``FileExistsError`` rather than
+    replace an existing file (a hard link of the finished temp file cannot clobber)."""
+    target = Path(path)
+    tmp = write_temp(target, data)
+    try:
+        os.link(tmp, target)
+    finally:
+        unlink_quietly(tmp)

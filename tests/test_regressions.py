@@ -1,0 +1,247 @@
+"""Regression tests for bugs found in review: each test names the failure it pins down."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import orjson
+from conftest import SAMPLES
+from typer.testing import CliRunner
+
+from ctxcompact.cli import app
+from ctxcompact.compact import CompactOptions, compact_conversation
+from ctxcompact.models import make_budget, resolve_model
+from ctxcompact.restore import InMemoryFileReader
+from ctxcompact.summarize.extractive import ExtractiveSummarizer
+from ctxcompact.tokens import EstimateCounter
+from ctxcompact.transcript import dump_transcript, load_messages, load_transcript
+
+
+def run(*args: str, input: bytes | None = None) -> Any:
+    return CliRunner().invoke(app, list(args), input=input)
+
+
+def _use(i: str, name: str = "read_file", **inp: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": i, "name": name, "input": inp}
+
+
+def _result(i: str, text: str = "output " * 40) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": i, "content": text}
+
+
+def test_a_problem_the_input_already_had_is_not_blamed_on_the_rewrite(tmp_path: Path) -> None:
+    """A duplicate id in the input used to look 'new' once messages moved: exit 70."""
+    records = [
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "content": [_use("old", path="a.py")]},
+        {"role": "user", "content": [_result("old")]},
+        {"role": "assistant", "content": [_use("X", path="b.py")]},
+        {"role": "user", "content": [_result("X")]},
+        {"role": "user", "content": "two"},
+        {"role": "assistant", "content": [_use("X", path="c.py")]},
+        {"role": "user", "content": [_result("X")]},
+        {"role": "assistant", "content": "done"},
+    ]
+    path = tmp_path / "dup.json"
+    path.write_bytes(orjson.dumps(records))
+    result = run(
+        "compact",
+        str(path),
+        "--strategy",
+        "clean-tools",
+        "--rounds",
+        "0",
+        "--archive-dir",
+        str(tmp_path / "a"),
+    )
+    assert result.exit_code == 0, result.stderr
+
+
+def test_a_failing_input_does_not_stop_a_batch(tmp_path: Path) -> None:
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "a.json").write_text("[1, 2]")
+    (inputs / "b.json").write_bytes((SAMPLES / "anthropic-session.json").read_bytes())
+    result = run(
+        "compact", str(inputs), "--out-dir", str(tmp_path / "out"), "--report", str(tmp_path / "r.json"),
+        "--summarizer", "extractive", "--no-restore", "--archive-dir", str(tmp_path / "arch"),
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert (tmp_path / "out" / "b.json").is_file()
+    assert json.loads((tmp_path / "r.json").read_text())["failed"] == 1
+
+
+def test_append_refuses_to_orphan_a_pending_tool_call(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    records = [{"role": "user", "content": "go"}, {"role": "assistant", "content": [_use("t1", path="a.py")]}]
+    result = run("restore-files", "--work-dir", str(tmp_path), "--append", input=orjson.dumps(records))
+    assert result.exit_code == 2
+    assert "waiting for its result" in result.stderr
+    assert result.stdout == ""
+
+
+def test_prune_then_full_still_restores_files_whose_read_inputs_were_cleared(tmp_path: Path) -> None:
+    records = [
+        {"role": "user", "content": "read both"},
+        {"role": "assistant", "content": [_use("t1", path="a.py"), _use("t2", path="b.py")]},
+        {"role": "user", "content": [_result("t1"), _result("t2")]},
+        {"role": "assistant", "content": "read them"},
+        {"role": "user", "content": "thanks"},
+    ]
+    reader = InMemoryFileReader({tmp_path / "a.py": b"A = 1\n", tmp_path / "b.py": b"B = 2\n"})
+    options = CompactOptions(
+        strategies=("prune", "full"),
+        keep=0,
+        clear_tool_inputs=True,
+        work_dir=tmp_path,
+        archive_dir=tmp_path / "arc",
+    )
+    result = compact_conversation(
+        load_messages(records),
+        options=options,
+        summarizer=ExtractiveSummarizer(),
+        reader=reader,
+        counter=EstimateCounter(),
+    )
+    assert result.stats.restored_file_count == 2
+
+
+def test_batch_over_a_directory_skips_its_own_outputs(tmp_path: Path) -> None:
+    work = tmp_path / "sessions"
+    work.mkdir()
+    (work / "s.json").write_bytes((SAMPLES / "anthropic-session.json").read_bytes())
+    args = ["compact", str(work), "--out-dir", str(work / "out"), "--report", str(work / "report.json")]
+    args += [
+        "--summarizer",
+        "extractive",
+        "--no-restore",
+        "--archive-dir",
+        str(work / ".ctxcompact" / "archive"),
+    ]
+    for _ in range(2):
+        result = run(*args)
+        assert result.exit_code == 0, result.stderr
+    report = json.loads((work / "report.json").read_text())
+    assert [row["input"] for row in report["inputs"]] == [str(work / "s.json")]
+    assert sorted(p.name for p in (work / "out").iterdir()) == ["s.json"]
+
+
+def test_a_second_in_place_run_keeps_the_first_backup(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    original = (SAMPLES / "anthropic-session.json").read_bytes()
+    path.write_bytes(original)
+    for _ in range(2):
+        result = run(
+            "compact",
+            str(path),
+            "-i",
+            "--summarizer",
+            "extractive",
+            "--no-restore",
+            "--archive-dir",
+            str(tmp_path / "a"),
+        )
+        assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "t.json.bak").read_bytes() == original
+    assert (tmp_path / "t.json.bak.1").is_file()
+
+
+def test_threshold_uses_exact_decimal_arithmetic() -> None:
+    assert make_budget(resolve_model("claude-sonnet-4-5"), ratio=0.7).threshold == 117_600
+    assert make_budget(resolve_model("gpt-5"), ratio=0.7).threshold == 257_600
+
+
+def test_non_string_tool_ids_are_bad_input_not_a_crash() -> None:
+    for records in (
+        [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": {"a": 1}, "content": "5"}]}],
+        [{"role": "assistant", "content": [{"type": "tool_use", "id": ["a"], "name": "x", "input": {}}]}],
+        [{"role": "tool", "tool_call_id": ["c"], "content": "x"}],
+    ):
+        result = run("check", input=orjson.dumps(records))
+        assert result.exit_code == 2, result.stderr
+        assert "expected a string id" in result.stderr and "message 0" in result.stderr
+
+
+def test_written_files_keep_a_normal_mode(tmp_path: Path) -> None:
+    target = tmp_path / "keep.json"
+    target.write_text("{}")
+    os.chmod(target, 0o644)
+    result = run("compact", str(SAMPLES / "anthropic-session.json"), "-o", str(target), "--summarizer", "extractive",
+                 "--no-restore", "--archive-dir", str(tmp_path / "a"))  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    fresh = tmp_path / "fresh.json"
+    umask = os.umask(0o022)
+    try:
+        run("count", str(SAMPLES / "anthropic-session.json"))  # no file written: sanity
+        result = run(
+            "offload",
+            str(SAMPLES / "anthropic-session.json"),
+            "-o",
+            str(fresh),
+            "--out-dir",
+            str(tmp_path / "od"),
+            "-q",
+        )
+    finally:
+        os.umask(umask)
+    assert result.exit_code == 0, result.stderr
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o644
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o644 for p in (tmp_path / "od").iterdir())
+
+
+def test_swe_agent_tool_call_ids_keep_their_fields_when_rewritten(tmp_path: Path) -> None:
+    records = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "bash", "arguments": "{}"}}],
+        },
+        {
+            "role": "tool",
+            "tool_call_ids": ["c"],
+            "agent": "main",
+            "message_type": "observation",
+            "content": "x" * 500,
+        },
+    ]
+    path = tmp_path / "swe.json"
+    path.write_bytes(orjson.dumps(records))
+    result = run("offload", str(path), "--out-dir", str(tmp_path / "od"), "-q")
+    assert result.exit_code == 0, result.stderr
+    tool = json.loads(result.stdout)[2]
+    assert (
+        tool["tool_call_ids"] == ["c"] and tool["agent"] == "main" and tool["message_type"] == "observation"
+    )
+    assert tool["content"].startswith("[Content offloaded to: ./tool-result-c.md]")
+
+
+def test_claude_code_output_is_deterministic_and_clean(tmp_path: Path) -> None:
+    transcript = load_transcript(SAMPLES / "claude-code-session.jsonl")
+    outputs = []
+    for i in range(2):
+        options = CompactOptions(restore=False, archive_dir=tmp_path / f"a{i}")
+        result = compact_conversation(
+            transcript.conversations[0],
+            options=options,
+            summarizer=ExtractiveSummarizer(),
+            counter=EstimateCounter(),
+        )
+        outputs.append(dump_transcript(transcript.with_conversations([result.conversation])))
+    assert outputs[0] == outputs[1]
+    entries = [json.loads(line) for line in outputs[0].splitlines()]
+    assert not any("ctxcompact" in e for e in entries)
+    uuids = {e.get("uuid") for e in entries}
+    assert all(e.get("parentUuid") in uuids for e in entries if e.get("parentUuid"))
+    new = [
+        e
+        for e in entries
+        if isinstance(e.get("message"), dict)
+        and str(e["message"].get("content", "")).startswith("[Conversation compressed]")
+    ]
+    assert new and new[0]["sessionId"] and new[0]["timestamp"]
