@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from ctxcompact.errors import InputError
+from ctxcompact.ir import Message
 from ctxcompact.transcript import load_messages
 from ctxcompact.validate import Violation, errors_only, validate_messages
 
@@ -147,13 +149,25 @@ def test_violation_text_and_errors_only() -> None:
 
 
 def test_validate_never_raises_on_odd_blocks() -> None:
-    records = [
-        USER,
-        {"role": "assistant", "content": [{"type": "tool_use", "id": 7, "name": None, "input": None}]},
-        {"role": "user", "content": [{"type": "tool_result"}, {"no": "type"}]},
+    # Built directly: the loader refuses a non-string id, but library callers can hand the
+    # validator any IR, and it must report rather than raise.
+    messages = [
+        Message("user", ({"type": "text", "text": "hi"},)),
+        Message("assistant", ({"type": "tool_use", "id": 7, "name": None, "input": None},)),
+        Message("user", ({"type": "tool_result"}, {"no": "type"})),
     ]
-    found = check(records)
+    found = [(v.code, v.severity, v.message_index) for v in validate_messages(messages)]
     assert ("missing_tool_id", "error", 1) in found
+
+
+def test_the_loader_refuses_a_non_string_tool_id() -> None:
+    with pytest.raises(InputError, match="message 1, content block 0: 'id' is a JSON number"):
+        load_messages(
+            [
+                USER,
+                {"role": "assistant", "content": [{"type": "tool_use", "id": 7, "name": "x", "input": {}}]},
+            ]
+        )
 
 
 @pytest.mark.parametrize("dialect", ["anthropic", "openai"])
