@@ -325,6 +325,10 @@ def compact_conversation(
     replaced = tuple(m for m in conversation.messages if id(m) not in kept)
     replacement = "\n".join(text_of(m, include_tool_results=True) for m in messages if m.is_new or m.changed)
     retention = check_retention(replaced, replacement) if replaced else None
+    if retention is not None and retention.last_request is False:
+        warnings.append(
+            "the retention check did not find the last user request in the result: read the summary"
+        )
 
     archive_path = None
     if replaced and not dry_run:

@@ -11,6 +11,7 @@ a temp file.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -21,17 +22,17 @@ def _default_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_temp(target: Path, data: bytes) -> str:
+def write_temp(target: Path, data: bytes, *, mode_of: Path | None = None) -> str:
     """Write ``data`` to a new fsynced temp file beside ``target``; return its path.
 
-    Its mode is ``target``'s when that exists, else what the umask gives a new file. On
-    failure the temp file is removed and the error re-raised.
+    Its mode is that of ``mode_of`` (or of ``target``) when it exists, else what the umask
+    gives a new file. On failure the temp file is removed and the error re-raised.
     """
     directory = target.parent if str(target.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         try:
-            mode = os.stat(target).st_mode & 0o7777
+            mode = os.stat(mode_of or target).st_mode & 0o7777
         except OSError:
             mode = _default_mode()
         os.fchmod(fd, mode)
@@ -46,8 +47,21 @@ def write_temp(target: Path, data: bytes) -> str:
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` with ``data`` in one rename; a failure leaves the old file as it was."""
-    target = Path(path)
+    """Replace ``path`` with ``data`` in one rename; a failure leaves the old file as it was.
+
+    A symlink is followed: its target is replaced and the link stays. A path that is not a
+    regular file (``/dev/stdout``, a FIFO, a device) is written through as it is, since it
+    cannot be replaced without destroying it.
+    """
+    target = Path(os.path.realpath(path))
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(target, "wb") as handle:
+            handle.write(data)
+        return
     tmp = write_temp(target, data)
     try:
         os.replace(tmp, target)
@@ -63,11 +77,12 @@ def unlink_quietly(path: str | os.PathLike[str]) -> None:
         pass
 
 
-def write_new_file(path: str | os.PathLike[str], data: bytes) -> None:
+def write_new_file(path: str | os.PathLike[str], data: bytes, *, mode_of: Path | None = None) -> None:
     """Create ``path`` with ``data``, atomically; fails with ``FileExistsError`` rather than
-    replace an existing file (a hard link of the finished temp file cannot clobber)."""
+    replace an existing file (a hard link of the finished temp file cannot clobber). The new
+    file takes the mode of ``mode_of`` when given (a backup keeps its original's mode)."""
     target = Path(path)
-    tmp = write_temp(target, data)
+    tmp = write_temp(target, data, mode_of=mode_of)
     try:
         os.link(tmp, target)
     finally:

@@ -192,13 +192,25 @@ def find_recent_reads(
     messages: Sequence[Message], *, tools: Sequence[ReadTool] = DEFAULT_READ_TOOLS
 ) -> list[str]:
     """Paths read by the ``tools`` calls of assistant messages, newest first, each once (at
-    its last read). Non-string or empty path values are ignored."""
+    its last read). Non-string or empty path values are ignored.
+
+    A file restored by an earlier compaction (a user message ``[Restored after compact]
+    {path}:``) counts as read where that message stands: after a second compaction the
+    files come back again (seed 000 UC-005), though no read call survived the first.
+    """
     fields_by_tool: dict[str, list[str]] = {}
     for t in tools:
         fields_by_tool.setdefault(t.tool, []).append(t.field)
     last_read: dict[str, int] = {}
     order = 0
     for message in messages:
+        if message.role == "user":
+            path = _restored_path(message)
+            if path:
+                last_read.pop(path, None)
+                last_read[path] = order
+                order += 1
+            continue
         if message.role != "assistant":
             continue
         for block in message.content:
@@ -216,6 +228,17 @@ def find_recent_reads(
                     order += 1
                     break
     return list(reversed(last_read))
+
+
+def _restored_path(message: Message) -> str | None:
+    """The path of a restored-file message (:func:`restored_message_text`), else None."""
+    if len(message.content) != 1 or message.content[0].get("type") != "text":
+        return None
+    text = str(message.content[0].get("text", ""))
+    if not text.startswith(RESTORED_PREFIX + " "):
+        return None
+    head = text[len(RESTORED_PREFIX) + 1 :].split("\n", 1)[0]
+    return head[:-1] if head.endswith(":") and len(head) > 1 else None
 
 
 def resolve_inside(path: str, work_dir: Path) -> Path | None:

@@ -398,8 +398,12 @@ def conversation_records(conversation: Conversation) -> list[Any]:
     items: list[tuple[tuple[int, int, int], Any]] = [
         ((i, 0, 0), conversation.records[i]) for i in conversation.passthrough
     ]
-    original = [i for m in conversation.messages if m.source for i in m.source.indices]
-    cursor = (min(original) - 1) if original else len(conversation.records)
+    # New messages before any kept one go where the first message of the file was: after
+    # leading non-message records (a Claude Code compact boundary), before trailing ones.
+    first_message = next(
+        (i for i in range(len(conversation.records)) if i not in conversation.passthrough), None
+    )
+    cursor = first_message - 1 if first_message is not None else len(conversation.records)
     seq = 0
     for message in conversation.messages:
         if message.source is not None and not message.changed:

@@ -179,11 +179,30 @@ def test_repeated_compaction_inputs() -> None:
         msg("user", text("Now add tests.")),
     ]
     out = sections(ExtractiveSummarizer().summarize(messages).text)
-    assert "Earlier compacted context:" in out["Goals & Decisions"]
-    assert "Ship the parser rewrite." in out["Goals & Decisions"]
+    # The earlier summary is carried forward under its own headings (UC-005).
+    assert "From the earlier summary:\nShip the parser rewrite." in out["Goals & Decisions"]
     assert "1. Now add tests." in out["Goals & Decisions"]
     assert "[Restored after compact]" not in out["Goals & Decisions"]
     assert "Restored by an earlier compaction: `src/parser.py`" in out["File Operations"]
+
+
+def test_an_earlier_summary_without_the_five_headings_is_kept_as_context() -> None:
+    messages = [
+        msg(
+            "user",
+            text("This session is being continued from a previous conversation. We were porting the CLI."),
+        ),
+        msg(
+            "assistant",
+            text("Understood. I have the context from the compressed conversation. Continuing work."),
+        ),
+        msg("user", text("Carry on.")),
+    ]
+    out = sections(ExtractiveSummarizer().summarize(messages).text)
+    assert "Earlier compacted context:" in out["Goals & Decisions"]
+    assert "porting the CLI" in out["Goals & Decisions"]
+    # The compaction's own acknowledgement is not reported as the agent's work.
+    assert "Understood. I have the context" not in out["Task Status"]
 
 
 def test_openai_dialect_and_claude_code_noise() -> None:

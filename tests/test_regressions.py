@@ -245,3 +245,100 @@ def test_claude_code_output_is_deterministic_and_clean(tmp_path: Path) -> None:
         and str(e["message"].get("content", "")).startswith("[Conversation compressed]")
     ]
     assert new and new[0]["sessionId"] and new[0]["timestamp"]
+
+
+def test_output_to_a_fifo_or_through_a_symlink_never_replaces_the_node(tmp_path: Path) -> None:
+    import threading
+
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    result = run(
+        "offload", str(SAMPLES / "openai-chat.json"), "--out-dir", str(tmp_path / "od"), "-q", "-o", str(fifo)
+    )
+    reader.join(timeout=10)
+    assert result.exit_code == 0, result.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and json.loads(got[0])
+    target = tmp_path / "target.json"
+    target.write_text("{}")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    result = run(
+        "offload", str(SAMPLES / "openai-chat.json"), "--out-dir", str(tmp_path / "od"), "-q", "-o", str(link)
+    )
+    assert result.exit_code == 0, result.stderr
+    assert link.is_symlink() and json.loads(target.read_text())
+
+
+def test_records_that_are_not_messages_keep_their_place_around_new_ones(tmp_path: Path) -> None:
+    records = [
+        {"role": "user", "content": "hi there"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "exit"},
+    ]
+    result = run(
+        "compact",
+        "-q",
+        "--summarizer",
+        "extractive",
+        "--archive-dir",
+        str(tmp_path / "a"),
+        input=orjson.dumps(records),
+    )
+    assert result.exit_code == 0, result.stderr
+    assert [r["role"] for r in json.loads(result.stdout)] == ["user", "assistant", "exit"]
+
+
+def test_new_claude_code_entries_join_the_conversations_own_thread(tmp_path: Path) -> None:
+    entries = [
+        {"type": "user", "uuid": "m1", "parentUuid": None, "isSidechain": False, "sessionId": "s", "gitBranch": "main",
+         "timestamp": "t1", "message": {"role": "user", "content": "main task"}},
+        {"type": "user", "uuid": "s1", "parentUuid": None, "isSidechain": True, "sessionId": "s",
+         "message": {"role": "user", "content": "subagent task"}},
+        {"type": "assistant", "uuid": "m2", "parentUuid": "m1", "isSidechain": False, "sessionId": "s", "gitBranch": "feat",
+         "timestamp": "t2", "message": {"id": "x", "role": "assistant", "content": [{"type": "text", "text": "done"}]}},
+        {"type": "assistant", "uuid": "s2", "parentUuid": "s1", "isSidechain": True, "sessionId": "s",
+         "message": {"id": "y", "role": "assistant", "content": [{"type": "text", "text": "sub done"}]}},
+        {"type": "user", "uuid": "m3", "parentUuid": "m2", "isSidechain": False, "sessionId": "s", "gitBranch": "feat",
+         "timestamp": "t3", "message": {"role": "user", "content": "next"}},
+    ]  # fmt: skip
+    data = b"".join(orjson.dumps(e) + b"\n" for e in entries)
+    transcript = load_transcript(data=data, name="s.jsonl")
+    conv = transcript.conversations[0]
+    keep_last = [
+        *compact_conversation(
+            conv,
+            options=CompactOptions(restore=False, archive_dir=tmp_path / "a"),
+            summarizer=ExtractiveSummarizer(),
+            counter=EstimateCounter(),
+        ).conversation.messages
+    ]
+    out = [
+        json.loads(line)
+        for line in dump_transcript(
+            transcript.with_conversations([conv.with_messages(keep_last)])
+        ).splitlines()
+    ]
+    new = [e for e in out if "uuid" in e and e["uuid"] not in {"m1", "m2", "m3", "s1", "s2"}]
+    assert new[0]["parentUuid"] is None and new[1]["parentUuid"] == new[0]["uuid"]  # not after s1/s2
+    assert all(e["isSidechain"] is False and e["sessionId"] == "s" for e in new)
+    assert [e["uuid"] for e in out if e.get("isSidechain")] == [
+        "s1",
+        "s2",
+    ]  # the subagent thread is untouched
+
+
+def test_a_second_compaction_restores_the_files_again(tmp_path: Path) -> None:
+    """UC-005: earlier restored-file messages count as reads, so the files come back."""
+    workspace = SAMPLES / "workspace"
+    first = run("compact", str(SAMPLES / "anthropic-session.json"), "--work-dir", str(workspace), "--summarizer", "extractive",
+                "--archive-dir", str(tmp_path / "a"), "-q", "-o", str(tmp_path / "c1.json"))  # fmt: skip
+    assert first.exit_code == 0, first.stderr
+    second = run("compact", str(tmp_path / "c1.json"), "--work-dir", str(workspace), "--summarizer", "extractive",
+                 "--archive-dir", str(tmp_path / "a"), "-q", "--stats-json", str(tmp_path / "s.json"))  # fmt: skip
+    assert second.exit_code == 0, second.stderr
+    assert json.loads((tmp_path / "s.json").read_text())["restoredFileCount"] == 4
+    summary = json.loads(second.stdout)[1]["content"]
+    assert "From the earlier summary:" in summary and "ROUND_HALF_UP" in summary

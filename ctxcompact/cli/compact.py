@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -351,13 +352,14 @@ def _non_negative_int(value: str, option: str) -> int:
 def _replace_in_place(path: Path, data: bytes) -> None:
     """Rewrite ``path`` atomically after saving its current bytes as ``FILE.bak`` — or, when
     that exists from an earlier run, ``FILE.bak.1``, ``.bak.2``…: a backup is never replaced."""
+    path = Path(os.path.realpath(path))  # a symlinked input: back up and rewrite its target
     backup = path.with_name(path.name + ".bak")
     n = 0
     while backup.exists():
         n += 1
         backup = path.with_name(f"{path.name}.bak.{n}")
     try:
-        write_new_file(backup, path.read_bytes())
+        write_new_file(backup, path.read_bytes(), mode_of=path)
     except OSError as exc:
         raise InputError(
             f"{path}: cannot keep a backup at {backup} ({exc.strerror or exc}); file left unchanged."

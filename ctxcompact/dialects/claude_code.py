@@ -157,7 +157,6 @@ def render_message(message: Message) -> list[Any]:
         return [
             {
                 "type": message.role,
-                "isSidechain": False,
                 "message": inner,
                 "uuid": _derived_uuid(None, inner),
                 _NEW_MARK: True,
@@ -203,35 +202,48 @@ def _assign_by_identity(originals: Sequence[tuple[Block, ...]], new: Sequence[Bl
 def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
     """Keep the ``parentUuid`` chain whole after a rewrite.
 
-    Claude Code rebuilds a conversation by following ``parentUuid`` links, so an entry whose
-    parent was removed is re-linked to its nearest ancestor still in the file (or, failing
-    that, to the entry before it), and a new entry is linked to the entry before it and given
-    the session fields (``sessionId``, ``cwd``, ``version``…) of its neighbours. Untouched
-    files come back unchanged: nothing is re-linked when every parent is present.
+    Claude Code rebuilds a conversation by following ``parentUuid`` links back from the last
+    entry, so:
+
+    * an entry whose parent was removed is re-linked to its nearest ancestor still in the
+      file (or, failing that, to the thread's entry before it);
+    * a new entry joins *the conversation's own thread* — the main thread, or for a subagent
+      file the subagent's — after the thread's entry before it, never after an inline
+      subagent (``isSidechain``) entry of a 1.x file; it takes that entry's session fields
+      (``sessionId``, ``cwd``, ``version``, ``gitBranch``, ``isSidechain``, ``agentId``…) and
+      timestamp, and a uuid derived from its parent and content (same input, same output).
+
+    Untouched files come back unchanged: nothing is re-linked when every parent is present.
     """
     present = {r.get("uuid") for r in records if isinstance(r, Mapping) and r.get("uuid")}
     parents = {
         r.get("uuid"): r.get("parentUuid") for r in original if isinstance(r, Mapping) and r.get("uuid")
     }
-    session = next((r for r in original if isinstance(r, Mapping) and r.get("sessionId")), {})
+    entries = [r for r in original if isinstance(r, Mapping) and r.get("type") in MESSAGE_TYPES]
+    sidechain_thread = bool(entries) and all(r.get("isSidechain") for r in entries)
+
+    def in_thread(record: Mapping[str, Any]) -> bool:
+        return (
+            bool(record.get("uuid"))
+            and record.get("type") in ("user", "assistant", "system")
+            and bool(record.get("isSidechain")) == sidechain_thread
+        )
+
+    template: Mapping[str, Any] = next((r for r in original if isinstance(r, Mapping) and in_thread(r)), {})
     out: list[Any] = []
     last_uuid: str | None = None
-    last_timestamp: Any = next(
-        (r.get("timestamp") for r in original if isinstance(r, Mapping) and r.get("timestamp")), None
-    )
     for record in records:
         if not isinstance(record, Mapping):
             out.append(record)
             continue
         if record.get(_NEW_MARK):
-            # Same input, same output: the uuid is derived from the parent and the content,
-            # the timestamp is the entry before's. The marker is ours only: it is dropped.
-            entry = {k: session[k] for k in _SESSION_FIELDS if k in session}
+            entry = {k: template[k] for k in _SESSION_FIELDS if k in template}
             entry.update({k: v for k, v in record.items() if k != _NEW_MARK})
+            entry.setdefault("isSidechain", sidechain_thread)
             entry["parentUuid"] = last_uuid
             entry["uuid"] = _derived_uuid(last_uuid, entry.get("message"))
-            if last_timestamp is not None:
-                entry["timestamp"] = last_timestamp
+            if template.get("timestamp"):
+                entry["timestamp"] = template["timestamp"]
             record = entry
         else:
             parent = record.get("parentUuid")
@@ -244,10 +256,9 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
                     ancestor = parents.get(ancestor)
                 record = {**record, "parentUuid": ancestor if ancestor in present else last_uuid}
         out.append(record)
-        if record.get("uuid") and record.get("type") in ("user", "assistant", "system"):
+        if in_thread(record):
             last_uuid = record["uuid"]
-        if record.get("timestamp"):
-            last_timestamp = record["timestamp"]
+            template = record
     return out
 
 
@@ -259,4 +270,4 @@ def _derived_uuid(parent: Any, message: Any) -> str:
 
 
 _NEW_MARK = "ctxcompact"
-_SESSION_FIELDS = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch")
+_SESSION_FIELDS = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "agentId", "slug")

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ctxcompact.ir import Block, Message, has_user_text, tool_names_by_id, tool_result_text
-from ctxcompact.restore import RESTORED_PREFIX
+from ctxcompact.restore import RESTORED_ACK, RESTORED_PREFIX
 from ctxcompact.summarize import Summary
 from ctxcompact.summarize.prompt import DIMENSIONS, SUMMARY_MAX_WORDS
 
@@ -44,10 +44,15 @@ EARLIER_SUMMARY_PREFIXES = (
     "[Conversation compressed]",
     "This session is being continued from a previous conversation",
 )
+# The compaction's own assistant acknowledgements (seed 000 F-006).
+_OUR_ACKS = frozenset(
+    {"Understood. I have the context from the compressed conversation. Continuing work.", RESTORED_ACK}
+)
 PATH_FIELDS = ("path", "file_path", "filename", "notebook_path")
 COMMAND_FIELDS = ("command", "cmd", "script")
 
 REQUEST_WORDS = 80
+LATEST_REQUEST_WORDS = 300  # the task itself: in a single-prompt agent run, all there is
 SENTENCE_WORDS = 45
 ERROR_LINE_WORDS = 24
 FOLLOW_WORDS = 30
@@ -255,8 +260,11 @@ class _FileOps:
 @dataclass(slots=True)
 class _Facts:
     requests: list[tuple[int, str]] = field(default_factory=list)  # (message index, text)
+    latest_request: str = ""
     rules: list[str] = field(default_factory=list)
     earlier: list[str] = field(default_factory=list)
+    #: An earlier summary's lines under each of the five headings, carried forward.
+    earlier_sections: dict[str, list[str]] = field(default_factory=dict)
     files: dict[str, _FileOps] = field(default_factory=dict)
     mentioned: dict[str, int] = field(default_factory=dict)
     restored: list[str] = field(default_factory=list)
@@ -296,13 +304,37 @@ class _Facts:
             self.restored.append(first_line[len(RESTORED_PREFIX) :].strip().rstrip(":"))
             return False
         if text.startswith(EARLIER_SUMMARY_PREFIXES):
-            body = text.split("\n", 1)[1] if "\n" in text else ""
-            self.earlier.append(clip_words(body, EARLIER_SUMMARY_WORDS))
+            prefix = next(p for p in EARLIER_SUMMARY_PREFIXES if text.startswith(p))
+            body = text[len(prefix) :].lstrip(" .\n").rstrip()
+            if not self._carry_sections(body):
+                self.earlier.append(clip_words(body, EARLIER_SUMMARY_WORDS))
             return False
         if not text:
             return False
         self.requests.append((index, clip_words(text, REQUEST_WORDS)))
+        self.latest_request = clip_words(text, LATEST_REQUEST_WORDS)
         self._add_rules(text, _USER_RULE)
+        return True
+
+    def _carry_sections(self, body: str) -> bool:
+        """Split an earlier summary written under the five headings (ours, or an LLM's that
+        followed the prompt) into its sections, so a repeated compaction carries each one
+        forward under its own heading. False when the body has no such headings."""
+        current: str | None = None
+        found: dict[str, list[str]] = {}
+        for line in body.splitlines():
+            heading = line.strip().lstrip("#").strip()
+            if line.lstrip().startswith("#") and heading in DIMENSIONS:
+                current = heading
+                found.setdefault(current, [])
+            elif current is not None and line.strip():
+                found[current].append(line.rstrip())
+        if not found:
+            return False
+        for title, lines in found.items():
+            self.earlier_sections.setdefault(title, []).extend(
+                line for line in lines if line.strip() not in ("None recorded.", "None.")
+            )
         return True
 
     def _read_results(
@@ -368,6 +400,8 @@ class _Facts:
             self.last_calls.insert(0, f"- … {len(calls) - LAST_ACTIONS} earlier calls")
         for message in reversed(tail):
             text = _texts(message.content) if message.role == "assistant" else ""
+            if text.strip() in _OUR_ACKS:
+                continue  # the compaction's own acknowledgements say nothing about the work
             if text.strip():
                 self.last_text = clip_words(text, LAST_TEXT_WORDS)
                 break
@@ -376,18 +410,25 @@ class _Facts:
     def sections(self) -> list[Section]:
         goals, files, tools, status, errors = DIMENSIONS
         requests = tuple(f"{n}. {text}" for n, (_, text) in enumerate(self.requests, 1))
-        latest = self.requests[-1][1] if self.requests else ""
+        latest = self.latest_request
+
+        def carried(title: str) -> Part:
+            return Part("From the earlier summary:", tuple(self.earlier_sections.get(title, ())), "last")
+
+        # The earlier Task Status is stale once there is new activity; kept only when there is none.
+        fresh = bool(self.requests or self.last_calls or self.last_text)
         return [
             Section(
                 goals,
                 (
+                    carried(goals),
                     Part("Earlier compacted context:", tuple(self.earlier), "last"),
                     Part("User requests, in order:", requests, "ends"),
                     Part("Decisions and constraints:", tuple(self.rules), "last"),
                 ),
             ),
-            Section(files, (Part(None, self._file_lines(), "last"),)),
-            Section(tools, (Part(None, self._tool_lines(), "first"),)),
+            Section(files, (carried(files), Part(None, self._file_lines(), "last"))),
+            Section(tools, (carried(tools), Part(None, self._tool_lines(), "first"))),
             Section(
                 status,
                 (
@@ -395,10 +436,11 @@ class _Facts:
                     Part("Last actions:", tuple(self.last_calls), "last"),
                     Part("Agent's last message:", (self.last_text,) if self.last_text else (), "first"),
                     Part("Next step:", (self.next_step,) if self.next_step else (), "first"),
+                    *(() if fresh else (carried(status),)),
                 ),
                 priority=True,
             ),
-            Section(errors, (Part(None, tuple(self.errors), "last"),)),
+            Section(errors, (carried(errors), Part(None, tuple(self.errors), "last"))),
         ]
 
     def _file_lines(self) -> tuple[str, ...]:
