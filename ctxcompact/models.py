@@ -224,6 +224,12 @@ class Budget:
         return self.model.context_window - self.output_reserve
 
 
+def validate_ratio(ratio: float) -> None:
+    low, high = RATIO_RANGE
+    if not low <= ratio <= high:
+        raise UsageError(f"--threshold must be between {low} and {high}, got {ratio}.")
+
+
 def make_budget(
     model: ModelInfo, *, output_reserve: int | None = None, ratio: float = DEFAULT_RATIO
 ) -> Budget:
@@ -234,9 +240,7 @@ def make_budget(
     still get a usable budget; an explicit value is taken as given and must leave room for
     input.
     """
-    low, high = RATIO_RANGE
-    if not low <= ratio <= high:
-        raise UsageError(f"--threshold must be between {low} and {high}, got {ratio}.")
+    validate_ratio(ratio)
     if output_reserve is None:
         window = model.context_window
         reserve = DEFAULT_OUTPUT_RESERVE if window // 2 >= DEFAULT_OUTPUT_RESERVE else window // 4

@@ -62,6 +62,16 @@ class Conversation:
     model: str | None = None
     warnings: tuple[str, ...] = ()
 
+    #: The messages as read, to tell whether a rewrite changed anything.
+    read_messages: tuple[Message, ...] = ()
+
+    @property
+    def unchanged(self) -> bool:
+        """True when ``messages`` are exactly the messages read (same objects, same order)."""
+        return len(self.messages) == len(self.read_messages) and all(
+            a is b for a, b in zip(self.messages, self.read_messages, strict=True)
+        )
+
     def with_messages(self, messages: Sequence[Message]) -> Conversation:
         """The same conversation with a rewritten message list (records are rebuilt on write)."""
         return replace(self, messages=tuple(messages))
@@ -77,6 +87,8 @@ class Transcript:
     conversations: tuple[Conversation, ...]
     collection_key: str | None = None
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: The bytes read: written back as they are when no conversation changed.
+    raw: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def dialect(self) -> str:
@@ -152,6 +164,11 @@ def load_messages(messages: Sequence[Mapping[str, Any]], *, dialect: str | None 
 
 
 def parse_transcript(raw: bytes, *, name: str = STDIN_NAME, dialect: str | None = None) -> Transcript:
+    """Parse ``raw`` (see :func:`load_transcript`); the result keeps ``raw`` for write-back."""
+    return replace(_parse(raw, name=name, dialect=dialect), raw=raw)
+
+
+def _parse(raw: bytes, *, name: str, dialect: str | None) -> Transcript:
     text_start = raw.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not text_start:
         if name.endswith(".jsonl"):
@@ -190,6 +207,8 @@ def _loads(raw: bytes) -> tuple[Any, str | None]:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    except RecursionError:
+        return None, "line 1, column 1: nested too deeply (more than ~1,000 levels)"
     try:
         orjson.dumps(value)
     except orjson.JSONEncodeError as exc:
@@ -374,6 +393,7 @@ def _conversation(
         dialect=dialect,
         records=tuple(records),
         messages=parsed.messages,
+        read_messages=parsed.messages,
         passthrough=parsed.passthrough,
         system=system,
         tools=tools,
@@ -437,8 +457,14 @@ def conversation_records(conversation: Conversation) -> list[Any]:
 
 
 def dump_transcript(transcript: Transcript) -> bytes:
-    """Serialize a transcript in its own container (JSON pretty-printed, JSONL one per line)."""
+    """Serialize a transcript in its own container (JSON pretty-printed, JSONL one per line).
+
+    When no conversation changed, the bytes read come back exactly — formatting, escapes and
+    all — so a pass-through (``--auto`` under the threshold, nothing to offload) is a no-op.
+    """
     convs = transcript.conversations
+    if transcript.raw is not None and all(c.unchanged for c in convs):
+        return transcript.raw
     if transcript.container == "array":
         return _dumps(conversation_records(convs[0]), indent=True) + b"\n"
     if transcript.container == "body":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import io
 import sys
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -105,7 +106,8 @@ def test_request_body_with_a_string_system_prompt() -> None:
 def test_jsonl_one_message_per_line() -> None:
     t = load_transcript(data=jsonl(*ANTHROPIC) + b"\n\n", name="t.jsonl")
     assert (t.container, t.dialect, len(t.messages)) == ("jsonl", "anthropic", 2)
-    assert dump_transcript(t) == jsonl(*ANTHROPIC)
+    assert dump_transcript(t) == jsonl(*ANTHROPIC) + b"\n\n"  # unchanged: the bytes read
+    assert dump_transcript(replace(t, raw=None)) == jsonl(*ANTHROPIC)  # rewritten: one per line
 
 
 def test_a_single_message_object_is_one_line_of_jsonl() -> None:
@@ -802,7 +804,7 @@ def test_claude_code_non_object_line_names_it() -> None:
 def test_empty_list_is_valid_and_empty_file_is_not() -> None:
     t = load([])
     assert (t.container, t.messages) == ("array", ())
-    assert dump_transcript(t) == b"[]\n"
+    assert dump_transcript(replace(t, raw=None)) == b"[]\n"
     assert load({"messages": []}).messages == ()
     for blank in (b"", b"  \n\t", b"\xef\xbb\xbf"):
         with pytest.raises(InputError, match=r"t\.json: is empty"):
@@ -810,7 +812,7 @@ def test_empty_list_is_valid_and_empty_file_is_not() -> None:
     # Zero lines is valid JSONL (an empty list, line by line).
     empty_jsonl = load_raw(b"\n", "t.jsonl")
     assert (empty_jsonl.container, empty_jsonl.messages) == ("jsonl", ())
-    assert dump_transcript(empty_jsonl) == b""
+    assert dump_transcript(replace(empty_jsonl, raw=None)) == b""
 
 
 def test_utf8_bom_and_non_utf8() -> None:
@@ -851,3 +853,9 @@ def test_sample_transcripts_round_trip_losslessly(path: Any) -> None:
         else orjson.loads(raw)
     )
     assert same_json(t.root, original)
+
+
+@pytest.mark.parametrize("path", sorted(p for p in SAMPLES.glob("*.json*")), ids=lambda p: p.name)
+def test_an_unchanged_transcript_is_written_back_byte_for_byte(path: Any) -> None:
+    raw = path.read_bytes()
+    assert dump_transcript(load_transcript(path)) == raw

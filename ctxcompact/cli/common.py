@@ -144,7 +144,8 @@ def expand_inputs(paths: Sequence[Path] | None, *, exclude: Sequence[Path | None
                 and p.is_file()
             )
             if not found:
-                raise InputError(f"{path}: directory has no .json or .jsonl files.")
+                skipped = " once --out-dir, --report and hidden folders are left out" if exclude else ""
+                raise InputError(f"{path}: directory has no .json or .jsonl files{skipped}.")
             out.extend(str(p) for p in found)
         else:
             out.append(str(path))
@@ -166,6 +167,18 @@ def write_output(data: bytes, output: Path | None) -> None:
         write_atomic(output, data)
     except OSError as exc:
         raise WorkFailedError(f"{output}: cannot write it ({exc.strerror or exc}).") from None
+
+
+def ensure_writable_dir(path: Path | None, option: str) -> None:
+    """Refuse up front (exit 2) an output whose directory is missing or not writable, so a run
+    never does its work — or rewrites an input — and then fails to write its report."""
+    if path is None or str(path) == "-":
+        return
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise InputError(f"{option} {path}: directory {directory} does not exist.")
+    if not os.access(directory, os.W_OK):
+        raise InputError(f"{option} {path}: directory {directory} is not writable.")
 
 
 def write_json_file(path: Path | None, payload: Any) -> None:

@@ -22,6 +22,7 @@ from ctxcompact.cli.common import (
     THRESHOLD_OPT,
     Format,
     Streams,
+    ensure_writable_dir,
     expand_inputs,
     reports_errors,
     write_json_file,
@@ -29,7 +30,7 @@ from ctxcompact.cli.common import (
 )
 from ctxcompact.errors import CtxcompactError, InputError, UsageError
 from ctxcompact.fileio import write_new_file
-from ctxcompact.models import load_registry, make_budget, resolve_model
+from ctxcompact.models import load_registry, make_budget, resolve_model, validate_ratio
 from ctxcompact.strategies import STRATEGY_NAMES
 
 if TYPE_CHECKING:
@@ -248,6 +249,7 @@ def compact(
         raise UsageError("--on-failure must be fallback, skip or error.")
     if summarizer not in ("auto", "anthropic", "extractive"):
         raise UsageError("--summarizer must be auto, anthropic or extractive.")
+    validate_ratio(threshold)
     thinking = (
         None
         if keep_thinking.strip().lower() == "all"
@@ -280,13 +282,21 @@ def compact(
     registry = load_registry(models_file)
     counter = make_counter(counter_name)
     inputs = expand_inputs(files, exclude=(out_dir, report, stats_json, archive_dir))
+    if output is not None and out_dir is not None:
+        raise UsageError(
+            "-o/--output names one output file and --out-dir a directory for several: give one of them."
+        )
+    if output is not None and in_place:
+        raise UsageError("--in-place rewrites each input file: it does not combine with -o/--output.")
     batch = len(inputs) > 1 or out_dir is not None
     if batch and out_dir is None and not in_place and not dry_run:
         raise UsageError("several inputs: give --out-dir DIR (or --in-place) so each result has a file.")
-    if output is not None and (batch or in_place):
+    if output is not None and batch:
         raise UsageError("-o/--output takes one input; use --out-dir for several.")
     if in_place and None in inputs:
         raise UsageError("--in-place needs files, not stdin.")
+    for option, target in (("--stats-json", stats_json), ("--report", report)):
+        ensure_writable_dir(target, option)
     warnings: list[str] = []
 
     def run(conv: Any) -> CompactResult:
@@ -322,6 +332,16 @@ def compact(
             )
         stats_payload = [r.stats.to_dict() for r in results]
         write_json_file(stats_json, stats_payload[0] if len(stats_payload) == 1 else stats_payload)
+        if report is not None:
+            row: dict[str, Any] = {
+                "input": path or "<stdin>",
+                "status": "compacted" if any(r.compacted for r in results) else "unchanged",
+            }
+            row["output"] = path if in_place else (str(output) if output else None)
+            row["stats"] = stats_payload
+            write_json_file(
+                report, {"inputs": [row], "compacted": int(row["status"] == "compacted"), "failed": 0}
+            )
         return
 
     rows = _run_batch(inputs, fmt, run, out_dir, in_place, dry_run, streams)
