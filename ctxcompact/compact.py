@@ -52,6 +52,7 @@ class CompactOptions:
     timeout: float = 60.0
     max_retries: int = 2
     restore: bool = True
+    keep_loop: bool = False
     work_dir: Path = Path(".")
     read_tools: tuple[ReadTool, ...] | None = None  # None: by dialect (restore.read_tools_for)
     max_files: int = 5
@@ -208,6 +209,7 @@ def _run_strategy(
             max_words=options.summary_max_words,
             instructions=options.instructions,
             restore=options.restore,
+            keep_loop=options.keep_loop,
             work_dir=options.work_dir,
             read_tools=options.read_tools or read_tools_for(dialect),
             max_files=options.max_files,
@@ -342,7 +344,8 @@ def compact_conversation(
         original_tokens=before,
         compacted_tokens=after,
         compacted_message_count=int(merged.get("compacted_message_count", len(replaced))),
-        retained_message_count=int(
+        retained_message_count=int(merged.get("kept_loop_message_count", 0))
+        + int(
             merged.get(
                 "retained_message_count", len(messages) - sum(1 for m in messages if m.is_new or m.changed)
             )

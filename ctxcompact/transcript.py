@@ -60,6 +60,8 @@ class Conversation:
     system: tuple[Block, ...] = ()
     tools: tuple[Any, ...] = ()
     model: str | None = None
+    #: The request body turns extended thinking on (``"thinking": {"type": "enabled"}``).
+    thinking: bool = False
     warnings: tuple[str, ...] = ()
 
     #: The messages as read, to tell whether a rewrite changed anything.
@@ -377,6 +379,7 @@ def _conversation(
     system: tuple[Block, ...] = ()
     tools: tuple[Any, ...] = ()
     model = None
+    thinking = False
     if body is not None:
         raw_system = body.get("system")
         if isinstance(raw_system, str):
@@ -388,6 +391,8 @@ def _conversation(
             tools = tuple(raw_tools)
         if isinstance(body.get("model"), str):
             model = body["model"]
+        raw_thinking = body.get("thinking")
+        thinking = isinstance(raw_thinking, Mapping) and raw_thinking.get("type") in ("enabled", "adaptive")
     return Conversation(
         label=label,
         dialect=dialect,
@@ -398,6 +403,7 @@ def _conversation(
         system=system,
         tools=tools,
         model=model,
+        thinking=thinking,
         warnings=parsed.warnings,
     )
 

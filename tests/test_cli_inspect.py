@@ -518,3 +518,22 @@ def test_check_on_many_conversations_prints_one_row_each(tmp_path: Path) -> None
     assert "6 transcripts" in result.stdout and "0 need compaction" in result.stdout
     assert result.stdout.count("within budget") == 6
     assert "╭" not in result.stdout  # rows, not one panel per conversation
+
+
+def test_check_flags_a_thinking_request_that_ends_with_a_plain_assistant_turn(tmp_path: Path) -> None:
+    body = {
+        "model": "claude-sonnet-4-5",
+        "thinking": {"type": "enabled", "budget_tokens": 2000},
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Understood."}],
+    }
+    path = tmp_path / "req.json"
+    path.write_bytes(orjson.dumps(body))
+    result = CliRunner().invoke(app, ["check", str(path)])
+    assert result.exit_code == 2
+    assert "assistant_last_with_thinking" in result.stdout
+    body["messages"][1] = {
+        "role": "assistant",
+        "content": [{"type": "thinking", "thinking": "…", "signature": "s"}],
+    }
+    path.write_bytes(orjson.dumps(body))
+    assert CliRunner().invoke(app, ["check", str(path)]).exit_code == 0  # a pause_turn continuation is fine

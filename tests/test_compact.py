@@ -402,3 +402,40 @@ def test_async_facade_gives_the_same_result(tmp_path: Path) -> None:
         acompact_messages(_tool_session(), summarizer="extractive", work_dir=tmp_path, restore=False)
     )
     assert result.messages == sync.messages
+
+
+def test_keep_loop_keeps_the_live_request_and_its_tool_loop(tmp_path: Path) -> None:
+    records = [
+        *_tool_session(),
+        {"role": "user", "content": "Now run the tests again."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "t9", "name": "run_command", "input": {"command": "pytest"}}
+            ],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t9", "content": "3 passed"}]},
+    ]
+    conv = _conversation(records)
+    result = compact_conversation(
+        conv,
+        options=_options(tmp_path, keep_loop=True, restore=False),
+        summarizer=FakeSummarizer(),
+        counter=EstimateCounter(),
+    )
+    out = result.conversation.messages
+    assert out[-3:] == conv.messages[-3:] and all(
+        a is b for a, b in zip(out[-3:], conv.messages[-3:], strict=True)
+    )
+    assert text_of(out[1]).startswith("[Conversation compressed]")
+    assert result.stats.compacted_message_count == len(conv.messages) - 4  # head and the live loop stay
+    assert result.stats.retained_message_count == 4
+    assert not errors_only(validate_messages(out))
+    # A single request is all loop: nothing before it to compact.
+    single = compact_conversation(
+        _conversation([{"role": "user", "content": "hi"}]),
+        options=_options(tmp_path, keep_loop=True),
+        summarizer=FakeSummarizer(),
+        counter=EstimateCounter(),
+    )
+    assert not single.compacted

@@ -172,6 +172,12 @@ def compact(
         help="Retries on 429/5xx/overloaded/connection errors, with backoff.",
         rich_help_panel=FULL,
     ),
+    keep_loop: bool = typer.Option(
+        False,
+        "--keep-loop",
+        help="Keep the last user request and its tool loop verbatim after the summary, so the result is a request you can send.",
+        rich_help_panel=FULL,
+    ),
     archive_dir: Path | None = typer.Option(
         None,
         "--archive-dir",
@@ -265,6 +271,7 @@ def compact(
         timeout=timeout,
         max_retries=max_retries,
         restore=restore,
+        keep_loop=keep_loop,
         work_dir=work_dir,
         read_tools=_read_tools(read_tool),
         max_files=max_files,

@@ -9,7 +9,11 @@ Assembly (F-006), with the seed's exact strings::
         user:      "[Restored after compact] {path}:\\n{content}"
         assistant: "Noted, file content restored."
 
-User and assistant strictly alternate. Repeated compaction (UC-005) needs nothing special: an
+User and assistant strictly alternate. With ``keep_loop`` the last user request and everything after it (its tool loop) follow the
+restored files unchanged, so a request body about to be sent still asks its question and an
+assistant turn in the middle of a tool loop keeps its thinking blocks.
+
+Repeated compaction (UC-005) needs nothing special: an
 earlier summary and earlier restored files are ordinary messages of the rest, so they are
 summarized again and the files restored afresh.
 
@@ -25,8 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ctxcompact.ir import Message, new_message
-from ctxcompact.partition import partition_messages
+from ctxcompact.ir import Message, current_loop_start, new_message
+from ctxcompact.partition import Partition, partition_messages
 from ctxcompact.restore import (
     DEFAULT_READ_TOOLS,
     RESTORED_ACK,
@@ -72,6 +76,7 @@ def full_compaction(
     max_words: int = 1200,
     instructions: str | None = None,
     restore: bool = True,
+    keep_loop: bool = False,
     work_dir: str | Path = ".",
     read_tools: Sequence[ReadTool] = DEFAULT_READ_TOOLS,
     max_files: int = 5,
@@ -91,12 +96,23 @@ def full_compaction(
     ``skipped_files`` and, when the LLM failed, ``summary_error``.
     """
     part = partition_messages(messages)
+    kept_tail: tuple[Message, ...] = ()
+    if keep_loop:
+        # The live request and its tool loop stay verbatim after the summary (seed 004: the
+        # current loop is never compacted), so the result is still a request to send.
+        start = max(current_loop_start(messages), len(part.head))
+        kept_tail = tuple(messages[start:])
+        part = Partition(part.head, tuple(messages[len(part.head) : start]))
     if not part.rest:
         return StrategyResult(
             tuple(messages),
             False,
             {"compacted_message_count": 0},
-            ("nothing to compact: no message after the system prompt",),
+            (
+                "nothing to compact before the current request (--keep-loop)"
+                if keep_loop
+                else "nothing to compact: no message after the system prompt",
+            ),
         )
 
     warnings: list[str] = []
@@ -135,10 +151,11 @@ def full_compaction(
 
     if not summary.text.strip():
         warnings.append("the summary is empty")
-    out = assemble(part.head, summary.text, restored_file_messages(restored))
+    out = assemble(part.head, summary.text, restored_file_messages(restored)) + kept_tail
     stats.update(
         {
             "compacted_message_count": len(part.rest),
+            "kept_loop_message_count": len(kept_tail),
             "retained_message_count": len(part.head),
             "restored_file_count": len(restored.files),
             "restored_token_count": sum(f.tokens for f in restored.files),
