@@ -537,3 +537,14 @@ def test_check_flags_a_thinking_request_that_ends_with_a_plain_assistant_turn(tm
     }
     path.write_bytes(orjson.dumps(body))
     assert CliRunner().invoke(app, ["check", str(path)]).exit_code == 0  # a pause_turn continuation is fine
+
+
+def test_count_over_a_directory_reports_bad_files_and_counts_the_rest(tmp_path: Path) -> None:
+    (tmp_path / "good.json").write_bytes(orjson.dumps([{"role": "user", "content": "hello there"}]))
+    (tmp_path / "bad.json").write_text("[{")
+    (tmp_path / "offload-manifest.json").write_text('{"format": "ctxcompact-offload-manifest", "files": {}}')
+    result = CliRunner().invoke(app, ["count", str(tmp_path), "--json"])
+    assert result.exit_code == 2
+    assert "bad.json: invalid JSON" in result.stderr and "offload-manifest" not in result.stderr
+    data = orjson.loads(result.stdout)
+    assert [t["label"] for t in data["transcripts"]] == [str(tmp_path / "good.json")]

@@ -15,7 +15,8 @@ app = typer.Typer(
         "Reads a message list (Anthropic or OpenAI dialect, a request body, JSONL, or a Claude Code "
         "session) from files or stdin. Inspection commands print reports on stdout; rewriting commands "
         "print the transcript on stdout and their stats on stderr.\n\n"
-        "Exit codes: 0 ok · 1 check: compaction needed · 2 bad usage or input · 3 the work could not be done."
+        "Exit codes: 0 ok · 1 check: compaction needed · 2 bad usage or input · 3 the work could not be done · "
+        "70 internal error (a bug: set CTXCOMPACT_TRACEBACK=1 and report it)."
     ),
     no_args_is_help=True,
     add_completion=False,

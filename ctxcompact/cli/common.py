@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -29,6 +29,7 @@ from ctxcompact.models import DEFAULT_RATIO
 EXIT_INTERNAL = 70
 TRACEBACK_ENV = "CTXCOMPACT_TRACEBACK"
 TRANSCRIPT_SUFFIXES = (".json", ".jsonl")
+OFFLOAD_MANIFEST = "offload-manifest.json"  # offload's own bookkeeping, not a transcript
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,6 +38,23 @@ class Format(StrEnum):
     anthropic = "anthropic"
     openai = "openai"
     claude_code = "claude-code"
+
+
+class SummarizerName(StrEnum):
+    auto = "auto"
+    anthropic = "anthropic"
+    extractive = "extractive"
+
+
+class OnFailure(StrEnum):
+    fallback = "fallback"
+    skip = "skip"
+    error = "error"
+
+
+class LocalCounterName(StrEnum):
+    tiktoken = "tiktoken"
+    estimate = "estimate"
 
 
 class CounterName(StrEnum):
@@ -61,13 +79,17 @@ class Streams:
         return cls(out=make_console(sys.stdout), err=err)
 
 
-def error(message: str, code: int) -> typer.Exit:
-    # soft_wrap: a long path or message stays on one line, whole for grep and for the user.
+def error_line(message: str) -> None:
+    """``ctxcompact: error: …`` on stderr, on one line (soft_wrap: whole for grep and people)."""
     from ctxcompact.render import make_console
 
     make_console(sys.stderr).print(
         f"ctxcompact: error: {message}", markup=False, highlight=False, soft_wrap=True
     )
+
+
+def error(message: str, code: int) -> typer.Exit:
+    error_line(message)
     return typer.Exit(code)
 
 
@@ -139,6 +161,7 @@ def expand_inputs(paths: Sequence[Path] | None, *, exclude: Sequence[Path | None
                 p
                 for p in path.rglob("*")
                 if p.suffix in TRANSCRIPT_SUFFIXES
+                and p.name != OFFLOAD_MANIFEST
                 and not any(part.startswith(".") for part in p.relative_to(path).parts)
                 and not any(p.resolve() == s or p.resolve().is_relative_to(s) for s in skip)
                 and p.is_file()
@@ -189,11 +212,32 @@ def write_json_file(path: Path | None, payload: Any) -> None:
         write_output(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n", path)
 
 
-def load_all(paths: Sequence[Path] | None, fmt: Format | None) -> Iterator[Transcript]:
+@dataclass(slots=True)
+class Loaded:
+    """The transcripts an inspection command could read, and whether any input could not be."""
+
+    transcripts: list[Transcript]
+    failed: int = 0
+
+
+def load_all(paths: Sequence[Path] | None, fmt: Format | None) -> Loaded:
+    """Every input read. With one input a bad one is the command's error; with several each
+    bad one is reported on stderr and the others are still read (exit 2 at the end)."""
     from ctxcompact.transcript import load_transcript
 
-    for path in expand_inputs(paths):
-        yield load_transcript(path, dialect=fmt.value if fmt else None)
+    inputs = expand_inputs(paths)
+    loaded = Loaded([])
+    for path in inputs:
+        try:
+            loaded.transcripts.append(load_transcript(path, dialect=fmt.value if fmt else None))
+        except InputError as exc:
+            if len(inputs) == 1:
+                raise
+            error_line(str(exc))
+            loaded.failed += 1
+    if not loaded.transcripts:
+        raise InputError(f"none of the {len(inputs)} inputs could be read (see above).")
+    return loaded
 
 
 # Shared option declarations, so every command spells them the same way.

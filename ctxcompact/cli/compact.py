@@ -21,7 +21,10 @@ from ctxcompact.cli.common import (
     STATS_JSON_OPT,
     THRESHOLD_OPT,
     Format,
+    LocalCounterName,
+    OnFailure,
     Streams,
+    SummarizerName,
     ensure_writable_dir,
     expand_inputs,
     reports_errors,
@@ -130,15 +133,17 @@ def compact(
     output_reserve: int | None = OUTPUT_RESERVE_OPT,
     threshold: float = THRESHOLD_OPT,
     models_file: Path | None = MODELS_FILE_OPT,
-    counter_name: str = typer.Option(
-        "tiktoken",
+    counter_name: LocalCounterName = typer.Option(
+        LocalCounterName.tiktoken,
         "--counter",
+        case_sensitive=False,
         help="Token counter for the figures: tiktoken or estimate.",
         rich_help_panel=BUDGET,
     ),
-    summarizer: str = typer.Option(
-        "auto",
+    summarizer: SummarizerName = typer.Option(
+        SummarizerName.auto,
         "--summarizer",
+        case_sensitive=False,
         help="auto (anthropic when ANTHROPIC_API_KEY is set, else extractive), anthropic, or extractive (offline, deterministic).",
         rich_help_panel=FULL,
     ),
@@ -157,9 +162,10 @@ def compact(
         help="Extra focus for the summary, like /compact's argument.",
         rich_help_panel=FULL,
     ),
-    on_failure: str = typer.Option(
-        "fallback",
+    on_failure: OnFailure = typer.Option(
+        OnFailure.fallback,
         "--on-failure",
+        case_sensitive=False,
         help="When the LLM fails after retries: fallback (extractive), skip (output = input), error (exit 3).",
         rich_help_panel=FULL,
     ),
@@ -251,10 +257,6 @@ def compact(
     from ctxcompact.usage import conversation_model
 
     streams = Streams.current(quiet=quiet)
-    if on_failure not in ("fallback", "skip", "error"):
-        raise UsageError("--on-failure must be fallback, skip or error.")
-    if summarizer not in ("auto", "anthropic", "extractive"):
-        raise UsageError("--summarizer must be auto, anthropic or extractive.")
     validate_ratio(threshold)
     thinking = (
         None
@@ -263,11 +265,11 @@ def compact(
     )
     options = CompactOptions(
         strategies=tuple(s.strip() for s in strategy.split(",") if s.strip()),
-        summarizer=summarizer,  # type: ignore[arg-type]
+        summarizer=summarizer.value,
         summary_model=summary_model,
         summary_max_words=summary_max_words,
         instructions=instructions,
-        on_failure=on_failure,  # type: ignore[arg-type]
+        on_failure=on_failure.value,
         timeout=timeout,
         max_retries=max_retries,
         restore=restore,
@@ -287,7 +289,7 @@ def compact(
         include_loop=include_loop,
     )
     registry = load_registry(models_file)
-    counter = make_counter(counter_name)
+    counter = make_counter(counter_name.value)
     inputs = expand_inputs(files, exclude=(out_dir, report, stats_json, archive_dir))
     if output is not None and out_dir is not None:
         raise UsageError(

@@ -74,7 +74,8 @@ def count(
     registry = load_registry(models_file)
     rows: list[CountRow] = []
     warnings: list[str] = []
-    for transcript in load_all(files, fmt):
+    loaded = load_all(files, fmt)
+    for transcript in loaded.transcripts:
         for conv in transcript.conversations:
             chosen = _counter(counter, encoding, model or conversation_model(conv))
             report = measure(conv, chosen)
@@ -92,6 +93,8 @@ def count(
         write_stdout(orjson.dumps(count_to_json(rows, top=top), option=orjson.OPT_INDENT_2).decode())
     else:
         render_count(rows, streams.out, top=top)
+    if loaded.failed:
+        raise typer.Exit(2)
 
 
 @reports_errors
@@ -120,7 +123,7 @@ def check(
     Examples:
       ctxcompact check t.json --model claude-sonnet-4-5 && echo fits
       ctxcompact check session.jsonl --threshold 0.75 --json
-      cat t.json | ctxcompact check -m gpt-4o || ctxcompact compact t.json -o t.json
+      ctxcompact check t.json -m gpt-4o; [ $? -eq 1 ] && ctxcompact compact t.json -i
     """
     import orjson
 
@@ -136,7 +139,8 @@ def check(
     results = []
     budget = None
     warnings: list[str] = []
-    for transcript in load_all(files, fmt):
+    loaded = load_all(files, fmt)
+    for transcript in loaded.transcripts:
         for conv in transcript.conversations:
             info = resolve_model(
                 model or conversation_model(conv), context_window=context_window, registry=registry
@@ -155,7 +159,7 @@ def check(
         write_stdout(orjson.dumps(check_to_json(results, budget), option=orjson.OPT_INDENT_2).decode())
     else:
         render_check(results, budget, streams.out)
-    if any(r.errors for r in results):
+    if loaded.failed or any(r.errors for r in results):
         raise typer.Exit(2)
     if any(r.needs_compaction for r in results):
         raise typer.Exit(1)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -14,6 +13,7 @@ from ctxcompact.cli.common import (
     QUIET_OPT,
     STATS_JSON_OPT,
     Format,
+    LocalCounterName,
     Streams,
     expand_inputs,
     reports_errors,
@@ -24,11 +24,6 @@ from ctxcompact.errors import UsageError
 from ctxcompact.offload import DEFAULT_MIN_CHARS
 
 DEFAULT_OUT_DIR = Path(".ctxcompact/offload")
-
-
-class LocalCounter(StrEnum):
-    tiktoken = "tiktoken"
-    estimate = "estimate"
 
 
 # Option declarations at module level (typer reads them; ruff's B008 prefers them here).
@@ -61,7 +56,7 @@ UNDO_OPT = typer.Option(
     help="Put offloaded contents back from --out-dir (refuses if a file is missing or changed).",
 )
 LOCAL_COUNTER_OPT = typer.Option(
-    LocalCounter.tiktoken,
+    LocalCounterName.tiktoken,
     "--counter",
     help="Counter for the tokens freed: tiktoken or estimate.",
     case_sensitive=False,
@@ -81,7 +76,7 @@ def offload(
     stats_json: Path | None = STATS_JSON_OPT,
     quiet: bool = QUIET_OPT,
     fmt: Format | None = FORMAT_OPT,
-    counter: LocalCounter = LOCAL_COUNTER_OPT,
+    counter: LocalCounterName = LOCAL_COUNTER_OPT,
 ) -> None:
     """Move large tool results to files and leave a path reference; --undo puts them back.
 
