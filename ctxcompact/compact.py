@@ -87,6 +87,8 @@ class CompactOptions:
         ):
             if getattr(self, name) < 0:
                 raise UsageError(f"--{name.replace('_', '-')} must not be negative.")
+        if self.summary_max_words < 1:
+            raise UsageError("--summary-max-words must be at least 1.")
         if self.timeout <= 0:
             raise UsageError("--timeout must be positive.")
 

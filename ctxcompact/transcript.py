@@ -208,7 +208,9 @@ def _loads(raw: bytes) -> tuple[Any, str | None]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        return None, f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        # The stdlib says "Unterminated string starting at" and gives the position apart.
+        msg = exc.msg[:-3] + " here" if exc.msg.endswith(" at") else exc.msg
+        return None, f"line {exc.lineno}, column {exc.colno}: {msg}"
     except RecursionError:
         return None, "line 1, column 1: nested too deeply (more than ~1,000 levels)"
     try:
@@ -257,7 +259,7 @@ def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
                 # One file, one dialect: a trajectory without tool calls says nothing by itself.
                 chosen = dialect or detect_dialect([r for item in root for r in item[key]], root[0])
                 convs = tuple(
-                    _conversation(f"{name}#{i}", item[key], chosen, item) for i, item in enumerate(root)
+                    _collection_item(name, i, item[key], chosen, item) for i, item in enumerate(root)
                 )
                 return Transcript(name, "collection", root, convs, collection_key=key)
             _refuse_foreign_lines(root)
@@ -286,6 +288,10 @@ def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
                 name, "claude-code", [root], (_conversation(name, [root], "claude-code", None),)
             )
         _refuse_foreign_object(root)
+        if "messages" in root:
+            raise InputError(
+                f"'messages' is a JSON {json_kind(root['messages'])}, expected a list of messages."
+            )
         keys = ", ".join(list(root)[:8]) or "none"
         raise InputError(
             "is a JSON object without a 'messages' list (keys: "
@@ -294,6 +300,13 @@ def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
     raise InputError(
         f"is a JSON {json_kind(root)}; expected a message array, a request body with 'messages', JSONL or a Claude Code session."
     )
+
+
+def _collection_item(name: str, i: int, records: Any, dialect: str, item: Mapping[str, Any]) -> Conversation:
+    try:
+        return _conversation(f"{name}#{i}", records, dialect, item)
+    except InputError as exc:
+        raise InputError(f"item {i}: {exc}") from None
 
 
 def _refuse_foreign_object(root: Mapping[str, Any]) -> None:

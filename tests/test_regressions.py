@@ -342,3 +342,30 @@ def test_a_second_compaction_restores_the_files_again(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "s.json").read_text())["restoredFileCount"] == 4
     summary = json.loads(second.stdout)[1]["content"]
     assert "From the earlier summary:" in summary and "ROUND_HALF_UP" in summary
+
+
+def test_error_messages_name_what_is_wrong() -> None:
+    collection = [
+        {"task": 1, "traj": [{"role": "user", "content": "a"}]},
+        {"task": 2, "traj": [{"content": "x"}]},
+    ]
+    result = run("count", input=orjson.dumps(collection))
+    assert result.exit_code == 2 and "item 1: message 0 has no 'role'" in result.stderr
+    result = run("count", input=b'{"model": "x", "messages": "hi"}')
+    assert result.exit_code == 2 and "'messages' is a JSON string, expected a list" in result.stderr
+    result = run("count", input=b'{"role":"user","content":"ok"}\n{"role":"assistant","content":"trunc')
+    assert result.exit_code == 2
+    assert "line 2, column 31: Unterminated string starting here (truncated line?)" in result.stderr
+
+
+def test_a_failed_summary_names_the_file(tmp_path: Path, fake_api: Any, monkeypatch: Any) -> None:
+    from fake_anthropic import FakeAnthropicServer
+
+    fake_api.enqueue(*[FakeAnthropicServer.reply_error(500) for _ in range(2)])
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.base_url)
+    session = SAMPLES / "anthropic-session.json"
+    result = run("compact", str(session), "--summarizer", "anthropic", "--on-failure", "error", "--max-retries", "1",
+                 "--archive-dir", str(tmp_path / "a"))  # fmt: skip
+    assert result.exit_code == 3
+    assert f"{session}: summary failed after 2 attempts" in result.stderr

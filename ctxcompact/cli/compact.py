@@ -82,7 +82,15 @@ def _read_tools(specs: list[str] | None) -> tuple[ReadTool, ...] | None:
 
 
 def _compact_transcript(transcript: Transcript, run: Any) -> tuple[Transcript, list[CompactResult]]:
-    results = [run(conv) for conv in transcript.conversations]
+    try:
+        results = [run(conv) for conv in transcript.conversations]
+    except CtxcompactError as exc:
+        if str(exc).startswith(transcript.name):
+            raise
+        # Name the file: in a batch or a script, "summary failed" alone does not say which.
+        named = CtxcompactError(f"{transcript.name}: {exc}")
+        named.exit_code = exc.exit_code
+        raise named from None
     return transcript.with_conversations([r.conversation for r in results]), results
 
 
@@ -512,7 +520,7 @@ def restore_files(
     from ctxcompact.render import render_restore
     from ctxcompact.restore import RESTORED_ACK, read_tools_for, restore_recent_files
     from ctxcompact.strategies.full import restored_file_messages
-    from ctxcompact.transcript import dump_transcript, load_transcript
+    from ctxcompact.transcript import dump_records, dump_transcript, load_transcript
 
     streams = Streams.current(quiet=quiet)
     for name, value in (
@@ -568,4 +576,7 @@ def restore_files(
         return
     render = DIALECTS[conv.dialect].render_message
     records = [r for m in pairs for r in render(m)]
-    write_output(orjson.dumps(records, option=orjson.OPT_INDENT_2) + b"\n", output)
+    if transcript.container in ("jsonl", "claude-code"):  # in the transcript's own form
+        write_output(dump_records(records), output)
+    else:
+        write_output(orjson.dumps(records, option=orjson.OPT_INDENT_2) + b"\n", output)
