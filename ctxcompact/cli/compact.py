@@ -433,6 +433,13 @@ def _run_batch(
             progress.update(task, description=f"compacting {Path(name).name}")
             row: dict[str, Any] = {"input": name}
             try:
+                target = None
+                if out_dir is not None and not in_place and not dry_run:
+                    # Decided before any work: nothing is summarized or archived for an input
+                    # whose result could not be written.
+                    target = _batch_target(out_dir, name, used_names)
+                    if path is not None and target.resolve() == Path(path).resolve():
+                        raise UsageError(f"{target} is the input itself; use --in-place to overwrite inputs.")
                 transcript = load_transcript(path, dialect=fmt.value if fmt else None)
                 new, results = _compact_transcript(transcript, run)
                 before = sum(r.stats.original_tokens for r in results)
@@ -449,13 +456,8 @@ def _run_batch(
                     if in_place and path is not None:
                         _replace_in_place(Path(path), data)
                         row["output"] = path
-                    elif out_dir is not None:
-                        target = _batch_target(out_dir, name, used_names)
-                        if path is not None and target.resolve() == Path(path).resolve():
-                            raise UsageError(
-                                f"{target} is the input itself; use --in-place to overwrite inputs."
-                            )
-                        out_dir.mkdir(parents=True, exist_ok=True)
+                    elif target is not None:
+                        target.parent.mkdir(parents=True, exist_ok=True)
                         write_output(data, target)
                         row["output"] = str(target)
             except CtxcompactError as exc:
