@@ -548,3 +548,18 @@ def test_count_over_a_directory_reports_bad_files_and_counts_the_rest(tmp_path: 
     assert "bad.json: invalid JSON" in result.stderr and "offload-manifest" not in result.stderr
     data = orjson.loads(result.stdout)
     assert [t["label"] for t in data["transcripts"]] == [str(tmp_path / "good.json")]
+
+
+def test_count_json_does_not_import_rich() -> None:
+    """--json renders nothing: the terminal library stays unloaded (start-up is most of a count)."""
+    code = (
+        "import sys, runpy; sys.argv = ['ctxcompact', 'count', sys.argv[1], '--json', '--counter', 'estimate']\n"
+        "try:\n    runpy.run_module('ctxcompact', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "print('RICH' if any(m == 'rich' or m.startswith('rich.') for m in sys.modules) else 'NO-RICH', file=sys.stderr)"
+    )
+    sample = Path(__file__).resolve().parent.parent / "sample_transcripts" / "openai-chat.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(sample)], capture_output=True, text=True, timeout=60
+    )
+    assert "NO-RICH" in proc.stderr, proc.stderr
+    assert orjson.loads(proc.stdout)["total"] > 0

@@ -63,20 +63,38 @@ class CounterName(StrEnum):
     anthropic = "anthropic"
 
 
-@dataclass(slots=True)
 class Streams:
-    """stdout for what a command produces, stderr for everything said about it."""
+    """stdout for what a command produces, stderr for everything said about it.
 
-    out: Console
-    err: Console
+    The Rich consoles are made on first use, so a ``--json`` run that has nothing to say
+    never imports rich at all.
+    """
+
+    def __init__(self, *, quiet: bool = False) -> None:
+        self._quiet = quiet
+        self._out: Console | None = None
+        self._err: Console | None = None
 
     @classmethod
     def current(cls, *, quiet: bool = False) -> Streams:
-        from ctxcompact.render import make_console
+        return cls(quiet=quiet)
 
-        err = make_console(sys.stderr)
-        err.quiet = quiet
-        return cls(out=make_console(sys.stdout), err=err)
+    @property
+    def out(self) -> Console:
+        if self._out is None:
+            from ctxcompact.render import make_console
+
+            self._out = make_console(sys.stdout)
+        return self._out
+
+    @property
+    def err(self) -> Console:
+        if self._err is None:
+            from ctxcompact.render import make_console
+
+            self._err = make_console(sys.stderr)
+            self._err.quiet = self._quiet
+        return self._err
 
 
 def error_line(message: str) -> None:

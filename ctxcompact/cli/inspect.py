@@ -62,12 +62,7 @@ def count(
     """
     import orjson
 
-    from ctxcompact.render import (
-        CountRow,
-        count_to_json,
-        render_count,
-        render_warnings,
-    )
+    from ctxcompact.reports import CountRow, count_to_json
     from ctxcompact.usage import conversation_model, measure
 
     streams = Streams.current()
@@ -88,10 +83,15 @@ def count(
                     )
             warnings.extend(f"{conv.label}: {w}" for w in conv.warnings)
             rows.append(CountRow(conv.label, conv.dialect, report, info))
-    render_warnings(list(dict.fromkeys(warnings)), streams.err)
+    if warnings:
+        from ctxcompact.render import render_warnings
+
+        render_warnings(list(dict.fromkeys(warnings)), streams.err)
     if as_json:
         write_stdout(orjson.dumps(count_to_json(rows, top=top), option=orjson.OPT_INDENT_2).decode())
     else:
+        from ctxcompact.render import render_count
+
         render_count(rows, streams.out, top=top)
     if loaded.failed:
         raise typer.Exit(2)
@@ -127,11 +127,7 @@ def check(
     """
     import orjson
 
-    from ctxcompact.render import (
-        check_to_json,
-        render_check,
-        render_warnings,
-    )
+    from ctxcompact.reports import check_to_json
     from ctxcompact.usage import check_conversation, conversation_model
 
     streams = Streams.current()
@@ -154,10 +150,15 @@ def check(
             chosen = _counter(counter, encoding, info.model)
             results.append(check_conversation(conv, budget=budget, counter=chosen, validate=validate))
     assert budget is not None
-    render_warnings(list(dict.fromkeys(warnings)), streams.err)
+    if warnings:
+        from ctxcompact.render import render_warnings
+
+        render_warnings(list(dict.fromkeys(warnings)), streams.err)
     if as_json:
         write_stdout(orjson.dumps(check_to_json(results, budget), option=orjson.OPT_INDENT_2).decode())
     else:
+        from ctxcompact.render import render_check
+
         render_check(results, budget, streams.out)
     if loaded.failed or any(r.errors for r in results):
         raise typer.Exit(2)
