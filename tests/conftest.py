@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, fake_anthropic_server
@@ -37,3 +38,14 @@ def corpus_files(*subdirs: str) -> list[Path]:
 requires_corpus = pytest.mark.skipif(
     not CORPUS.is_dir(), reason="../shared/corpus is not present (a user's clone has none)"
 )
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Equality of parsed JSON that also tells 1 from 1.0 and True from 1, and keeps key order."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import CORPUS, corpus_files, requires_corpus
+from conftest import CORPUS, corpus_files, requires_corpus, same_json
 
 from ctxcompact.errors import InputError
 from ctxcompact.tokens import TiktokenCounter
@@ -24,17 +24,6 @@ pytestmark = requires_corpus
 
 READABLE = corpus_files("anthropic", "openai", "claude-code")
 OTHER = corpus_files("other")
-
-
-def same_json(a: Any, b: Any) -> bool:
-    """Equality of parsed JSON that also tells 1 from 1.0 and True from 1, and keeps key order."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same_json(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 def original_data(path: Path) -> Any:

@@ -19,6 +19,7 @@ import copy
 from typing import Any
 
 import orjson
+from conftest import same_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,17 +28,6 @@ from ctxcompact.transcript import Transcript, conversation_records, dump_transcr
 from ctxcompact.validate import errors_only, validate_messages
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def same_json(a: Any, b: Any) -> bool:
-    """Equality of parsed JSON that also tells 1 from 1.0 and True from 1, and keeps key order."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same_json(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 # --- generators --------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import SAMPLES
+from conftest import SAMPLES, same_json
 
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Message, new_message
@@ -26,17 +26,6 @@ from ctxcompact.transcript import (
     read_bytes,
 )
 from ctxcompact.validate import errors_only, validate_messages
-
-
-def same_json(a: Any, b: Any) -> bool:
-    """Equality of parsed JSON that also tells 1 from 1.0 and True from 1, and keeps key order."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same_json(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 def load(value: Any, name: str = "t.json", **kwargs: Any) -> Transcript:
