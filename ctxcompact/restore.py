@@ -205,7 +205,7 @@ def find_recent_reads(
     order = 0
     for message in messages:
         if message.role == "user":
-            path = _restored_path(message)
+            path = restored_file_path(message)
             if path:
                 last_read.pop(path, None)
                 last_read[path] = order
@@ -230,8 +230,9 @@ def find_recent_reads(
     return list(reversed(last_read))
 
 
-def _restored_path(message: Message) -> str | None:
-    """The path of a restored-file message (:func:`restored_message_text`), else None."""
+def restored_file_path(message: Message) -> str | None:
+    """The path of a restored-file message (:func:`restored_message_text`), else None.
+    The one parser of that message: restoration and the extractive summarizer both use it."""
     if len(message.content) != 1 or message.content[0].get("type") != "text":
         return None
     text = str(message.content[0].get("text", ""))

@@ -34,20 +34,19 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ctxcompact.ir import Block, Message, has_user_text, tool_names_by_id, tool_result_text
-from ctxcompact.restore import RESTORED_ACK, RESTORED_PREFIX
+from ctxcompact.restore import RESTORED_ACK, restored_file_path
+from ctxcompact.strategies.full import SUMMARY_ACK, SUMMARY_PREFIX
 from ctxcompact.summarize import Summary
 from ctxcompact.summarize.prompt import DIMENSIONS, SUMMARY_MAX_WORDS
 
 # The full strategy's summary message starts with this (seed 000 F-006); Claude Code's own
 # /compact summary with the other.
 EARLIER_SUMMARY_PREFIXES = (
-    "[Conversation compressed]",
+    SUMMARY_PREFIX.rstrip(),
     "This session is being continued from a previous conversation",
 )
 # The compaction's own assistant acknowledgements (seed 000 F-006).
-_OUR_ACKS = frozenset(
-    {"Understood. I have the context from the compressed conversation. Continuing work.", RESTORED_ACK}
-)
+_OUR_ACKS = frozenset({SUMMARY_ACK, RESTORED_ACK})
 PATH_FIELDS = ("path", "file_path", "filename", "notebook_path")
 COMMAND_FIELDS = ("command", "cmd", "script")
 
@@ -299,9 +298,9 @@ class _Facts:
         if not has_user_text(message):
             return False
         text = _clean_user_text(_texts(message.content))
-        if text.startswith(RESTORED_PREFIX):
-            first_line = text.split("\n", 1)[0]
-            self.restored.append(first_line[len(RESTORED_PREFIX) :].strip().rstrip(":"))
+        restored = restored_file_path(message)
+        if restored is not None:
+            self.restored.append(restored)
             return False
         if text.startswith(EARLIER_SUMMARY_PREFIXES):
             prefix = next(p for p in EARLIER_SUMMARY_PREFIXES if text.startswith(p))
