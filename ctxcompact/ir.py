@@ -26,11 +26,6 @@ from typing import Any, Literal
 Block = Mapping[str, Any]
 Role = Literal["system", "user", "assistant"]
 
-#: Block types the tool knows by name; anything else is an "other" block, carried untouched.
-KNOWN_BLOCK_TYPES = frozenset(
-    {"text", "tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
-)
-
 
 @dataclass(frozen=True, slots=True)
 class Source:
@@ -81,11 +76,6 @@ def new_message(role: Role, text: str, **meta: Any) -> Message:
 
 
 # --- block helpers ---------------------------------------------------------------------------
-
-
-def block_type(block: Block) -> str:
-    kind = block.get("type")
-    return kind if isinstance(kind, str) else "other"
 
 
 def tool_uses(message: Message) -> list[Block]:
@@ -243,10 +233,3 @@ def tool_interaction_blocks(messages: Sequence[Message]) -> list[Span]:
         spans.append(Span(i, j))
         i = j
     return spans
-
-
-def span_of_index(spans: Sequence[Span], index: int) -> Span | None:
-    for span in spans:
-        if index in span:
-            return span
-    return None

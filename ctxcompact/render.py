@@ -37,16 +37,15 @@ class _PipeSafeConsole(Console):
             pass
 
 
-def make_console(file: Any, *, force_plain: bool = False) -> Console:
+def make_console(file: Any) -> Console:
     """A console on ``file``: colours only on a terminal; a stable width when piped."""
     is_tty = bool(getattr(file, "isatty", lambda: False)())
     return _PipeSafeConsole(
         file=file,
         highlight=False,
         soft_wrap=False,
-        no_color=force_plain or not is_tty,
+        no_color=not is_tty,
         width=None if is_tty else 100,
-        force_terminal=False if force_plain else None,
     )
 
 
@@ -251,17 +250,6 @@ def _render_check_table(results: Sequence[CheckResult], budget: Budget, console:
 def render_warnings(warnings: Sequence[str], console: Console) -> None:
     for warning in warnings:
         console.print(Text(f"warning: {warning}", style="yellow"), soft_wrap=True)
-
-
-def mapping_table(title: str, rows: Mapping[str, Any], console: Console) -> None:
-    table = Table(title=title, title_justify="left", show_header=False)
-    table.add_column("field", style="dim")
-    table.add_column("value")
-    for key, value in rows.items():
-        table.add_row(
-            key, _n(value) if isinstance(value, int) and not isinstance(value, bool) else str(value)
-        )
-    console.print(table)
 
 
 # --- compact / restore-files -------------------------------------------------------------------

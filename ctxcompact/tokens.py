@@ -52,7 +52,6 @@ IMAGE_TOKENS_DEFAULT = 1600
 DOCUMENT_TOKENS_PER_PAGE = 1500
 IMAGE_MAX_EDGE = 1568
 DEFAULT_ENCODING = "cl100k_base"
-COUNTER_NAMES = ("tiktoken", "estimate", "anthropic")
 
 
 class TokenCounter(Protocol):

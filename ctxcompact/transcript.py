@@ -38,7 +38,6 @@ from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message
 
 Container = Literal["array", "body", "jsonl", "claude-code", "collection"]
-DIALECT_NAMES = tuple(DIALECTS)
 STDIN_NAME = "<stdin>"
 _COLLECTION_KEYS = ("messages", "traj")
 

@@ -18,8 +18,4 @@ DIALECTS: dict[str, ModuleType] = {
     claude_code.NAME: claude_code,
 }
 
-__all__ = ["DIALECTS", "Parsed", "get_dialect"]
-
-
-def get_dialect(name: str) -> ModuleType:
-    return DIALECTS[name]
+__all__ = ["DIALECTS", "Parsed"]
