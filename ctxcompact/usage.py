@@ -88,32 +88,9 @@ def check_conversation(
     report = measure(conversation, counter)
     violations: tuple[Violation, ...] = ()
     if validate:
-        found = validate_messages(conversation.messages, dialect=conversation.dialect)
-        last = conversation.messages[-1] if conversation.messages else None
-        # With extended thinking on, a request may end with an assistant turn only when that
-        # turn starts with its thinking block (a pause_turn continuation); a prefill may not.
-        starts_with_thinking = (
-            last is not None
-            and bool(last.content)
-            and last.content[0].get("type") in ("thinking", "redacted_thinking")
+        found = validate_messages(
+            conversation.messages, dialect=conversation.dialect, thinking=conversation.thinking
         )
-        if (
-            conversation.thinking
-            and last is not None
-            and last.role == "assistant"
-            and not starts_with_thinking
-        ):
-            found.append(
-                Violation(
-                    "assistant_last_with_thinking",
-                    "error",
-                    len(conversation.messages) - 1,
-                    "the request turns extended thinking on and ends with an assistant message that does "
-                    "not start with thinking, which the API refuses; append the next user message (or "
-                    "compact with --keep-loop)",
-                    "last",
-                )
-            )
         violations = tuple(found)
     return CheckResult(conversation.label, report, BudgetCheck(report.total, budget), violations)
 

@@ -15,6 +15,11 @@ Warnings (tolerated by the APIs, which merge them, but worth knowing):
 ``consecutive_roles``    two user or two assistant messages in a row (Anthropic dialect only;
                          OpenAI allows it, and its ``tool`` runs map to one user message)
 ``first_not_user``       the first non-system message is not from the user
+
+With ``thinking=True`` (a request body that turns extended thinking on), also an error:
+
+``assistant_last_with_thinking``  the request ends with an assistant message that does not
+                         start with a thinking block (a prefill), which the API refuses
 """
 
 from __future__ import annotations
@@ -42,7 +47,9 @@ class Violation:
         return f"message {self.message_index}: {self.detail} [{self.code}]"
 
 
-def validate_messages(messages: Sequence[Message], *, dialect: str = "anthropic") -> list[Violation]:
+def validate_messages(
+    messages: Sequence[Message], *, dialect: str = "anthropic", thinking: bool = False
+) -> list[Violation]:
     """Every invariant break in ``messages``, in message order. Pure; never raises for bad data.
 
     ``message_index`` is the position in the IR list; for messages read from a file the
@@ -120,7 +127,30 @@ def validate_messages(messages: Sequence[Message], *, dialect: str = "anthropic"
                         "unanswered_tool_use", "error", i, f"tool_use {tool_id} has no tool_result", tool_id
                     )
                 )
+    if thinking:
+        found.extend(_thinking_request_end(messages))
     return found
+
+
+def _thinking_request_end(messages: Sequence[Message]) -> list[Violation]:
+    """With extended thinking on, a request may end with an assistant turn only when that turn
+    starts with its thinking block (a pause_turn continuation); a prefill may not."""
+    last = messages[-1] if messages else None
+    if last is None or last.role != "assistant":
+        return []
+    if last.content and last.content[0].get("type") in ("thinking", "redacted_thinking"):
+        return []
+    return [
+        Violation(
+            "assistant_last_with_thinking",
+            "error",
+            len(messages) - 1,
+            "the request turns extended thinking on and ends with an assistant message that does "
+            "not start with thinking, which the API refuses; append the next user message (or "
+            "compact with --keep-loop)",
+            "last",
+        )
+    ]
 
 
 def _answer_messages(messages: Sequence[Message], assistant_index: int) -> list[Message]:
