@@ -75,10 +75,6 @@ class Streams:
         self._out: Console | None = None
         self._err: Console | None = None
 
-    @classmethod
-    def current(cls, *, quiet: bool = False) -> Streams:
-        return cls(quiet=quiet)
-
     @property
     def out(self) -> Console:
         if self._out is None:

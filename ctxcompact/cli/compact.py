@@ -264,7 +264,7 @@ def compact(
     from ctxcompact.transcript import dump_transcript, load_transcript
     from ctxcompact.usage import conversation_model
 
-    streams = Streams.current(quiet=quiet)
+    streams = Streams(quiet=quiet)
     validate_ratio(threshold)
     thinking = (
         None
@@ -518,13 +518,12 @@ def restore_files(
     import orjson
 
     from ctxcompact.dialects import DIALECTS
-    from ctxcompact.ir import new_message
     from ctxcompact.render import render_restore
-    from ctxcompact.restore import RESTORED_ACK, read_tools_for, restore_recent_files
-    from ctxcompact.strategies.full import restored_file_messages
+    from ctxcompact.restore import read_tools_for, restore_recent_files
+    from ctxcompact.strategies.full import restored_pairs
     from ctxcompact.transcript import dump_records, dump_transcript, load_transcript
 
-    streams = Streams.current(quiet=quiet)
+    streams = Streams(quiet=quiet)
     for name, value in (
         ("--max-files", max_files),
         ("--max-tokens-per-file", max_tokens_per_file),
@@ -551,17 +550,14 @@ def restore_files(
         stats_json,
         {
             "restoredFileCount": len(result.files),
-            "restoredTokenCount": sum(f.tokens for f in result.files),
+            "restoredTokenCount": result.tokens,
             "files": [
                 {"path": f.path, "resolved": str(f.resolved), "tokens": f.tokens} for f in result.files
             ],
             "skipped": [{"path": s.path, "reason": s.reason} for s in result.skipped],
         },
     )
-    pairs = []
-    for message in restored_file_messages(result):
-        pairs.append(message)
-        pairs.append(new_message("assistant", RESTORED_ACK, kind="restored_ack"))
+    pairs = restored_pairs(result)
     if append:
         last = conv.messages[-1] if conv.messages else None
         if (

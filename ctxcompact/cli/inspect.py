@@ -65,7 +65,7 @@ def count(
     from ctxcompact.reports import CountRow, count_to_json
     from ctxcompact.usage import conversation_model, measure
 
-    streams = Streams.current()
+    streams = Streams()
     registry = load_registry(models_file)
     rows: list[CountRow] = []
     warnings: list[str] = []
@@ -130,7 +130,7 @@ def check(
     from ctxcompact.reports import check_to_json
     from ctxcompact.usage import check_conversation, conversation_model
 
-    streams = Streams.current()
+    streams = Streams()
     registry = load_registry(models_file)
     results = []
     budget = None

@@ -111,9 +111,7 @@ def offload(
     from ctxcompact.tokens import make_counter
     from ctxcompact.transcript import dump_transcript, load_transcript
 
-    streams = Streams.current()
-    # Rich's own switch: Streams.current(quiet=True) leaves a /dev/null handle open.
-    streams.err.quiet = quiet
+    streams = Streams(quiet=quiet)
     inputs = expand_inputs(files)
     if len(inputs) != 1:
         raise UsageError(

@@ -50,21 +50,23 @@ SUMMARY_ACK = "Understood. I have the context from the compressed conversation. 
 OnFailure = Literal["fallback", "skip", "error"]
 
 
-def assemble(head: Sequence[Message], summary: str, restored: Sequence[Message]) -> tuple[Message, ...]:
-    """Head + summary pair + one (file, acknowledgement) pair per restored file message."""
-    out: list[Message] = list(head)
-    out.append(new_message("user", SUMMARY_PREFIX + summary, kind="summary"))
-    out.append(new_message("assistant", SUMMARY_ACK, kind="summary_ack"))
-    for message in restored:
-        out.append(message)
-        out.append(new_message("assistant", RESTORED_ACK, kind="restored_ack"))
-    return tuple(out)
+def assemble(head: Sequence[Message], summary: str, restored: RestoreResult) -> tuple[Message, ...]:
+    """Head + summary pair + one (file, acknowledgement) pair per restored file."""
+    return (
+        *head,
+        new_message("user", SUMMARY_PREFIX + summary, kind="summary"),
+        new_message("assistant", SUMMARY_ACK, kind="summary_ack"),
+        *restored_pairs(restored),
+    )
 
 
-def restored_file_messages(result: RestoreResult) -> list[Message]:
-    return [
-        new_message("user", restored_message_text(f), kind="restored_file", path=f.path) for f in result.files
-    ]
+def restored_pairs(result: RestoreResult) -> list[Message]:
+    """The seed's (``[Restored after compact] {path}:…``, acknowledgement) pair per file."""
+    pairs: list[Message] = []
+    for f in result.files:
+        pairs.append(new_message("user", restored_message_text(f), kind="restored_file", path=f.path))
+        pairs.append(new_message("assistant", RESTORED_ACK, kind="restored_ack"))
+    return pairs
 
 
 def full_compaction(
@@ -151,14 +153,14 @@ def full_compaction(
 
     if not summary.text.strip():
         warnings.append("the summary is empty")
-    out = assemble(part.head, summary.text, restored_file_messages(restored)) + kept_tail
+    out = assemble(part.head, summary.text, restored) + kept_tail
     stats.update(
         {
             "compacted_message_count": len(part.rest),
             "kept_loop_message_count": len(kept_tail),
             "retained_message_count": len(part.head),
             "restored_file_count": len(restored.files),
-            "restored_token_count": sum(f.tokens for f in restored.files),
+            "restored_token_count": restored.tokens,
             "restored_files": [f.path for f in restored.files],
             "skipped_files": [{"path": s.path, "reason": s.reason} for s in restored.skipped],
             "summarizer": summary.summarizer,
