@@ -16,10 +16,8 @@ from __future__ import annotations
 import json
 import math
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Literal
 
@@ -181,6 +179,8 @@ def load_registry(path: str | os.PathLike[str] | None = None) -> dict[str, int]:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{p}: cannot read the models file ({exc.strerror or exc}).") from None
+    import tomllib
+
     try:
         data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
@@ -252,6 +252,8 @@ def make_budget(
             raise UsageError(
                 f"--output-reserve {reserve:,} leaves no room for input in a {model.context_window:,}-token window."
             )
+    from fractions import Fraction  # only here: keep it off the CLI's start-up path
+
     # Exact decimal arithmetic: 168,000 × 0.7 is 117,600, not int(117599.99999999999).
     threshold = math.floor(Fraction(model.context_window - reserve) * Fraction(str(ratio)))
     return Budget(model, reserve, ratio, threshold)
