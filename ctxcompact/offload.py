@@ -68,7 +68,7 @@ from ctxcompact.offload_store import (
     resolved_dir,
     sha256_hex,
 )
-from ctxcompact.tokens import TokenCounter, block_pieces, make_counter
+from ctxcompact.tokens import TokenCounter, block_tokens, make_counter
 
 REFERENCE_PREFIX = "[Content offloaded to: "
 DEFAULT_MIN_CHARS = 100
@@ -354,18 +354,8 @@ def _store(
 def _tokens_freed(plans: Sequence[_Plan], counter: TokenCounter | None) -> int:
     if not plans:
         return 0
-    counter = counter or make_counter()
-    before: list[str] = []
-    after: list[str] = []
-    fixed = 0
-    for plan in plans:
-        pieces, fixed_before = block_pieces(plan.block)
-        before.extend(pieces)
-        pieces, fixed_after = block_pieces(plan.new_block)
-        after.extend(pieces)
-        fixed += fixed_before - fixed_after
-    counts = counter.count_batch(before + after)
-    return sum(counts[: len(before)]) - sum(counts[len(before) :]) + fixed
+    counts = block_tokens([p.block for p in plans] + [p.new_block for p in plans], counter or make_counter())
+    return sum(counts[: len(plans)]) - sum(counts[len(plans) :])
 
 
 def discard_offload(results: Sequence[OffloadResult], *, writer: OffloadWriter | None = None) -> None:

@@ -302,6 +302,24 @@ def document_pieces(block: Block) -> tuple[list[str], int]:
     return [], DOCUMENT_TOKENS_PER_PAGE
 
 
+def block_tokens(blocks: Sequence[Block], counter: TokenCounter) -> list[int]:
+    """Tokens of each block: its text pieces counted in one batch, plus fixed costs (images,
+    PDF pages). What prune and offload use to say how much they freed."""
+    texts: list[str] = []
+    plan: list[tuple[int, int]] = []
+    for block in blocks:
+        pieces, fixed = block_pieces(block)
+        texts.extend(pieces)
+        plan.append((len(pieces), fixed))
+    counts = counter.count_batch(texts) if texts else []
+    out: list[int] = []
+    pos = 0
+    for n, fixed in plan:
+        out.append(sum(counts[pos : pos + n]) + fixed)
+        pos += n
+    return out
+
+
 def _display_type(block: Block) -> str:
     kind = block.get("type")
     if kind == "image_url":

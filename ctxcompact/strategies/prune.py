@@ -46,7 +46,7 @@ from ctxcompact.ir import (
     tool_names_by_id,
 )
 from ctxcompact.strategies.base import StrategyResult
-from ctxcompact.tokens import TokenCounter, block_pieces, make_counter
+from ctxcompact.tokens import TokenCounter, block_tokens, make_counter
 
 PLACEHOLDER_PREFIX = "[Tool result cleared by ctxcompact"
 THINKING_TYPES = ("thinking", "redacted_thinking")
@@ -195,7 +195,7 @@ def _clear_tool_uses(
             block = messages[i].content[j]
             if not is_placeholder(block.get("content")):
                 candidates.append((pair, (i, j), block))
-    before = _block_tokens([b for _, _, b in candidates], counter)
+    before = block_tokens([b for _, _, b in candidates], counter)
 
     proposals: list[tuple[_Pair, tuple[int, int], Block, int]] = []
     for (pair, pos, block), tokens in zip(candidates, before, strict=True):
@@ -205,13 +205,13 @@ def _clear_tool_uses(
     if clear_tool_inputs:
         inputs = [p for p in eligible if _has_input(messages[p.use[0]].content[p.use[1]])]
         old_inputs = [messages[p.use[0]].content[p.use[1]] for p in inputs]
-        for pair, block, tokens in zip(inputs, old_inputs, _block_tokens(old_inputs, counter), strict=True):
+        for pair, block, tokens in zip(inputs, old_inputs, block_tokens(old_inputs, counter), strict=True):
             blanked = dict(block)
             blanked["input"] = {}
             if "arguments" in block:
                 blanked["arguments"] = "{}"  # OpenAI keeps the raw string: blank it too
             proposals.append((pair, pair.use, blanked, tokens))
-    after = _block_tokens([b for _, _, b, _ in proposals], counter)
+    after = block_tokens([b for _, _, b, _ in proposals], counter)
 
     changes: dict[tuple[int, int], Block | None] = {}
     cleared: set[tuple[int, int]] = set()
@@ -253,21 +253,4 @@ def _clear_thinking(
                 changes[(i, j)] = None
                 removed.append(block)
         cleared += 1
-    return changes, sum(_block_tokens(removed, counter)), cleared
-
-
-def _block_tokens(blocks: Sequence[Block], counter: TokenCounter) -> list[int]:
-    """Tokens of each block (text pieces counted in one batch, plus fixed image costs)."""
-    texts: list[str] = []
-    plan: list[tuple[int, int]] = []
-    for block in blocks:
-        pieces, fixed = block_pieces(block)
-        texts.extend(pieces)
-        plan.append((len(pieces), fixed))
-    counts = counter.count_batch(texts) if texts else []
-    out: list[int] = []
-    pos = 0
-    for n, fixed in plan:
-        out.append(sum(counts[pos : pos + n]) + fixed)
-        pos += n
-    return out
+    return changes, sum(block_tokens(removed, counter)), cleared
