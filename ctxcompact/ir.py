@@ -233,3 +233,31 @@ def tool_interaction_blocks(messages: Sequence[Message]) -> list[Span]:
         spans.append(Span(i, j))
         i = j
     return spans
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPair:
+    """One tool use and the results answering it, as ``(message index, block index)``
+    positions; ``span`` is its tool interaction block."""
+
+    use: tuple[int, int]
+    results: tuple[tuple[int, int], ...]
+    name: str
+    span: Span
+
+
+def tool_pairs(messages: Sequence[Message]) -> list[ToolPair]:
+    """Every tool use in order, with the positions of the results that answer it (in the same
+    tool interaction block). The one walk strategies use to keep or change pairs together."""
+    pairs: list[ToolPair] = []
+    for span in tool_interaction_blocks(messages):
+        results: dict[Any, list[tuple[int, int]]] = {}
+        for i in range(span.start + 1, span.end):
+            for j, block in enumerate(messages[i].content):
+                if block.get("type") == "tool_result":
+                    results.setdefault(block.get("tool_use_id"), []).append((i, j))
+        for j, block in enumerate(messages[span.start].content):
+            if block.get("type") == "tool_use":
+                found = tuple(results.get(block.get("id"), ()))
+                pairs.append(ToolPair((span.start, j), found, str(block.get("name") or ""), span))
+    return pairs

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ctxcompact.errors import UsageError
-from ctxcompact.ir import Block, Message, Span, round_starts, tool_interaction_blocks
+from ctxcompact.ir import Block, Message, Span, round_starts, tool_interaction_blocks, tool_pairs
 from ctxcompact.strategies.base import StrategyResult
 
 DEFAULT_ROUNDS = 2
@@ -72,19 +72,17 @@ def _rewrite(
 ) -> tuple[tuple[Message, ...], int, int, int] | None:
     """The cleaned list, or None when a merge would reach the boundary message."""
     removed: dict[int, set[int]] = {}
-    uses = results = 0
-    for span in spans:
-        assistant = messages[span.start]
-        ids = {b.get("id") for b in assistant.content if b.get("type") == "tool_use"}
-        for j, block in enumerate(assistant.content):
-            if block.get("type") == "tool_use":
-                removed.setdefault(span.start, set()).add(j)
-                uses += 1
-        for i in range(span.start + 1, span.end):
-            for j, block in enumerate(messages[i].content):
-                if block.get("type") == "tool_result" and block.get("tool_use_id") in ids:
-                    removed.setdefault(i, set()).add(j)
-                    results += 1
+    chosen = {span.start for span in spans}
+    uses = 0
+    answered: set[tuple[int, int]] = set()
+    for pair in tool_pairs(messages):
+        if pair.span.start in chosen:
+            removed.setdefault(pair.use[0], set()).add(pair.use[1])
+            uses += 1
+            answered.update(pair.results)
+    for i, j in answered:
+        removed.setdefault(i, set()).add(j)
+    results = len(answered)
 
     out: list[Message] = []
     merged = 0

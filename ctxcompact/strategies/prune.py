@@ -33,17 +33,16 @@ inputs and removed thinking have nothing left to free.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import (
     Block,
     Message,
+    ToolPair,
     current_loop_start,
     replace_blocks,
-    tool_interaction_blocks,
-    tool_names_by_id,
+    tool_pairs,
 )
 from ctxcompact.strategies.base import StrategyResult
 from ctxcompact.tokens import TokenCounter, block_tokens, make_counter
@@ -60,15 +59,6 @@ def placeholder_for(tool_name: str, tokens: int) -> str:
 
 def is_placeholder(content: Any) -> bool:
     return isinstance(content, str) and content.startswith(PLACEHOLDER_PREFIX)
-
-
-@dataclass(frozen=True, slots=True)
-class _Pair:
-    """One tool use and where its results are: ``(message index, block index)`` positions."""
-
-    use: tuple[int, int]
-    results: tuple[tuple[int, int], ...]
-    name: str
 
 
 def prune_tool_outputs(
@@ -153,25 +143,6 @@ def prune_tool_outputs(
     return StrategyResult(out, bool(replaced), stats, tuple(warnings))
 
 
-def _pairs(messages: Sequence[Message]) -> list[_Pair]:
-    """Every tool use in order, with the positions of the results that answer it."""
-    names = tool_names_by_id(messages)
-    pairs: list[_Pair] = []
-    for span in tool_interaction_blocks(messages):
-        assistant = messages[span.start]
-        results: dict[Any, list[tuple[int, int]]] = {}
-        for i in range(span.start + 1, span.end):
-            for j, block in enumerate(messages[i].content):
-                if block.get("type") == "tool_result":
-                    results.setdefault(block.get("tool_use_id"), []).append((i, j))
-        for j, block in enumerate(assistant.content):
-            if block.get("type") == "tool_use":
-                tool_id = block.get("id")
-                name = str(block.get("name") or names.get(str(tool_id), ""))
-                pairs.append(_Pair((span.start, j), tuple(results.get(tool_id, ())), name))
-    return pairs
-
-
 def _clear_tool_uses(
     messages: Sequence[Message],
     *,
@@ -182,14 +153,14 @@ def _clear_tool_uses(
     counter: TokenCounter,
 ) -> tuple[dict[tuple[int, int], Block | None], int, int]:
     """The blocks to replace, the tokens that frees, and how many tool uses are cleared."""
-    pairs = _pairs(messages)
+    pairs = tool_pairs(messages)
     eligible = [
         p
         for p in pairs[: max(len(pairs) - keep, 0)]
         # A pair is cleared whole or not at all: its use and every result before the loop.
         if p.name not in exclude_tools and all(i < loop_start for i, _ in (p.use, *p.results))
     ]
-    candidates: list[tuple[_Pair, tuple[int, int], Block]] = []
+    candidates: list[tuple[ToolPair, tuple[int, int], Block]] = []
     for pair in eligible:
         for i, j in pair.results:
             block = messages[i].content[j]
@@ -197,7 +168,7 @@ def _clear_tool_uses(
                 candidates.append((pair, (i, j), block))
     before = block_tokens([b for _, _, b in candidates], counter)
 
-    proposals: list[tuple[_Pair, tuple[int, int], Block, int]] = []
+    proposals: list[tuple[ToolPair, tuple[int, int], Block, int]] = []
     for (pair, pos, block), tokens in zip(candidates, before, strict=True):
         new_block = dict(block)
         new_block["content"] = placeholder_for(pair.name, tokens)
