@@ -415,8 +415,7 @@ def compact_messages(
     >>> result.messages[0]["content"].startswith("[Conversation compressed]")
     True
     """
-    from ctxcompact.models import make_budget, resolve_model
-    from ctxcompact.usage import conversation_model
+    from ctxcompact.usage import budget_for
 
     conv = as_conversation(messages, dialect=dialect)
     if isinstance(summarizer, str):
@@ -428,8 +427,9 @@ def compact_messages(
     opts = CompactOptions(**options)
     budget = None
     if auto or model or context_window:
-        info = resolve_model(model or conversation_model(conv), context_window=context_window)
-        budget = make_budget(info, output_reserve=output_reserve, ratio=threshold)
+        budget = budget_for(
+            conv, model=model, context_window=context_window, output_reserve=output_reserve, ratio=threshold
+        )
     chosen = make_counter(counter) if isinstance(counter, str) else counter
     return compact_conversation(
         conv,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxcompact.ir import Message
-from ctxcompact.models import Budget, BudgetCheck, ModelInfo, make_budget, resolve_model
+from ctxcompact.models import DEFAULT_RATIO, Budget, BudgetCheck, make_budget, resolve_model
 from ctxcompact.tokens import TokenCounter, TokenReport, count_tokens, make_counter, scale_report
 from ctxcompact.transcript import Conversation, load_messages
 from ctxcompact.validate import Violation, errors_only, validate_messages
@@ -44,6 +44,23 @@ def conversation_model(conversation: Conversation) -> str | None:
             if isinstance(model, str) and model and not model.startswith("<"):
                 return model
     return None
+
+
+def budget_for(
+    conversation: Conversation,
+    *,
+    model: str | None = None,
+    context_window: int | None = None,
+    output_reserve: int | None = None,
+    ratio: float = DEFAULT_RATIO,
+    registry: Mapping[str, int] | None = None,
+) -> Budget:
+    """The budget for a conversation: ``model`` or, failing that, the model the transcript
+    names; ``budget.model.known`` says whether the window came from the registry."""
+    info = resolve_model(
+        model or conversation_model(conversation), context_window=context_window, registry=registry
+    )
+    return make_budget(info, output_reserve=output_reserve, ratio=ratio)
 
 
 def measure(conversation: Conversation, counter: TokenCounter | Any) -> TokenReport:
@@ -131,9 +148,13 @@ def check_budget(
     False
     """
     conv = as_conversation(messages, dialect=dialect)
-    info: ModelInfo = resolve_model(
-        model or conversation_model(conv), context_window=context_window, registry=registry
+    budget = budget_for(
+        conv,
+        model=model,
+        context_window=context_window,
+        output_reserve=output_reserve,
+        ratio=threshold,
+        registry=registry,
     )
-    budget = make_budget(info, output_reserve=output_reserve, ratio=threshold)
     chosen = make_counter(counter) if isinstance(counter, str) else counter
     return check_conversation(conv, budget=budget, counter=chosen, validate=validate)

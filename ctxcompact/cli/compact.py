@@ -33,7 +33,7 @@ from ctxcompact.cli.common import (
 )
 from ctxcompact.errors import CtxcompactError, InputError, UsageError
 from ctxcompact.fileio import write_new_file
-from ctxcompact.models import load_registry, make_budget, resolve_model, validate_ratio
+from ctxcompact.models import load_registry, validate_ratio
 from ctxcompact.strategies import STRATEGY_NAMES
 
 if TYPE_CHECKING:
@@ -262,7 +262,7 @@ def compact(
     from ctxcompact.render import render_batch, render_compact_stats, render_warnings
     from ctxcompact.tokens import make_counter
     from ctxcompact.transcript import dump_transcript, load_transcript
-    from ctxcompact.usage import conversation_model
+    from ctxcompact.usage import budget_for
 
     streams = Streams(quiet=quiet)
     validate_ratio(threshold)
@@ -319,14 +319,19 @@ def compact(
     def run(conv: Any) -> CompactResult:
         budget = None
         if auto or model or context_window:
-            info = resolve_model(
-                model or conversation_model(conv), context_window=context_window, registry=registry
+            budget = budget_for(
+                conv,
+                model=model,
+                context_window=context_window,
+                output_reserve=output_reserve,
+                ratio=threshold,
+                registry=registry,
             )
+            info = budget.model
             if not info.known:
                 warnings.append(
                     f"unknown model ({info.model or 'none given'}): assuming a {info.context_window:,}-token window."
                 )
-            budget = make_budget(info, output_reserve=output_reserve, ratio=threshold)
         return compact_conversation(
             conv, options=options, budget=budget, auto=auto, dry_run=dry_run, counter=counter
         )

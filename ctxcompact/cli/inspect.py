@@ -25,7 +25,7 @@ from ctxcompact.cli.common import (
     reports_errors,
     write_stdout,
 )
-from ctxcompact.models import load_registry, make_budget, resolve_model
+from ctxcompact.models import load_registry, resolve_model
 
 
 def _counter(name: CounterName, encoding: str, model: str | None) -> Any:
@@ -70,17 +70,13 @@ def count(
     rows: list[CountRow] = []
     warnings: list[str] = []
     loaded = load_all(files, fmt)
+    info = resolve_model(model, registry=registry) if model is not None else None
+    if info is not None and not info.known:
+        warnings.append(f"unknown model {model!r}: assuming a {info.context_window:,}-token window.")
     for transcript in loaded.transcripts:
         for conv in transcript.conversations:
             chosen = _counter(counter, encoding, model or conversation_model(conv))
             report = measure(conv, chosen)
-            info = None
-            if model is not None:
-                info = resolve_model(model, registry=registry)
-                if not info.known:
-                    warnings.append(
-                        f"unknown model {model!r}: assuming a {info.context_window:,}-token window."
-                    )
             warnings.extend(f"{conv.label}: {w}" for w in conv.warnings)
             rows.append(CountRow(conv.label, conv.dialect, report, info))
     if warnings:
@@ -128,7 +124,7 @@ def check(
     import orjson
 
     from ctxcompact.reports import check_to_json
-    from ctxcompact.usage import check_conversation, conversation_model
+    from ctxcompact.usage import budget_for, check_conversation
 
     streams = Streams()
     registry = load_registry(models_file)
@@ -138,15 +134,20 @@ def check(
     loaded = load_all(files, fmt)
     for transcript in loaded.transcripts:
         for conv in transcript.conversations:
-            info = resolve_model(
-                model or conversation_model(conv), context_window=context_window, registry=registry
+            budget = budget_for(
+                conv,
+                model=model,
+                context_window=context_window,
+                output_reserve=output_reserve,
+                ratio=threshold,
+                registry=registry,
             )
+            info = budget.model
             if not info.known:
                 name = info.model or "no --model given"
                 warnings.append(
                     f"unknown model ({name}): assuming a {info.context_window:,}-token window; pass --model or --context-window."
                 )
-            budget = make_budget(info, output_reserve=output_reserve, ratio=threshold)
             chosen = _counter(counter, encoding, info.model)
             results.append(check_conversation(conv, budget=budget, counter=chosen, validate=validate))
     assert budget is not None
