@@ -63,6 +63,18 @@ def budget_for(
     return make_budget(info, output_reserve=output_reserve, ratio=ratio)
 
 
+def unknown_model_warning(budget: Budget) -> str | None:
+    """The warning to show when the budget's window is the default, not the model's own."""
+    info = budget.model
+    if info.known:
+        return None
+    name = info.model or "no --model given"
+    return (
+        f"unknown model ({name}): assuming a {info.context_window:,}-token window; "
+        "pass --model or --context-window."
+    )
+
+
 def measure(conversation: Conversation, counter: TokenCounter | Any) -> TokenReport:
     """Count a conversation. An exact request counter (``count_request``) gives the total;
     the breakdown then comes from tiktoken, scaled to it and marked approximate."""

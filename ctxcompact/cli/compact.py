@@ -262,7 +262,7 @@ def compact(
     from ctxcompact.render import render_batch, render_compact_stats, render_warnings
     from ctxcompact.tokens import make_counter
     from ctxcompact.transcript import dump_transcript, load_transcript
-    from ctxcompact.usage import budget_for
+    from ctxcompact.usage import budget_for, unknown_model_warning
 
     streams = Streams(quiet=quiet)
     validate_ratio(threshold)
@@ -327,11 +327,9 @@ def compact(
                 ratio=threshold,
                 registry=registry,
             )
-            info = budget.model
-            if not info.known:
-                warnings.append(
-                    f"unknown model ({info.model or 'none given'}): assuming a {info.context_window:,}-token window."
-                )
+            warning = unknown_model_warning(budget)
+            if warning:
+                warnings.append(warning)
         return compact_conversation(
             conv, options=options, budget=budget, auto=auto, dry_run=dry_run, counter=counter
         )

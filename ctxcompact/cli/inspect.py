@@ -124,7 +124,7 @@ def check(
     import orjson
 
     from ctxcompact.reports import check_to_json
-    from ctxcompact.usage import budget_for, check_conversation
+    from ctxcompact.usage import budget_for, check_conversation, unknown_model_warning
 
     streams = Streams()
     registry = load_registry(models_file)
@@ -142,12 +142,10 @@ def check(
                 ratio=threshold,
                 registry=registry,
             )
+            warning = unknown_model_warning(budget)
+            if warning:
+                warnings.append(warning)
             info = budget.model
-            if not info.known:
-                name = info.model or "no --model given"
-                warnings.append(
-                    f"unknown model ({name}): assuming a {info.context_window:,}-token window; pass --model or --context-window."
-                )
             chosen = _counter(counter, encoding, info.model)
             results.append(check_conversation(conv, budget=budget, counter=chosen, validate=validate))
     assert budget is not None
