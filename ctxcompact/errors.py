@@ -7,17 +7,19 @@ traceback so it gets reported and fixed instead of being shown as "bad input".
 
 from __future__ import annotations
 
+from ctxcompact.status import ExitStatus
+
 
 class CtxcompactError(Exception):
     """Base class: ``exit_code`` is what the CLI exits with, ``str(err)`` what it prints."""
 
-    exit_code: int = 3
+    exit_code: ExitStatus = ExitStatus.WORK_FAILED
 
 
 class InputError(CtxcompactError):
     """The input (a file, stdin, an option value) is not something we can work with: exit 2."""
 
-    exit_code = 2
+    exit_code = ExitStatus.BAD_INPUT
 
 
 class UsageError(InputError):
@@ -28,4 +30,4 @@ class WorkFailedError(CtxcompactError):
     """The requested work could not be done (summarizer failed under --on-failure error,
     an archive or offload file could not be written): exit 3. The input is left unchanged."""
 
-    exit_code = 3
+    exit_code = ExitStatus.WORK_FAILED

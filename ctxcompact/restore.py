@@ -36,11 +36,8 @@ from typing import Protocol
 
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Message
+from ctxcompact.markers import restored_file_path, restored_text
 from ctxcompact.tokens import TokenCounter, estimate_tokens
-
-RESTORED_PREFIX = "[Restored after compact]"
-#: The assistant's acknowledgement after each restored file (seed 000 F-006).
-RESTORED_ACK = "Noted, file content restored."
 
 DEFAULT_MAX_FILES = 5
 DEFAULT_MAX_TOKENS_PER_FILE = 5000
@@ -182,7 +179,7 @@ class RestoreResult:
 
 def restored_message_text(restored: RestoredFile) -> str:
     """The seed's restored-file message: ``"[Restored after compact] {path}:\\n{content}"``."""
-    return f"{RESTORED_PREFIX} {restored.path}:\n{restored.content}"
+    return restored_text(restored.path, restored.content)
 
 
 # --- the scan and the restore ----------------------------------------------------------------
@@ -228,18 +225,6 @@ def find_recent_reads(
                     order += 1
                     break
     return list(reversed(last_read))
-
-
-def restored_file_path(message: Message) -> str | None:
-    """The path of a restored-file message (:func:`restored_message_text`), else None.
-    The one parser of that message: restoration and the extractive summarizer both use it."""
-    if len(message.content) != 1 or message.content[0].get("type") != "text":
-        return None
-    text = str(message.content[0].get("text", ""))
-    if not text.startswith(RESTORED_PREFIX + " "):
-        return None
-    head = text[len(RESTORED_PREFIX) + 1 :].split("\n", 1)[0]
-    return head[:-1] if head.endswith(":") and len(head) > 1 else None
 
 
 def resolve_inside(path: str, work_dir: Path) -> Path | None:

@@ -15,9 +15,9 @@ from ctxcompact import compact_messages
 from ctxcompact.compact import CompactOptions, compact_conversation
 from ctxcompact.errors import WorkFailedError
 from ctxcompact.ir import Message, text_of
+from ctxcompact.markers import SUMMARY_ACK, SUMMARY_PREFIX
 from ctxcompact.models import make_budget, resolve_model
 from ctxcompact.restore import InMemoryFileReader
-from ctxcompact.strategies.full import SUMMARY_ACK, SUMMARY_PREFIX
 from ctxcompact.summarize import Summary, SummaryFailed
 from ctxcompact.tokens import EstimateCounter
 from ctxcompact.transcript import dump_transcript, load_messages, load_transcript, parse_transcript

@@ -12,11 +12,11 @@ from conftest import SAMPLES
 
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Message, Source
+from ctxcompact.markers import RESTORED_ACK
 from ctxcompact.restore import (
     CLAUDE_CODE_READ_TOOLS,
     DEFAULT_READ_TOOLS,
     READ_TOOL_PRESETS,
-    RESTORED_ACK,
     DiskFileReader,
     InMemoryFileReader,
     ReadTool,

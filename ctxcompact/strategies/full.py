@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ctxcompact.ir import Message, current_loop_start, new_message
+from ctxcompact.markers import RESTORED_ACK, SUMMARY_ACK, SUMMARY_PREFIX
 from ctxcompact.partition import Partition, partition_messages
 from ctxcompact.restore import (
     DEFAULT_READ_TOOLS,
-    RESTORED_ACK,
     FileReader,
     ReadTool,
     RestoreResult,
@@ -43,9 +43,6 @@ from ctxcompact.restore import (
 from ctxcompact.strategies.base import StrategyResult
 from ctxcompact.summarize import Summarizer, SummaryFailed
 from ctxcompact.tokens import TokenCounter
-
-SUMMARY_PREFIX = "[Conversation compressed]\n\n"
-SUMMARY_ACK = "Understood. I have the context from the compressed conversation. Continuing work."
 
 OnFailure = Literal["fallback", "skip", "error"]
 

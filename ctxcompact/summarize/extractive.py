@@ -34,19 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ctxcompact.ir import Block, Message, has_user_text, tool_names_by_id, tool_result_text
-from ctxcompact.restore import RESTORED_ACK, restored_file_path
-from ctxcompact.strategies.full import SUMMARY_ACK, SUMMARY_PREFIX
+from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES, OUR_ACKS, restored_file_path
 from ctxcompact.summarize import Summary
 from ctxcompact.summarize.prompt import DIMENSIONS, SUMMARY_MAX_WORDS
 
-# The full strategy's summary message starts with this (seed 000 F-006); Claude Code's own
-# /compact summary with the other.
-EARLIER_SUMMARY_PREFIXES = (
-    SUMMARY_PREFIX.rstrip(),
-    "This session is being continued from a previous conversation",
-)
-# The compaction's own assistant acknowledgements (seed 000 F-006).
-_OUR_ACKS = frozenset({SUMMARY_ACK, RESTORED_ACK})
 PATH_FIELDS = ("path", "file_path", "filename", "notebook_path")
 COMMAND_FIELDS = ("command", "cmd", "script")
 
@@ -399,7 +390,7 @@ class _Facts:
             self.last_calls.insert(0, f"- … {len(calls) - LAST_ACTIONS} earlier calls")
         for message in reversed(tail):
             text = _texts(message.content) if message.role == "assistant" else ""
-            if text.strip() in _OUR_ACKS:
+            if text.strip() in OUR_ACKS:
                 continue  # the compaction's own acknowledgements say nothing about the work
             if text.strip():
                 self.last_text = clip_words(text, LAST_TEXT_WORDS)

@@ -1,0 +1,44 @@
+"""The compaction's own texts and their recognisers: a leaf module every layer may import.
+
+Seed 000 F-006 fixes the strings; the summarizers recognise earlier summaries and
+acknowledgements by them, file restoration recognises restored-file messages, and the
+strategies write them. Keeping them here (importing nothing from ctxcompact but the IR) means
+no lower layer has to import a strategy.
+"""
+
+from __future__ import annotations
+
+from ctxcompact.ir import Message
+
+#: The summary message of a full compaction starts with this (seed 000 F-006).
+SUMMARY_PREFIX = "[Conversation compressed]\n\n"
+#: The assistant's acknowledgement that follows the summary (seed 000 F-006).
+SUMMARY_ACK = "Understood. I have the context from the compressed conversation. Continuing work."
+#: A restored file's message: ``"[Restored after compact] {path}:\n{content}"`` (seed 000 F-005).
+RESTORED_PREFIX = "[Restored after compact]"
+#: The assistant's acknowledgement of a restored file.
+RESTORED_ACK = "Noted, file content restored."
+#: Claude Code's own /compact summary opens with this.
+CLAUDE_CODE_SUMMARY_PREFIX = "This session is being continued from a previous conversation"
+
+#: An earlier compaction summary (ours or Claude Code's) starts with one of these.
+EARLIER_SUMMARY_PREFIXES = (SUMMARY_PREFIX.rstrip(), CLAUDE_CODE_SUMMARY_PREFIX)
+#: The compaction's own assistant acknowledgements.
+OUR_ACKS = frozenset({SUMMARY_ACK, RESTORED_ACK})
+
+
+def restored_text(path: str, content: str) -> str:
+    """The seed's restored-file message text for ``path``."""
+    return f"{RESTORED_PREFIX} {path}:\n{content}"
+
+
+def restored_file_path(message: Message) -> str | None:
+    """The path of a restored-file message (:func:`restored_text`), else None.
+    The one parser of that message: restoration and the extractive summarizer both use it."""
+    if len(message.content) != 1 or message.content[0].get("type") != "text":
+        return None
+    text = str(message.content[0].get("text", ""))
+    if not text.startswith(RESTORED_PREFIX + " "):
+        return None
+    head = text[len(RESTORED_PREFIX) + 1 :].split("\n", 1)[0]
+    return head[:-1] if head.endswith(":") and len(head) > 1 else None
