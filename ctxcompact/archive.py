@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ctxcompact.dialects import DIALECTS
+from ctxcompact.dialects import dialect_named
 from ctxcompact.errors import WorkFailedError
 from ctxcompact.fileio import write_atomic
 from ctxcompact.ir import Message
@@ -25,7 +25,7 @@ DEFAULT_ARCHIVE_SUBDIR = Path(".ctxcompact") / "archive"
 
 def archive_records(messages: Sequence[Message], dialect: str) -> list[object]:
     """The raw records of ``messages`` (rendered for messages that were never read)."""
-    render = DIALECTS[dialect].render_message
+    render = dialect_named(dialect).render
     records: list[object] = []
     for message in messages:
         if message.source is not None and not message.changed:

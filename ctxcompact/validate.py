@@ -6,14 +6,15 @@ Errors (the API would reject the request):
                          preceding assistant message
 ``unanswered_tool_use``  a tool_use with no tool_result in the next message — except in the
                          last assistant message, whose calls may still be running
-``duplicate_tool_id``    the same tool_use id used twice (a warning for OpenAI when reused in a
-                         later turn, which its API accepts)
+``duplicate_tool_id``    the same tool_use id used twice (a warning when reused in a later turn
+                         in a dialect whose API accepts that, such as OpenAI's)
 ``system_not_leading``   a system message after the conversation started
 
 Warnings (tolerated by the APIs, which merge them, but worth knowing):
 
-``consecutive_roles``    two user or two assistant messages in a row (Anthropic dialect only;
-                         OpenAI allows it, and its ``tool`` runs map to one user message)
+``consecutive_roles``    two user or two assistant messages in a row, in a dialect whose roles
+                         alternate (Anthropic's; OpenAI allows it, and its ``tool`` runs map to
+                         one user message)
 ``first_not_user``       the first non-system message is not from the user
 
 With ``thinking=True`` (a request body that turns extended thinking on), also an error:
@@ -28,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ctxcompact.dialects import dialect_named
 from ctxcompact.ir import Message, tool_results, tool_uses
 
 Severity = Literal["error", "warning"]
@@ -53,8 +55,10 @@ def validate_messages(
     """Every invariant break in ``messages``, in message order. Pure; never raises for bad data.
 
     ``message_index`` is the position in the IR list; for messages read from a file the
-    CLI reports the record position too.
+    CLI reports the record position too. ``dialect`` names a registered dialect: its rules
+    say whether roles must alternate and whether a tool id may be reused in a later turn.
     """
+    rules = dialect_named(dialect)
     found: list[Violation] = []
     seen_ids: dict[str, int] = {}
     last_assistant = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
@@ -77,7 +81,7 @@ def validate_messages(
                 )
             )
         started = True
-        if dialect != "openai" and previous_role == message.role:
+        if rules.alternating_roles and previous_role == message.role:
             found.append(
                 Violation("consecutive_roles", "warning", i, f"two {message.role} messages in a row")
             )
@@ -90,7 +94,8 @@ def validate_messages(
                 continue
             if tool_id in seen_ids:
                 # OpenAI accepts an id reused in a later turn (gpt-4o does it); Anthropic does not.
-                severity: Severity = "warning" if dialect == "openai" and seen_ids[tool_id] != i else "error"
+                reused = rules.reused_tool_ids and seen_ids[tool_id] != i
+                severity: Severity = "warning" if reused else "error"
                 found.append(
                     Violation(
                         "duplicate_tool_id",

@@ -13,6 +13,7 @@ from ctxcompact.cli.common import (
     EXIT_INTERNAL,
     FILES_ARG,
     FORMAT_OPT,
+    MAX_INPUT_BYTES_OPT,
     MODEL_OPT,
     MODELS_FILE_OPT,
     OUTPUT_OPT,
@@ -130,6 +131,7 @@ def compact(
     stats_json: Path | None = STATS_JSON_OPT,
     quiet: bool = QUIET_OPT,
     fmt: Format | None = FORMAT_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
     auto: bool = typer.Option(
         False,
         "--auto",
@@ -336,7 +338,7 @@ def compact(
 
     if not batch:
         path = inputs[0]
-        transcript = load_transcript(path, dialect=fmt.value if fmt else None)
+        transcript = load_transcript(path, dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)
         new, results = _compact_transcript(transcript, run)
         render_warnings(list(dict.fromkeys(warnings)), streams.err)
         # The transcript first: stats that say "compacted" only once the output exists.
@@ -364,7 +366,9 @@ def compact(
             )
         return
 
-    rows = _run_batch(inputs, fmt, run, out_dir, in_place, dry_run, streams)
+    rows = _run_batch(
+        inputs, (fmt.value if fmt else None, max_input_bytes), run, out_dir, in_place, dry_run, streams
+    )
     render_warnings(list(dict.fromkeys(warnings)), streams.err)
     render_batch(rows, streams.err)
     payload = {
@@ -409,7 +413,7 @@ def _replace_in_place(path: Path, data: bytes) -> None:
 
 def _run_batch(
     inputs: list[str | None],
-    fmt: Format | None,
+    read_as: tuple[str | None, int],
     run: Any,
     out_dir: Path | None,
     in_place: bool,
@@ -443,7 +447,7 @@ def _run_batch(
                     target = _batch_target(out_dir, name, used_names)
                     if path is not None and target.resolve() == Path(path).resolve():
                         raise UsageError(f"{target} is the input itself; use --in-place to overwrite inputs.")
-                transcript = load_transcript(path, dialect=fmt.value if fmt else None)
+                transcript = load_transcript(path, dialect=read_as[0], max_bytes=read_as[1])
                 new, results = _compact_transcript(transcript, run)
                 before = sum(r.stats.original_tokens for r in results)
                 after = sum(r.stats.compacted_tokens for r in results)
@@ -503,6 +507,7 @@ def restore_files(
     ),
     output: Path | None = OUTPUT_OPT,
     fmt: Format | None = FORMAT_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
     stats_json: Path | None = STATS_JSON_OPT,
     quiet: bool = QUIET_OPT,
 ) -> None:
@@ -520,7 +525,7 @@ def restore_files(
     """
     import orjson
 
-    from ctxcompact.dialects import DIALECTS
+    from ctxcompact.dialects import dialect_named
     from ctxcompact.render import render_restore
     from ctxcompact.restore import read_tools_for, restore_recent_files
     from ctxcompact.strategies.full import restored_pairs
@@ -534,7 +539,7 @@ def restore_files(
     ):
         if value < 0:
             raise UsageError(f"{name} must not be negative.")
-    transcript = load_transcript(file, dialect=fmt.value if fmt else None)
+    transcript = load_transcript(file, dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)
     if len(transcript.conversations) != 1:
         raise InputError(
             f"{transcript.name} holds {len(transcript.conversations)} conversations; restore-files takes one."
@@ -575,9 +580,9 @@ def restore_files(
         new = transcript.with_conversations([conv.with_messages([*conv.messages, *pairs])])
         write_output(dump_transcript(new), output)
         return
-    render = DIALECTS[conv.dialect].render_message
+    render = dialect_named(conv.dialect).render
     records = [r for m in pairs for r in render(m)]
-    if transcript.container in ("jsonl", "claude-code"):  # in the transcript's own form
+    if transcript.line_per_record:  # in the transcript's own form
         write_output(dump_records(records), output)
     else:
         write_output(orjson.dumps(records, option=orjson.OPT_INDENT_2) + b"\n", output)

@@ -14,6 +14,7 @@ from ctxcompact.cli.common import (
     FILES_ARG,
     FORMAT_OPT,
     JSON_OPT,
+    MAX_INPUT_BYTES_OPT,
     MODEL_OPT,
     MODELS_FILE_OPT,
     OUTPUT_RESERVE_OPT,
@@ -42,6 +43,7 @@ def _counter(name: CounterName, encoding: str, model: str | None) -> Any:
 def count(
     files: list[Path] | None = FILES_ARG,
     fmt: Format | None = FORMAT_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
     counter: CounterName = COUNTER_OPT,
     encoding: str = ENCODING_OPT,
     model: str | None = MODEL_OPT,
@@ -69,7 +71,7 @@ def count(
     registry = load_registry(models_file)
     rows: list[CountRow] = []
     warnings: list[str] = []
-    loaded = load_all(files, fmt)
+    loaded = load_all(files, fmt, max_bytes=max_input_bytes)
     info = resolve_model(model, registry=registry) if model is not None else None
     if info is not None and not info.known:
         warnings.append(f"unknown model {model!r}: assuming a {info.context_window:,}-token window.")
@@ -104,6 +106,7 @@ def check(
         True, "--validate/--no-validate", help="Also check API invariants (tool pairs, ids, roles)."
     ),
     fmt: Format | None = FORMAT_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
     counter: CounterName = COUNTER_OPT,
     encoding: str = ENCODING_OPT,
     models_file: Path | None = MODELS_FILE_OPT,
@@ -131,7 +134,7 @@ def check(
     results = []
     budget = None
     warnings: list[str] = []
-    loaded = load_all(files, fmt)
+    loaded = load_all(files, fmt, max_bytes=max_input_bytes)
     for transcript in loaded.transcripts:
         for conv in transcript.conversations:
             budget = budget_for(

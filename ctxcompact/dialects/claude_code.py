@@ -37,7 +37,7 @@ MARKER_TYPES = frozenset(
 )
 
 
-def looks_like(records: Sequence[Any]) -> bool:
+def looks_like(records: Sequence[Any], body: Mapping[str, Any] | None = None) -> bool:
     """True when the entries are Claude Code session entries rather than bare messages."""
     for record in records[:50]:
         if not isinstance(record, Mapping):
@@ -271,3 +271,29 @@ def _derived_uuid(parent: Any, message: Any) -> str:
 
 _NEW_MARK = "ctxcompact"
 _SESSION_FIELDS = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "agentId", "slug")
+
+
+class ClaudeCodeDialect:
+    """Claude Code session files: entries, not messages; the file is the container."""
+
+    name = NAME
+    owns_file = True
+    alternating_roles = True
+    reused_tool_ids = False
+    #: The seed's read_file as well as Claude Code's own Read tool.
+    read_tools: tuple[tuple[str, str], ...] = (("read_file", "path"), ("Read", "file_path"))
+
+    def looks_like(self, records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
+        return looks_like(records, body)
+
+    def parse(self, records: Sequence[Any]) -> Parsed:
+        return parse_records(records)
+
+    def render(self, message: Message) -> list[Any]:
+        return render_message(message)
+
+    def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
+        return finalize_records(records, original)
+
+
+DIALECT = ClaudeCodeDialect()
