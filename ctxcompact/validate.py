@@ -87,26 +87,8 @@ def validate_messages(
             )
         previous_role = message.role
 
-        for block in tool_uses(message) if message.role == "assistant" else []:
-            tool_id = block.get("id")
-            if not isinstance(tool_id, str) or not tool_id:
-                found.append(Violation("missing_tool_id", "error", i, "tool_use without an id", f"#{i}"))
-                continue
-            if tool_id in seen_ids:
-                # OpenAI accepts an id reused in a later turn (gpt-4o does it); Anthropic does not.
-                reused = rules.reused_tool_ids and seen_ids[tool_id] != i
-                severity: Severity = "warning" if reused else "error"
-                found.append(
-                    Violation(
-                        "duplicate_tool_id",
-                        severity,
-                        i,
-                        f"tool id {tool_id} already used in message {seen_ids[tool_id]}",
-                        tool_id,
-                    )
-                )
-            else:
-                seen_ids[tool_id] = i
+        if message.role == "assistant":
+            found.extend(_tool_id_violations(message, i, seen_ids, reuse_ok=rules.reused_tool_ids))
 
         if message.role == "user":
             answered = _ids_of_previous_assistant(messages, i)
@@ -134,6 +116,26 @@ def validate_messages(
                 )
     if thinking:
         found.extend(_thinking_request_end(messages))
+    return found
+
+
+def _tool_id_violations(
+    message: Message, i: int, seen_ids: dict[str, int], *, reuse_ok: bool
+) -> list[Violation]:
+    """Missing and duplicate ids of an assistant message's tool uses; records the new ids in
+    ``seen_ids``. With ``reuse_ok`` (OpenAI: gpt-4o does it) an id reused in a later turn is
+    only a warning; Anthropic's API refuses it."""
+    found: list[Violation] = []
+    for block in tool_uses(message):
+        tool_id = block.get("id")
+        if not isinstance(tool_id, str) or not tool_id:
+            found.append(Violation("missing_tool_id", "error", i, "tool_use without an id", f"#{i}"))
+        elif tool_id in seen_ids:
+            severity: Severity = "warning" if reuse_ok and seen_ids[tool_id] != i else "error"
+            detail = f"tool id {tool_id} already used in message {seen_ids[tool_id]}"
+            found.append(Violation("duplicate_tool_id", severity, i, detail, tool_id))
+        else:
+            seen_ids[tool_id] = i
     return found
 
 
