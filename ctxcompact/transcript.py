@@ -34,6 +34,7 @@ from ctxcompact.dialects import DEFAULT_DIALECT, dialect_named, file_dialect, me
 from ctxcompact.dialects.common import RequestBody, json_kind
 from ctxcompact.dialects.foreign import refuse_foreign_body, refuse_foreign_lines, refuse_foreign_object
 from ctxcompact.errors import InputError
+from ctxcompact.fileio import read_capped, special_file_kind
 from ctxcompact.ir import Block, Message
 from ctxcompact.jsontext import dumps as _dumps
 from ctxcompact.jsontext import loads as _loads
@@ -150,41 +151,30 @@ def read_bytes(
     except OSError as exc:
         raise InputError(f"{p}: cannot read it ({exc.strerror or exc}).") from None
     try:
-        mode = os.fstat(fd).st_mode
+        info = os.fstat(fd)
+        mode = info.st_mode
         if stat.S_ISDIR(mode):
             raise InputError(f"{p}: is a directory; give the transcript files in it.")
         if not stat.S_ISREG(mode):
             raise InputError(
-                f"{p}: is a {_file_kind(mode)}, not a regular file; give a transcript file, "
+                f"{p}: is a {special_file_kind(mode)}, not a regular file; give a transcript file, "
                 "or '-' to read stdin."
             )
         with os.fdopen(fd, "rb", closefd=False) as stream:
-            return str(p), _capped(str(p), stream, max_bytes)
+            return str(p), _capped(str(p), stream, max_bytes, info.st_size)
     except OSError as exc:
         raise InputError(f"{p}: cannot read it ({exc.strerror or exc}).") from None
     finally:
         os.close(fd)
 
 
-def _capped(name: str, stream: BinaryIO, max_bytes: int) -> bytes:
-    data = stream.read(max_bytes + 1)
-    if len(data) > max_bytes:
+def _capped(name: str, stream: BinaryIO, max_bytes: int, size: int | None = None) -> bytes:
+    data = read_capped(stream, max_bytes, size)
+    if data is None:
         raise InputError(
             f"{name}: larger than the input limit of {max_bytes:,} bytes; raise --max-input-bytes to read it."
         )
     return data
-
-
-_SPECIAL_FILES = (
-    (stat.S_ISFIFO, "FIFO (named pipe)"),
-    (stat.S_ISCHR, "character device"),
-    (stat.S_ISBLK, "block device"),
-    (stat.S_ISSOCK, "socket"),
-)
-
-
-def _file_kind(mode: int) -> str:
-    return next((kind for test, kind in _SPECIAL_FILES if test(mode)), "special file")
 
 
 def load_transcript(

@@ -5,6 +5,7 @@ Every one must end in exit 2 with a message naming the file — never a hang, an
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from typer.testing import CliRunner, Result
 
 from ctxcompact.cli import app
 from ctxcompact.errors import InputError
-from ctxcompact.transcript import DEFAULT_MAX_INPUT_BYTES, load_transcript, read_bytes
+from ctxcompact.transcript import DEFAULT_MAX_INPUT_BYTES, STDIN_NAME, load_transcript, read_bytes
 
 RUNNER = CliRunner()
 MESSAGES = [
@@ -120,8 +121,19 @@ def test_the_cap_reads_at_most_one_byte_more_than_the_limit() -> None:
     assert stream.given == 1001
 
 
-def test_the_default_cap_is_documented_as_512_mib() -> None:
-    assert DEFAULT_MAX_INPUT_BYTES == 512 * 1024 * 1024
+@pytest.mark.timeout(20)
+def test_a_huge_file_is_refused_by_its_size_without_reading_it(tmp_path: Path) -> None:
+    sparse = tmp_path / "huge.jsonl"
+    with sparse.open("wb") as f:
+        f.truncate(DEFAULT_MAX_INPUT_BYTES + 1)  # sparse: no disk, and reading it would take GBs
+    result = run("check", sparse)
+    assert result.exit_code == 2
+    assert f"{sparse}: larger than the input limit of 536,870,912 bytes" in result.stderr
+
+
+def test_input_up_to_the_cap_is_read_whole() -> None:
+    stream = io.BytesIO(b"x" * 3_000_000)
+    assert read_bytes(None, stream, max_bytes=3_000_000) == (STDIN_NAME, b"x" * 3_000_000)
 
 
 # --- integers beyond Python's 4,300 digits ---------------------------------------------------
