@@ -389,12 +389,13 @@ def conversation_records(conversation: Conversation) -> list[Any]:
             first = message.source.indices[0]
             by_id = {id(r): i for i, r in zip(message.source.indices, message.source.records, strict=True)}
             by_uuid = {
-                r.get("uuid"): i
+                r["uuid"]: i
                 for i, r in zip(message.source.indices, message.source.records, strict=True)
-                if isinstance(r, Mapping) and r.get("uuid")
+                if isinstance(r, Mapping) and isinstance(r.get("uuid"), str) and r["uuid"]
             }
             for j, record in enumerate(render(message)):
                 uid = record.get("uuid") if isinstance(record, Mapping) else None
+                uid = uid if isinstance(uid, str) else None
                 index = by_id.get(id(record), by_uuid.get(uid, first))
                 items.append(((index, 0, j), record))
             cursor = max(message.source.indices)

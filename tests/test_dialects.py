@@ -358,5 +358,17 @@ class TestClaudeCode:
         assert by_uuid["u2"]["parentUuid"] == "a1"
         assert by_uuid["p1"]["parentUuid"] == "a1"
 
+    def test_links_that_are_not_strings_link_nothing(self) -> None:
+        """Found by fuzzing: a list as parentUuid made finalize crash (unhashable)."""
+        odd = [
+            {**CC_RECORDS[1], "parentUuid": []},
+            {**CC_RECORDS[2], "uuid": {"not": "a string"}},
+            *CC_RECORDS[3:],
+        ]
+        records = [*odd, *CLAUDE_CODE.render(new_message("user", "next"))]
+        out = CLAUDE_CODE.finalize(records, odd)
+        assert out[: len(odd)] == odd
+        assert out[-1]["parentUuid"] == "a3"
+
     def test_finalize_of_untouched_records_changes_nothing(self) -> None:
         assert CLAUDE_CODE.finalize(list(CC_RECORDS), CC_RECORDS) == CC_RECORDS

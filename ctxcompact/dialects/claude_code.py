@@ -215,16 +215,18 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
 
     Untouched files come back unchanged: nothing is re-linked when every parent is present.
     """
-    present = {r.get("uuid") for r in records if isinstance(r, Mapping) and r.get("uuid")}
+    present = {_link(r, "uuid") for r in records if isinstance(r, Mapping) and _link(r, "uuid")}
     parents = {
-        r.get("uuid"): r.get("parentUuid") for r in original if isinstance(r, Mapping) and r.get("uuid")
+        _link(r, "uuid"): _link(r, "parentUuid")
+        for r in original
+        if isinstance(r, Mapping) and _link(r, "uuid")
     }
     entries = [r for r in original if isinstance(r, Mapping) and r.get("type") in MESSAGE_TYPES]
     sidechain_thread = bool(entries) and all(r.get("isSidechain") for r in entries)
 
     def in_thread(record: Mapping[str, Any]) -> bool:
         return (
-            bool(record.get("uuid"))
+            _link(record, "uuid") is not None
             and record.get("type") in ("user", "assistant", "system")
             and bool(record.get("isSidechain")) == sidechain_thread
         )
@@ -246,10 +248,10 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
                 entry["timestamp"] = template["timestamp"]
             record = entry
         else:
-            parent = record.get("parentUuid")
+            parent = _link(record, "parentUuid")
             # Only links this rewrite broke: a parent that was in the file and is gone now.
             if parent is not None and parent not in present and parent in parents:
-                ancestor = parent
+                ancestor: str | None = parent
                 seen: set[Any] = set()
                 while ancestor is not None and ancestor not in present and ancestor not in seen:
                     seen.add(ancestor)
@@ -257,9 +259,15 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
                 record = {**record, "parentUuid": ancestor if ancestor in present else last_uuid}
         out.append(record)
         if in_thread(record):
-            last_uuid = record["uuid"]
+            last_uuid = _link(record, "uuid")
             template = record
     return out
+
+
+def _link(record: Mapping[str, Any], key: str) -> str | None:
+    """A ``uuid`` / ``parentUuid`` that can link entries: a non-empty string, else None."""
+    value = record.get(key)
+    return value if isinstance(value, str) and value else None
 
 
 def _derived_uuid(parent: Any, message: Any) -> str:
