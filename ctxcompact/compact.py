@@ -5,8 +5,11 @@ call (seed 000 §4.3). Steps:
 
 1. count the conversation (system prompt and tools included);
 2. with ``auto``, stop here when it is under the threshold: the output is the input;
-3. run the strategies in order (``("prune", "full")`` masks old tool output, then
-   summarizes what is left — masking first makes the summary cheaper);
+3. run the strategies in order, each found by name in the table
+   (:data:`ctxcompact.strategies.STRATEGIES`) and given its own options and one shared
+   :class:`~ctxcompact.strategies.StrategyContext` (target budget, summarizer, counter...);
+   ``("prune", "full")`` masks old tool output, then summarizes what is left — masking first
+   makes the summary cheaper. The run's figures are the steps' typed counters;
 4. validate the result: a rewrite that breaks an API invariant is a bug, never output;
 5. count again; with ``auto``, a result that is not smaller is dropped (never emit a larger
    transcript); the stats always say plainly when the result is not smaller or still over;

@@ -34,13 +34,11 @@ from ctxcompact.cli.common import (
 from ctxcompact.errors import CtxcompactError, InputError, UsageError
 from ctxcompact.fileio import write_new_file
 from ctxcompact.models import load_registry, validate_ratio
+from ctxcompact.restore import DEFAULT_MAX_FILES, DEFAULT_MAX_TOKENS_PER_FILE, DEFAULT_MAX_TOKENS_TOTAL
 from ctxcompact.strategies import DEFAULT_STRATEGIES, STRATEGY_NAMES, check_strategy_names
 from ctxcompact.strategies.clean_tools import DEFAULT_ROUNDS, CleanToolsOptions
 from ctxcompact.strategies.full import (
-    DEFAULT_MAX_FILES,
     DEFAULT_MAX_RETRIES,
-    DEFAULT_MAX_TOKENS_PER_FILE,
-    DEFAULT_MAX_TOKENS_TOTAL,
     DEFAULT_SUMMARY_MAX_WORDS,
     DEFAULT_TIMEOUT,
     FullOptions,

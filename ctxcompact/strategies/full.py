@@ -59,7 +59,6 @@ DEFAULT_ON_FAILURE: OnFailure = "fallback"
 DEFAULT_SUMMARY_MAX_WORDS = SUMMARY_MAX_WORDS
 DEFAULT_TIMEOUT = 60.0  # seconds per summary request
 DEFAULT_MAX_RETRIES = 2
-__all__ = ["DEFAULT_MAX_FILES", "DEFAULT_MAX_TOKENS_PER_FILE", "DEFAULT_MAX_TOKENS_TOTAL"]
 
 
 @dataclass(frozen=True, slots=True)
