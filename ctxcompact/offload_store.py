@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from ctxcompact.errors import WorkFailedError
-from ctxcompact.fileio import unlink_quietly, write_temp
+from ctxcompact.fileio import read_beneath, unlink_quietly, write_temp
 
 MANIFEST_NAME = "offload-manifest.json"
 
@@ -56,7 +56,7 @@ class OffloadWriter(Protocol):
         """Create ``directory`` and its parents (no error if it exists)."""
 
     def read(self, path: Path) -> bytes | None:
-        """The bytes of ``path``, or None when it does not exist."""
+        """The bytes of ``path``, or None when it does not exist; never through a symlink."""
 
     def create(self, path: Path, data: bytes) -> bool:
         """Write a new file atomically; False (and nothing written) when ``path`` exists."""
@@ -76,8 +76,10 @@ class DiskWriter:
         directory.mkdir(parents=True, exist_ok=True)
 
     def read(self, path: Path) -> bytes | None:
+        # Relative to the directory's fd, with O_NOFOLLOW, reading the fd it checked: a file
+        # swapped for a symlink after path_inside() is refused, never followed (undo included).
         try:
-            return path.read_bytes()
+            return read_beneath(path.parent, path.name)
         except FileNotFoundError:
             return None
 
