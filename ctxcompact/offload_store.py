@@ -13,6 +13,12 @@ messages): this module only knows files.
 * ``offload-manifest.json`` records, per file name, the tool_use id, the file's sha256 and how
   the content is stored (``text``: the file is the string in UTF-8; ``json``: the file is the
   JSON of the content, for block lists and strings UTF-8 cannot hold).
+* Runs sharing a directory take turns: :meth:`DiskWriter.lock` holds an exclusive ``flock``
+  while one run reads the manifest, writes its files and writes the manifest back, so no run's
+  entries are lost (issue 9: 16 parallel runs once kept 44 of 108). The kernel drops the lock
+  when the process ends, ``kill -9`` included, so a dead run never blocks the next one.
+* A run killed before its manifest write leaves files no entry names: :func:`clean_orphans`
+  removes those (and only files of our own naming pattern), under the same lock.
 """
 
 from __future__ import annotations
@@ -21,7 +27,11 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
+import stat
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -46,7 +56,47 @@ MAX_ID_LENGTH = 100
 _UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
 
+#: The files offload writes, and the temp files it writes them through (``fileio.write_temp``).
+OFFLOAD_FILE_RE = re.compile(r"tool-result-[A-Za-z0-9_.-]+\.md")
+_TEMP_FILE_RE = re.compile(
+    r"\.(?:tool-result-[A-Za-z0-9_.-]+\.md|offload-manifest\.json)\.[A-Za-z0-9_]+\.tmp"
+)
+
+
+#: Where a directory cannot be locked itself (flock on a directory fd fails on some network
+#: file systems), this file in it is locked instead. It is empty and harmless when left behind.
+LOCK_FILE_NAME = ".offload.lock"
+
+
+#: How long a run waits for another one working in the same directory before giving up.
+LOCK_TIMEOUT_SECONDS = 120.0
+
+
 StoredAs = Literal["text", "json"]
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """One offloaded file as the manifest records it.
+
+    ``reused`` is True when an identical file was already there (nothing was written).
+    """
+
+    file_name: str
+    path: str
+    tool_use_id: str | None
+    sha256: str
+    stored_as: StoredAs
+    chars: int
+    reused: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool_use_id": self.tool_use_id,
+            "sha256": self.sha256,
+            "stored_as": self.stored_as,
+            "chars": self.chars,
+        }
 
 
 class OffloadWriter(Protocol):
@@ -66,6 +116,10 @@ class OffloadWriter(Protocol):
 
     def remove(self, path: Path) -> None:
         """Delete ``path`` (used to roll back files created by a failed call)."""
+
+    def lock(self, directory: Path) -> AbstractContextManager[None]:
+        """Hold ``directory`` exclusively (other runs wait) for a read-merge-write of the
+        manifest and the files it names."""
 
 
 class DiskWriter:
@@ -109,6 +163,57 @@ class DiskWriter:
 
     def remove(self, path: Path) -> None:
         unlink_quietly(path)
+
+    def lock(self, directory: Path) -> AbstractContextManager[None]:
+        return directory_lock(directory)
+
+
+@contextmanager
+def directory_lock(directory: Path, *, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
+    """An exclusive ``flock`` on ``directory`` (or on its :data:`LOCK_FILE_NAME` where a
+    directory cannot be locked), held for the ``with`` block and released when it ends or the
+    process dies. Waits up to ``timeout`` seconds for another holder, then raises
+    :class:`WorkFailedError`. A no-op where ``fcntl`` does not exist."""
+    try:
+        import fcntl  # noqa: F401 (POSIX only)
+    except ImportError:  # no lock to take
+        yield
+        return
+    deadline = time.monotonic() + timeout
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+    try:
+        try:
+            _flock_until(fd, deadline, directory, timeout)
+        except OSError:  # EBADF, ENOLCK…: this file system cannot flock a directory
+            os.close(fd)
+            fd = -1
+            try:
+                fd = os.open(
+                    directory / LOCK_FILE_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666
+                )
+                _flock_until(fd, deadline, directory, timeout)
+            except OSError as exc:
+                raise WorkFailedError(f"cannot lock {directory}: {os_reason(exc)}.") from None
+        yield
+    finally:
+        if fd >= 0:
+            os.close(fd)  # the only fd of this open file: closing it releases the lock
+
+
+def _flock_until(fd: int, deadline: float, directory: Path, timeout: float) -> None:
+    import fcntl
+
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise WorkFailedError(
+                    f"another ctxcompact run has been using {directory} for over {timeout:.0f} s; "
+                    "try again when it has finished."
+                ) from None
+            time.sleep(0.01)
 
 
 def safe_id(tool_use_id: Any) -> str:
@@ -209,3 +314,82 @@ def read_manifest(writer: OffloadWriter, root: Path) -> dict[str, dict[str, Any]
 def manifest_bytes(files: Mapping[str, Mapping[str, Any]]) -> bytes:
     body = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "files": dict(sorted(files.items()))}
     return json.dumps(body, ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
+
+
+def remove_entries(writer: OffloadWriter, root: Path, entries: Sequence[ManifestEntry]) -> None:
+    """Remove ``entries``' files and their manifest records (the manifest itself when it is
+    left empty), under the directory's lock. Best effort: errors are ignored, since the caller
+    is already reporting a failure."""
+    try:
+        with writer.lock(root):
+            manifest = read_manifest(writer, root)
+            for entry in entries:
+                writer.remove(Path(entry.path))
+                manifest.pop(entry.file_name, None)
+            if manifest:
+                writer.replace(root / MANIFEST_NAME, manifest_bytes(manifest))
+            else:
+                writer.remove(root / MANIFEST_NAME)
+    except (OSError, WorkFailedError):
+        pass
+
+
+# --- orphans -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OrphanCleanup:
+    """What :func:`clean_orphans` did: ``removed`` file names (offload files no manifest entry
+    names, and temp files of interrupted writes), ``referenced`` the count of files kept."""
+
+    out_dir: str
+    removed: tuple[str, ...] = ()
+    referenced: int = 0
+
+    def to_stats(self) -> dict[str, Any]:
+        return {
+            "outDir": self.out_dir,
+            "removedCount": len(self.removed),
+            "removed": list(self.removed),
+            "referencedCount": self.referenced,
+        }
+
+
+def clean_orphans(out_dir: str | os.PathLike[str], *, writer: OffloadWriter | None = None) -> OrphanCleanup:
+    """Remove the offload files of ``out_dir`` that no manifest entry names — what a run killed
+    between writing its files and its manifest leaves — and the temp files of interrupted
+    writes. Nothing else is ever removed: only regular files named ``tool-result-*.md`` (or
+    ``.tool-result-*.md.*.tmp`` / ``.offload-manifest.json.*.tmp``), never a symlink, a
+    directory or another name. Holds the directory's lock, so files of a run still in progress
+    are not touched. Raises :class:`WorkFailedError` when the manifest cannot be read (it then
+    removes nothing) or the directory does not exist."""
+    writer = writer or DiskWriter()
+    root = Path(out_dir)
+    if not root.is_dir():
+        raise WorkFailedError(f"{root} is not a directory; nothing to clean.")
+    root = root.resolve()
+    removed: list[str] = []
+    with writer.lock(root):
+        manifest = read_manifest(writer, root)
+        try:
+            names = sorted(os.listdir(root))
+        except OSError as exc:
+            raise WorkFailedError(f"cannot list {root}: {os_reason(exc)}.") from None
+        for name in names:
+            ours = OFFLOAD_FILE_RE.fullmatch(name) and name not in manifest
+            if not (ours or _TEMP_FILE_RE.fullmatch(name)) or not _is_regular(root / name):
+                continue
+            try:
+                os.unlink(root / name)
+            except OSError as exc:
+                raise WorkFailedError(f"cannot remove {root / name}: {os_reason(exc)}.") from None
+            removed.append(name)
+        referenced = sum(1 for name in manifest if (root / name).exists())
+    return OrphanCleanup(str(root), tuple(removed), referenced)
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
