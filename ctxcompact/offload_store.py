@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from ctxcompact.errors import WorkFailedError
+from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.fileio import read_beneath, unlink_quietly, write_temp
 
 MANIFEST_NAME = "offload-manifest.json"
@@ -362,11 +362,11 @@ def clean_orphans(out_dir: str | os.PathLike[str], *, writer: OffloadWriter | No
     ``.tool-result-*.md.*.tmp`` / ``.offload-manifest.json.*.tmp``), never a symlink, a
     directory or another name. Holds the directory's lock, so files of a run still in progress
     are not touched. Raises :class:`WorkFailedError` when the manifest cannot be read (it then
-    removes nothing) or the directory does not exist."""
+    removes nothing) and :class:`UsageError` when ``out_dir`` is not a directory."""
     writer = writer or DiskWriter()
     root = Path(out_dir)
     if not root.is_dir():
-        raise WorkFailedError(f"{root} is not a directory; nothing to clean.")
+        raise UsageError(f"--out-dir {root} is not a directory; nothing to clean.")
     root = root.resolve()
     removed: list[str] = []
     with writer.lock(root):

@@ -8,12 +8,15 @@ import multiprocessing
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ctxcompact.archive import write_archive
 from ctxcompact.fileio import write_atomic
+from ctxcompact.transcript import load_messages
 
 RUNS = 12
 
@@ -123,3 +126,22 @@ def test_parallel_writers_of_one_report_leave_a_whole_file_and_no_temp_files(tmp
         pool.map(write_many, [(str(report), n) for n in range(6)])
     assert json.loads(report.read_text())["k"] == 19
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+NOW = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+ARCHIVED = [{"role": "user", "content": "the same replaced history"}]
+
+
+def archive_once(directory: str) -> str:
+    return str(
+        write_archive(load_messages(ARCHIVED).messages, dialect="anthropic", archive_dir=directory, now=NOW)
+    )
+
+
+def test_parallel_jobs_never_replace_each_others_archives(tmp_path: Path) -> None:
+    """Same content in the same microsecond: the name is taken, so -1, -2… — never a replace."""
+    with multiprocessing.get_context("fork").Pool(6) as pool:
+        paths = pool.map(archive_once, [str(tmp_path)] * 6)
+    assert len(set(paths)) == 6
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(Path(p).name for p in paths)
+    assert all(json.loads(Path(p).read_text()) == ARCHIVED[0] for p in paths)
