@@ -3,9 +3,11 @@ files written by parallel jobs are always whole."""
 
 from __future__ import annotations
 
+import errno
 import json
 import multiprocessing
 import os
+import stat
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -13,9 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from ctxcompact.archive import write_archive
+from ctxcompact.cli import app
+from ctxcompact.errors import WorkFailedError
 from ctxcompact.fileio import write_atomic
+from ctxcompact.offload_store import LOCK_FILE_NAME, directory_lock
 from ctxcompact.transcript import load_messages
 
 RUNS = 12
@@ -46,11 +52,9 @@ def transcript(run: int) -> list[dict[str, Any]]:
     ]
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "CTXCOMPACT_TRACEBACK": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "ctxcompact", *args], capture_output=True, env=env, timeout=120
-    )
+def undo(lean: Path, out: Path) -> Any:
+    """``offload --undo`` in-process (only the offloads need to be concurrent)."""
+    return CliRunner().invoke(app, ["offload", "--undo", str(lean), "--out-dir", str(out), "-q"])
 
 
 def offload_in_process(job: tuple[int, str, Any]) -> None:
@@ -85,9 +89,9 @@ def test_concurrent_offloads_into_one_directory_are_all_undoable(tmp_path: Path)
     written = sorted(p.name for p in out.glob("tool-result-*.md"))
     assert len(written) == RUNS * 6 and sorted(manifest) == written
     for run in range(RUNS):
-        back = run_cli("offload", "--undo", str(tmp_path / f"lean{run}.json"), "--out-dir", str(out), "-q")
-        assert back.returncode == 0, back.stderr.decode()
-        assert back.stdout == originals[run]
+        back = undo(tmp_path / f"lean{run}.json", out)
+        assert back.exit_code == 0, back.stderr
+        assert back.stdout_bytes == originals[run]
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
 
 
@@ -108,9 +112,9 @@ def test_concurrent_cli_offloads_then_every_undo_gives_the_original_back(tmp_pat
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
     for run in range(runs):
-        back = run_cli("offload", "--undo", str(tmp_path / f"lean{run}.json"), "--out-dir", str(out), "-q")
-        assert back.returncode == 0, back.stderr.decode()
-        assert back.stdout == (tmp_path / f"t{run}.json").read_bytes()
+        back = undo(tmp_path / f"lean{run}.json", out)
+        assert back.exit_code == 0, back.stderr
+        assert back.stdout_bytes == (tmp_path / f"t{run}.json").read_bytes()
 
 
 def write_many(job: tuple[str, int]) -> None:
@@ -145,3 +149,31 @@ def test_parallel_jobs_never_replace_each_others_archives(tmp_path: Path) -> Non
     assert len(set(paths)) == 6
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(Path(p).name for p in paths)
     assert all(json.loads(Path(p).read_text()) == ARCHIVED[0] for p in paths)
+
+
+def test_a_run_waits_for_the_lock_and_gives_up_with_a_clear_message(tmp_path: Path) -> None:
+    busy = pytest.raises(WorkFailedError, match="another ctxcompact run")
+    with directory_lock(tmp_path), busy, directory_lock(tmp_path, timeout=0.2):
+        pass
+    with directory_lock(tmp_path, timeout=0.2):  # released: free again
+        pass
+    assert list(tmp_path.iterdir()) == []  # the directory itself was locked: no file left
+
+
+def test_where_a_directory_cannot_be_locked_a_lock_file_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    real_flock = fcntl.flock
+
+    def no_directory_locks(fd: int, operation: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EBADF, "Bad file descriptor")  # as NFS does
+        real_flock(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", no_directory_locks)
+    busy = pytest.raises(WorkFailedError, match="another ctxcompact run")
+    with directory_lock(tmp_path), busy, directory_lock(tmp_path, timeout=0.2):
+        pass
+    assert [p.name for p in tmp_path.iterdir()] == [LOCK_FILE_NAME]
