@@ -23,6 +23,7 @@ messages): this module only knows files.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -37,6 +38,11 @@ from typing import Any, Literal, Protocol
 
 from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.fileio import read_beneath, unlink_quietly, write_temp
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: runs sharing a directory are not serialized
+    fcntl = None  # type: ignore[assignment]
 
 MANIFEST_NAME = "offload-manifest.json"
 
@@ -173,47 +179,48 @@ def directory_lock(directory: Path, *, timeout: float = LOCK_TIMEOUT_SECONDS) ->
     """An exclusive ``flock`` on ``directory`` (or on its :data:`LOCK_FILE_NAME` where a
     directory cannot be locked), held for the ``with`` block and released when it ends or the
     process dies. Waits up to ``timeout`` seconds for another holder, then raises
-    :class:`WorkFailedError`. A no-op where ``fcntl`` does not exist."""
-    try:
-        import fcntl  # noqa: F401 (POSIX only)
-    except ImportError:  # no lock to take
+    :class:`WorkFailedError` (as it does when the directory cannot be opened or locked at all).
+    A no-op where ``fcntl`` does not exist."""
+    if fcntl is None:
         yield
         return
     deadline = time.monotonic() + timeout
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+    fd = -1
     try:
         try:
-            _flock_until(fd, deadline, directory, timeout)
-        except OSError:  # EBADF, ENOLCK…: this file system cannot flock a directory
-            os.close(fd)
-            fd = -1
-            try:
-                fd = os.open(
-                    directory / LOCK_FILE_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666
-                )
-                _flock_until(fd, deadline, directory, timeout)
-            except OSError as exc:
-                raise WorkFailedError(f"cannot lock {directory}: {os_reason(exc)}.") from None
+            fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+            if not _flock_until(fd, deadline, directory):
+                # EBADF, ENOLCK…: this file system cannot flock a directory; lock a file in it.
+                os.close(fd)
+                fd = -1
+                flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+                fd = os.open(directory / LOCK_FILE_NAME, flags, 0o666)
+                if not _flock_until(fd, deadline, directory):
+                    raise OSError(errno.ENOLCK, "file locking is not supported here")
+        except OSError as exc:
+            raise WorkFailedError(f"cannot lock {directory}: {os_reason(exc)}.") from None
         yield
     finally:
         if fd >= 0:
             os.close(fd)  # the only fd of this open file: closing it releases the lock
 
 
-def _flock_until(fd: int, deadline: float, directory: Path, timeout: float) -> None:
-    import fcntl
-
+def _flock_until(fd: int, deadline: float, directory: Path) -> bool:
+    """Take the lock, polling until ``deadline``; False when ``fd`` cannot be flocked."""
+    assert fcntl is not None
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
+            return True
         except BlockingIOError:
             if time.monotonic() >= deadline:
                 raise WorkFailedError(
-                    f"another ctxcompact run has been using {directory} for over {timeout:.0f} s; "
+                    f"gave up waiting for another ctxcompact run using {directory}; "
                     "try again when it has finished."
                 ) from None
             time.sleep(0.01)
+        except OSError:
+            return False
 
 
 def safe_id(tool_use_id: Any) -> str:

@@ -152,7 +152,7 @@ def test_parallel_jobs_never_replace_each_others_archives(tmp_path: Path) -> Non
 
 
 def test_a_run_waits_for_the_lock_and_gives_up_with_a_clear_message(tmp_path: Path) -> None:
-    busy = pytest.raises(WorkFailedError, match="another ctxcompact run")
+    busy = pytest.raises(WorkFailedError, match="waiting for another ctxcompact run")
     with directory_lock(tmp_path), busy, directory_lock(tmp_path, timeout=0.2):
         pass
     with directory_lock(tmp_path, timeout=0.2):  # released: free again
@@ -173,7 +173,7 @@ def test_where_a_directory_cannot_be_locked_a_lock_file_is(
         real_flock(fd, operation)
 
     monkeypatch.setattr(fcntl, "flock", no_directory_locks)
-    busy = pytest.raises(WorkFailedError, match="another ctxcompact run")
+    busy = pytest.raises(WorkFailedError, match="waiting for another ctxcompact run")
     with directory_lock(tmp_path), busy, directory_lock(tmp_path, timeout=0.2):
         pass
     assert [p.name for p in tmp_path.iterdir()] == [LOCK_FILE_NAME]
