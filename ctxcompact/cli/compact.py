@@ -37,13 +37,9 @@ from ctxcompact.models import load_registry, validate_ratio
 from ctxcompact.restore import DEFAULT_MAX_FILES, DEFAULT_MAX_TOKENS_PER_FILE, DEFAULT_MAX_TOKENS_TOTAL
 from ctxcompact.strategies import DEFAULT_STRATEGIES, STRATEGY_NAMES, check_strategy_names
 from ctxcompact.strategies.clean_tools import DEFAULT_ROUNDS, CleanToolsOptions
-from ctxcompact.strategies.full import (
-    DEFAULT_MAX_RETRIES,
-    DEFAULT_SUMMARY_MAX_WORDS,
-    DEFAULT_TIMEOUT,
-    FullOptions,
-)
+from ctxcompact.strategies.full import DEFAULT_SUMMARY_MAX_WORDS, FullOptions
 from ctxcompact.strategies.prune import DEFAULT_CLEAR_AT_LEAST, DEFAULT_KEEP, PruneOptions
+from ctxcompact.summarize.llm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from ctxcompact.compact import CompactResult

@@ -48,6 +48,7 @@ from ctxcompact.restore import (
 )
 from ctxcompact.strategies.base import StrategyContext, StrategyResult
 from ctxcompact.summarize import SUMMARY_MAX_WORDS, SummarizerName, Summary, SummaryFailed
+from ctxcompact.summarize.llm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from ctxcompact.summarize import Summarizer
@@ -57,8 +58,6 @@ OnFailure = Literal["fallback", "skip", "error"]
 DEFAULT_SUMMARIZER: SummarizerName = "auto"
 DEFAULT_ON_FAILURE: OnFailure = "fallback"
 DEFAULT_SUMMARY_MAX_WORDS = SUMMARY_MAX_WORDS
-DEFAULT_TIMEOUT = 60.0  # seconds per summary request
-DEFAULT_MAX_RETRIES = 2
 
 
 @dataclass(frozen=True, slots=True)
