@@ -301,6 +301,7 @@ class TestClaudeCode:
         assert CLAUDE_CODE.looks_like([{"type": "summary", "summary": "s", "leafUuid": "u"}], None)
         assert not CLAUDE_CODE.looks_like([{"role": "user", "content": "hi"}], None)
         assert not CLAUDE_CODE.looks_like([{"type": "user", "content": "no message field"}], None)
+        assert not CLAUDE_CODE.looks_like([{"type": [], "uuid": "u"}], None)  # found by fuzzing
 
     def test_parse_groups_one_response_and_keeps_other_lines_in_place(self) -> None:
         parsed = CLAUDE_CODE.parse(CC_RECORDS)

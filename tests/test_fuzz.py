@@ -8,6 +8,7 @@ CI-sized and reproducible by default (``derandomize``); for a longer, random hun
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -204,7 +205,7 @@ def nodes(value: Any, limit: int = 400) -> list[tuple[Any, Any]]:
 def mutated_transcripts(draw: st.DrawFn) -> tuple[bytes, str]:
     path = draw(st.sampled_from(SOURCES))
     is_jsonl, root = parsed(path)
-    value = orjson.loads(orjson.dumps(shrink(draw, root)))  # a private deep copy
+    value = copy.deepcopy(shrink(draw, root))  # a private copy to mutate
     for _ in range(draw(st.integers(1, 4))):
         targets = nodes(value)
         if not targets:
@@ -216,7 +217,7 @@ def mutated_transcripts(draw: st.DrawFn) -> tuple[bytes, str]:
         elif action == "word":
             container[key] = draw(st.sampled_from(WORDS))
         elif action == "duplicate" and isinstance(container, list):
-            container.insert(key, orjson.loads(orjson.dumps(container[key])))
+            container.insert(key, copy.deepcopy(container[key]))
         elif isinstance(container, dict):
             del container[key]
         else:
@@ -250,6 +251,7 @@ FOUND = {
         b' "message": {"role": "assistant", "content": "done"}}\n',
         ".jsonl",
     ),
+    "an object whose type is a list": (b'{"type": []}', ".json"),
 }
 
 
