@@ -19,12 +19,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ctxcompact.archive import DEFAULT_ARCHIVE_SUBDIR, write_archive
 from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Message, text_of
-from ctxcompact.models import Budget
+from ctxcompact.models import DEFAULT_RATIO, Budget
+from ctxcompact.names import OnFailure, SummarizerName
 from ctxcompact.restore import FileReader, ReadTool, read_tools_for
 from ctxcompact.retention import RetentionReport, check_retention
 from ctxcompact.strategies import STRATEGY_NAMES
@@ -35,8 +36,6 @@ from ctxcompact.transcript import Conversation, conversation_records
 from ctxcompact.usage import MessagesLike, as_conversation, measure
 from ctxcompact.validate import errors_only, validate_messages
 
-SummarizerName = Literal["auto", "anthropic", "extractive"]
-
 
 @dataclass(frozen=True, slots=True)
 class CompactOptions:
@@ -44,11 +43,11 @@ class CompactOptions:
 
     strategies: tuple[str, ...] = ("full",)
     # full (seed 000)
-    summarizer: SummarizerName = "auto"
+    summarizer: SummarizerName = SummarizerName.auto
     summary_model: str | None = None
     summary_max_words: int = 1200
     instructions: str | None = None
-    on_failure: Literal["fallback", "skip", "error"] = "fallback"
+    on_failure: OnFailure = OnFailure.fallback
     timeout: float = 60.0
     max_retries: int = 2
     restore: bool = True
@@ -70,6 +69,13 @@ class CompactOptions:
     rounds: int = 2
 
     def __post_init__(self) -> None:
+        # Library callers pass plain strings: take them as the enum, or refuse them clearly.
+        for name, kind in (("summarizer", SummarizerName), ("on_failure", OnFailure)):
+            value = getattr(self, name)
+            if value not in set(kind):
+                choices = ", ".join(kind)
+                raise UsageError(f"unknown {name.replace('_', '-')} {value!r}; expected one of {choices}.")
+            object.__setattr__(self, name, kind(value))
         unknown = [s for s in self.strategies if s not in STRATEGY_NAMES]
         if unknown or not self.strategies:
             raise UsageError(
@@ -127,38 +133,10 @@ class CompactStats:
         return None if self.threshold is None else self.compacted_tokens >= self.threshold
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, with the seed's camelCase names for its fields."""
-        out: dict[str, Any] = {
-            "strategy": self.strategy,
-            "compacted": self.compacted,
-            "reason": self.reason,
-            "originalTokenCount": self.original_tokens,
-            "compactedTokenCount": self.compacted_tokens,
-            "compactionRatio": round(self.compaction_ratio, 4),
-            "compactedMessageCount": self.compacted_message_count,
-            "retainedMessageCount": self.retained_message_count,
-            "restoredFileCount": self.restored_file_count,
-            "restoredTokenCount": self.restored_token_count,
-            "summarizer": self.summarizer,
-            "attempts": self.attempts,
-            "retries": max(0, self.attempts - 1) if self.attempts else 0,
-            "archivePath": self.archive_path,
-            "threshold": self.threshold,
-            "stillOverThreshold": self.still_over_threshold,
-            "warnings": list(self.warnings),
-            "steps": [dict(s) for s in self.steps],
-        }
-        if self.retention is not None:
-            r = self.retention
-            out["retention"] = {
-                "summary": r.summary_line(),
-                "paths": [r.paths_found, r.paths_total],
-                "errors": [r.errors_found, r.errors_total],
-                "lastRequest": r.last_request,
-                "missingPaths": list(r.missing_paths),
-                "missingErrors": list(r.missing_errors),
-            }
-        return out
+        """JSON-ready, with the seed's camelCase names (built by :mod:`ctxcompact.reports`)."""
+        from ctxcompact.reports import compact_stats_json
+
+        return compact_stats_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,7 +371,7 @@ def compact_messages(
     model: str | None = None,
     auto: bool = False,
     context_window: int | None = None,
-    threshold: float = 0.6,
+    threshold: float = DEFAULT_RATIO,
     output_reserve: int | None = None,
     summarizer: Summarizer | SummarizerName | None = None,
     reader: FileReader | None = None,

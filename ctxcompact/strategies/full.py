@@ -27,10 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ctxcompact.ir import Message, current_loop_start, new_message
 from ctxcompact.markers import RESTORED_ACK, SUMMARY_ACK, SUMMARY_PREFIX
+from ctxcompact.names import OnFailure
 from ctxcompact.partition import Partition, partition_messages
 from ctxcompact.restore import (
     DEFAULT_READ_TOOLS,
@@ -43,8 +44,6 @@ from ctxcompact.restore import (
 from ctxcompact.strategies.base import StrategyResult
 from ctxcompact.summarize import Summarizer, SummaryFailed
 from ctxcompact.tokens import TokenCounter
-
-OnFailure = Literal["fallback", "skip", "error"]
 
 
 def assemble(head: Sequence[Message], summary: str, restored: RestoreResult) -> tuple[Message, ...]:
@@ -71,7 +70,7 @@ def full_compaction(
     *,
     summarizer: Summarizer,
     fallback: Summarizer | None = None,
-    on_failure: OnFailure = "fallback",
+    on_failure: OnFailure = OnFailure.fallback,
     max_words: int = 1200,
     instructions: str | None = None,
     restore: bool = True,
