@@ -146,7 +146,7 @@ def compact_file(
     writes nothing but the archive of replaced messages (unless ``dry_run``). An error names
     the file, so a message in a batch or a script says which input it is about."""
     transcript = load_transcript(path, dialect=options.dialect)
-    counter = counter or make_counter(options.counter.value)
+    counter = counter or make_counter(options.counter)
     warnings: list[str] = []
     results: list[CompactResult] = []
     try:
@@ -200,7 +200,7 @@ def compact_files(
     repeated name gets ``-1``, ``-2``…) or, with ``in_place``, over the input (keeping a
     backup). ``dry_run`` writes nothing. ``progress`` hears about each input before and
     after its work. Never raises for a bad input; ``raise_bugs`` lets bugs propagate."""
-    counter = counter or make_counter(options.counter.value)
+    counter = counter or make_counter(options.counter)
     targets = (
         batch_targets(paths, out_dir) if out_dir is not None and not in_place and not options.dry_run else {}
     )
