@@ -141,10 +141,13 @@ def compact_file(
     options: FileOptions,
     counter: TokenCounter | None = None,
     summarizer: Summarizer | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> FileCompaction:
     """Read ``path`` (None: stdin), compact each of its conversations, return the result;
     writes nothing but the archive of replaced messages (unless ``dry_run``). An error names
-    the file, so a message in a batch or a script says which input it is about."""
+    the file, so a message in a batch or a script says which input it is about.
+    ``on_warning`` hears each warning as it is found, so a caller keeps the warnings of a
+    file whose compaction then fails."""
     transcript = load_transcript(path, dialect=options.dialect)
     counter = counter or make_counter(options.counter)
     warnings: list[str] = []
@@ -164,6 +167,8 @@ def compact_file(
                 warning = unknown_model_warning(budget.model)
                 if warning:
                     warnings.append(warning)
+                    if on_warning is not None:
+                        on_warning(warning)
             results.append(
                 compact_conversation(
                     conv,
@@ -258,10 +263,13 @@ def _compact_item(
     """One input, start to finish; every error it meets becomes its failed item."""
     name = path or STDIN_NAME
     done: FileCompaction | None = None
+    warnings: list[str] = []
     try:
         if path is not None and target is not None and target.resolve() == Path(path).resolve():
             raise UsageError(f"{target} is the input itself; use --in-place to overwrite inputs.")
-        done = compact_file(path, options=options, counter=counter, summarizer=summarizer)
+        done = compact_file(
+            path, options=options, counter=counter, summarizer=summarizer, on_warning=warnings.append
+        )
         output = None
         if not options.dry_run:
             data = dump_transcript(done.transcript)
@@ -272,14 +280,14 @@ def _compact_item(
                 target.parent.mkdir(parents=True, exist_ok=True)
                 write_file(target, data)
                 output = str(target)
-        return _item(name, done, done.status, output=output), done.warnings
+        return _item(name, done, done.status, output=output), tuple(warnings)
     except CtxcompactError as exc:
-        return _item(name, done, "failed", error=str(exc), exit_code=exc.exit_code), ()
+        return _item(name, done, "failed", error=str(exc), exit_code=exc.exit_code), tuple(warnings)
     except Exception as exc:  # a bug on one input must not cost the others their results
         if raise_bugs:
             raise
         error = f"internal error: {type(exc).__name__}: {exc} (a bug in ctxcompact; please report it)"
-        return _item(name, done, "failed", error=error, exit_code=ExitStatus.INTERNAL_ERROR), ()
+        return _item(name, done, "failed", error=error, exit_code=ExitStatus.INTERNAL_ERROR), tuple(warnings)
 
 
 def _item(

@@ -13,7 +13,7 @@ from conftest import SAMPLES
 
 from ctxcompact.batch import BatchProgress, FileOptions, batch_targets, compact_file, compact_files
 from ctxcompact.compact import CompactOptions
-from ctxcompact.errors import CtxcompactError
+from ctxcompact.errors import CtxcompactError, WorkFailedError
 from ctxcompact.names import LocalCounterName
 from ctxcompact.status import ExitStatus
 
@@ -126,3 +126,17 @@ def test_compact_file_names_the_file_in_its_errors(tmp_path: Path) -> None:
     assert caught.value.exit_code == ExitStatus.BAD_INPUT
     done = compact_file(str(SESSION), options=options(tmp_path, dry_run=True))
     assert done.input == str(SESSION) and done.status == "compacted" and len(done.stats) == 1
+
+
+def test_a_failed_input_keeps_the_warnings_found_before_it_failed(
+    tmp_path: Path, inputs: list[str | None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise WorkFailedError("summary failed")
+
+    monkeypatch.setattr("ctxcompact.batch.compact_conversation", failing)
+    result = compact_files(inputs[:1], options=options(tmp_path, model="my-local-llm", dry_run=True))
+    assert result.items[0].status == "failed"
+    assert result.warnings == (
+        "unknown model (my-local-llm): assuming a 96,000-token window; pass --model or --context-window.",
+    )
