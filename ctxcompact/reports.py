@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ctxcompact.batch import BatchItem, BatchResult, FileCompaction
     from ctxcompact.compact import CompactStats
     from ctxcompact.offload import OffloadResult, UndoResult
+    from ctxcompact.offload_store import OrphanCleanup
     from ctxcompact.restore import RestoreResult
 
 
@@ -236,4 +237,14 @@ def undo_stats_json(label: str, results: Sequence[UndoResult]) -> dict[str, Any]
         "restoredChars": sum(r.restored_chars for r in results),
         "files": [f for r in results for f in r.files],
         "outDir": results[0].out_dir if results else "",
+    }
+
+
+def orphan_cleanup_stats_json(result: OrphanCleanup) -> dict[str, Any]:
+    """``offload --clean-orphans --stats-json``: the files removed, and how many are still named."""
+    return {
+        "outDir": result.out_dir,
+        "removedCount": len(result.removed),
+        "removed": list(result.removed),
+        "referencedCount": result.referenced,
     }

@@ -38,7 +38,8 @@ def test_archive_is_jsonl_named_by_time_and_content(tmp_path: Path) -> None:
     assert path.name.startswith("20260102T030405678901Z-") and path.suffix == ".jsonl"
     assert [orjson.loads(line) for line in path.read_bytes().splitlines()] == RECORDS
     again = write_archive(messages, dialect="anthropic", archive_dir=tmp_path / "a" / "b", now=NOW)
-    assert again == path  # same time, same content: the same name (content-derived, not random)
+    assert again.name == path.name.replace(".jsonl", "-1.jsonl")  # an archive is never replaced
+    assert path.read_bytes() == again.read_bytes()
 
 
 def test_different_content_at_the_same_time_never_collides(tmp_path: Path) -> None:
