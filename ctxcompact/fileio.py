@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path, PurePath
 from typing import BinaryIO
 
+from ctxcompact.errors import WorkFailedError
+
 _CHUNK = 1 << 20
 _SPECIAL_FILES = (
     (stat.S_ISFIFO, "FIFO (named pipe)"),
@@ -107,6 +109,15 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     except BaseException:
         unlink_quietly(tmp)
         raise
+
+
+def write_file(path: str | os.PathLike[str], data: bytes) -> None:
+    """:func:`write_atomic` for a command's product: a failure is exit 3 (the work could not
+    be done) with a message naming the file; the old file, if any, is intact."""
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        raise WorkFailedError(f"{path}: cannot write it ({exc.strerror or exc}).") from None
 
 
 def unlink_quietly(path: str | os.PathLike[str]) -> None:

@@ -20,12 +20,10 @@ from typing import Any
 
 import orjson
 import pytest
+from cli_helpers import run_cli
 from conftest import CORPUS, SAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
-
-from ctxcompact.cli import app
 
 EXAMPLES = int(os.environ.get("CTXCOMPACT_FUZZ_EXAMPLES", "25"))
 FUZZ = settings(
@@ -57,19 +55,18 @@ COMMANDS: dict[str, Callable[[str, str], list[str]]] = {
 
 
 def run_every_command(data: bytes, suffix: str) -> None:
-    runner = CliRunner()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"input{suffix}"
         path.write_bytes(data)
         for name, argv in COMMANDS.items():
             started = time.monotonic()
-            result = runner.invoke(app, argv(str(path), tmp), env={"COLUMNS": "100"})
+            result = run_cli(*argv(str(path), tmp), env={"COLUMNS": "100"}, keep_exception=True)
             elapsed = time.monotonic() - started
             what = f"{name} on {data[:200]!r}…: exit {result.exit_code}\n{result.stderr[-2000:]}"
             assert result.exit_code in ALLOWED, what
             assert "Traceback" not in result.stderr, what
             assert elapsed < TIME_LIMIT, f"{name} took {elapsed:.1f}s"
-            if result.exception is not None and not isinstance(result.exception, SystemExit):
+            if result.exception is not None:
                 raise result.exception
 
 

@@ -13,13 +13,11 @@ from pathlib import Path
 
 import orjson
 import pytest
-from typer.testing import CliRunner, Result
+from cli_helpers import CliOutcome, run_cli
 
-from ctxcompact.cli import app
 from ctxcompact.errors import InputError
 from ctxcompact.transcript import DEFAULT_MAX_INPUT_BYTES, STDIN_NAME, load_transcript, read_bytes
 
-RUNNER = CliRunner()
 MESSAGES = [
     {"role": "user", "content": "Why does the build fail?"},
     {"role": "assistant", "content": "Let me look at the log."},
@@ -34,8 +32,8 @@ COMMANDS = {
 }
 
 
-def run(*args: str | Path, input: bytes | None = None) -> Result:
-    result = RUNNER.invoke(app, [str(a) for a in args], input=input)
+def run(*args: str | Path, input: bytes | None = None) -> CliOutcome:
+    result = run_cli(*args, input=input)
     assert "Traceback" not in result.stderr
     return result
 

@@ -19,7 +19,6 @@ from ctxcompact.cli.common import (
     MODELS_FILE_OPT,
     OUTPUT_RESERVE_OPT,
     THRESHOLD_OPT,
-    CounterName,
     Format,
     Streams,
     load_all,
@@ -27,6 +26,8 @@ from ctxcompact.cli.common import (
     write_stdout,
 )
 from ctxcompact.models import load_registry, resolve_model
+from ctxcompact.names import CounterName
+from ctxcompact.status import ExitStatus
 
 
 def _counter(name: CounterName, encoding: str, model: str | None) -> Any:
@@ -65,7 +66,7 @@ def count(
     import orjson
 
     from ctxcompact.reports import CountRow, count_to_json
-    from ctxcompact.usage import conversation_model, measure
+    from ctxcompact.usage import conversation_model, measure, unknown_model_warning
 
     streams = Streams()
     registry = load_registry(models_file)
@@ -73,8 +74,9 @@ def count(
     warnings: list[str] = []
     loaded = load_all(files, fmt, max_bytes=max_input_bytes)
     info = resolve_model(model, registry=registry) if model is not None else None
-    if info is not None and not info.known:
-        warnings.append(f"unknown model {model!r}: assuming a {info.context_window:,}-token window.")
+    warning = unknown_model_warning(info) if info is not None else None
+    if warning:
+        warnings.append(warning)
     for transcript in loaded.transcripts:
         for conv in transcript.conversations:
             chosen = _counter(counter, encoding, model or conversation_model(conv))
@@ -92,7 +94,7 @@ def count(
 
         render_count(rows, streams.out, top=top)
     if loaded.failed:
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.BAD_INPUT)
 
 
 @reports_errors
@@ -145,7 +147,7 @@ def check(
                 ratio=threshold,
                 registry=registry,
             )
-            warning = unknown_model_warning(budget)
+            warning = unknown_model_warning(budget.model)
             if warning:
                 warnings.append(warning)
             info = budget.model
@@ -163,6 +165,6 @@ def check(
 
         render_check(results, budget, streams.out)
     if loaded.failed or any(r.errors for r in results):
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.BAD_INPUT)
     if any(r.needs_compaction for r in results):
-        raise typer.Exit(1)
+        raise typer.Exit(ExitStatus.OVER_THRESHOLD)

@@ -47,8 +47,10 @@ def looks_like(records: Sequence[Any], body: Mapping[str, Any] | None = None) ->
         kind = record.get("type")
         if kind in MESSAGE_TYPES and isinstance(record.get("message"), Mapping):
             return True
-        if isinstance(kind, str) and kind in MARKER_TYPES and (
-            "uuid" in record or "sessionId" in record or "leafUuid" in record or "messageId" in record
+        if (
+            isinstance(kind, str)
+            and kind in MARKER_TYPES
+            and ("uuid" in record or "sessionId" in record or "leafUuid" in record or "messageId" in record)
         ):
             return True
     return False
