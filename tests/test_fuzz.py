@@ -25,7 +25,7 @@ from conftest import CORPUS, SAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-EXAMPLES = int(os.environ.get("CTXCOMPACT_FUZZ_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("CTXCOMPACT_FUZZ_EXAMPLES", "15"))
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
