@@ -15,6 +15,11 @@ call (seed 000 §4.3). Steps:
    transcript); the stats always say plainly when the result is not smaller or still over;
 6. archive the raw records of every message that was replaced or removed (F-007) — unless
    ``dry_run`` — before anything is emitted: if that fails, nothing is compacted (exit 3).
+
+A summary compaction of a Claude Code session, of a conversation that already has a
+compaction point, or any with ``append``, is written as a point
+(:mod:`ctxcompact.compaction_points`): the history stays, the compacted context is appended
+in the dialect's own layout, and nothing needs archiving.
 """
 
 from __future__ import annotations
@@ -22,15 +27,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
+from time import monotonic
 from typing import Any, TypeVar
 
 from ctxcompact.archive import write_archive
 from ctxcompact.compact_options import CompactOptions as CompactOptions  # re-exported
+from ctxcompact.compaction_points import (
+    TRIGGER_AUTO,
+    TRIGGER_MANUAL,
+    AppendedCompaction,
+    compaction_time,
+    message_points,
+    summary_index,
+)
+from ctxcompact.dialects import dialect_named
+from ctxcompact.dialects.common import NativeCompaction
 from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Message, text_of
 from ctxcompact.models import DEFAULT_RATIO, Budget
 from ctxcompact.names import SummarizerName
-from ctxcompact.restore import FileReader
+from ctxcompact.restore import FileReader, session_work_dir
 from ctxcompact.retention import RetentionReport, check_retention
 from ctxcompact.strategies import STRATEGIES, StrategyContext, StrategyResult
 from ctxcompact.summarize import Summarizer
@@ -118,6 +134,7 @@ def compact_conversation(
     """
     options = options or CompactOptions()
     counter = counter or make_counter()
+    started = monotonic()
     if auto and budget is None:
         raise UsageError("--auto needs a budget: give --model or --context-window.")
     before = measure(conversation, counter).total
@@ -134,9 +151,18 @@ def compact_conversation(
     ):
         return unchanged("no strategy changed anything", warnings, steps)
 
+    point = _point_layout(conversation, messages, options)
+    if point is not None:
+        messages = point[0]
     _assert_valid(conversation, messages)
     rewritten = conversation.with_messages(messages)
     after = measure(rewritten, counter).total
+    if point is not None:
+        created, fixed = compaction_time()
+        trigger = TRIGGER_AUTO if auto else TRIGGER_MANUAL
+        duration = 0 if fixed else int((monotonic() - started) * 1000)
+        appended = AppendedCompaction(point[1], trigger, before, after, duration, created)
+        rewritten = replace(rewritten, appended=appended)
     if after >= before:
         warnings.append(f"the result is not smaller than the input ({after:,} ≥ {before:,} tokens)")
         if auto:
@@ -158,7 +184,7 @@ def compact_conversation(
         )
 
     archive_path = None
-    if replaced and not dry_run:
+    if replaced and not dry_run and point is None:  # appended: the history stays in the file
         archive_path = str(
             write_archive(replaced, dialect=conversation.dialect, archive_dir=options.resolved_archive_dir)
         )
@@ -176,6 +202,22 @@ def compact_conversation(
     return CompactResult(rewritten, stats, replaced)
 
 
+def _point_layout(
+    conversation: Conversation, messages: tuple[Message, ...], options: CompactOptions
+) -> tuple[tuple[Message, ...], int] | None:
+    """``(live messages, head)`` when this compaction is written as a point (see the module
+    docstring): the dialect's own layout after the ``head`` kept messages; else None."""
+    at = summary_index(messages)
+    if at is None:
+        return None
+    adapter = dialect_named(conversation.dialect)
+    if isinstance(adapter, NativeCompaction):
+        return (*messages[:at], *adapter.compaction_layout(messages[at:])), at
+    if adapter.owns_file or not (options.append or message_points(conversation.records)):
+        return None
+    return messages, at
+
+
 def _context(
     conversation: Conversation,
     options: CompactOptions,
@@ -186,6 +228,9 @@ def _context(
     counter: TokenCounter,
 ) -> StrategyContext:
     """What every strategy of this run shares; the summarizer is made once, when first asked."""
+    adapter = dialect_named(conversation.dialect)
+    cwd = adapter.recorded_cwd(conversation.records) if isinstance(adapter, NativeCompaction) else None
+    work_dir = session_work_dir(options.work_dir, cwd, options.path_map)
     return StrategyContext(
         counter=counter,
         summarizer=(lambda: summarizer) if summarizer is not None else cache(options.full.make_summarizer),
@@ -194,8 +239,10 @@ def _context(
         reader=reader,
         original=conversation.messages,
         dialect=conversation.dialect,
-        work_dir=options.work_dir,
+        work_dir=work_dir.path,
         configured=options.strategy_options,
+        path_map=options.path_map,
+        work_dir_note=work_dir.note,
     )
 
 

@@ -30,8 +30,13 @@ class CompactOptions:
     unless ``archive_dir`` says otherwise, where the replaced messages are archived."""
 
     strategies: tuple[str, ...] = DEFAULT_STRATEGIES
-    work_dir: Path = Path(".")
+    #: None: a session's own ``cwd`` when that folder exists, else the current directory.
+    work_dir: Path | None = None
     archive_dir: Path | None = None  # default: <work_dir>/.ctxcompact/archive
+    #: Write a summary compaction as a compaction point (history kept, context appended).
+    append: bool = False
+    #: ``(OLD, NEW)`` prefixes: a path recorded under OLD is looked up under NEW.
+    path_map: tuple[tuple[str, str], ...] = ()
     full: FullOptions = field(default_factory=FullOptions)
     prune: PruneOptions = field(default_factory=PruneOptions)
     clean_tools: CleanToolsOptions = field(default_factory=CleanToolsOptions)
@@ -72,7 +77,9 @@ class CompactOptions:
 
     @property
     def resolved_archive_dir(self) -> Path:
-        return self.archive_dir if self.archive_dir is not None else self.work_dir / DEFAULT_ARCHIVE_SUBDIR
+        if self.archive_dir is not None:
+            return self.archive_dir
+        return (self.work_dir or Path(".")) / DEFAULT_ARCHIVE_SUBDIR
 
 
 def _strategy_slots() -> dict[type[Any], str]:

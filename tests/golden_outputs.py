@@ -97,7 +97,9 @@ def run_case(case: Case) -> dict[str, object]:
 
     with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(ROOT):
         argv = COMMANDS[case.command](os.path.relpath(case.path, ROOT), tmp)
-        result = run_cli(*argv, env={"COLUMNS": "100", "ANTHROPIC_API_KEY": ""})
+        result = run_cli(
+            *argv, env={"COLUMNS": "100", "ANTHROPIC_API_KEY": "", "SOURCE_DATE_EPOCH": "1700000000"}
+        )
         stderr = _TIMESTAMP.sub(b"<TS>", result.stderr_bytes.replace(tmp.encode(), b"<TMP>"))
         return {
             "exit": result.exit_code,

@@ -72,6 +72,10 @@ class StrategyContext:
     dialect: str = "anthropic"
     work_dir: Path = Path(".")
     configured: tuple[object, ...] = ()
+    #: ``--path-map`` prefixes re-rooting the paths a session recorded.
+    path_map: tuple[tuple[str, str], ...] = ()
+    #: Why ``work_dir`` is not the session's own folder, if it was looked for and is missing.
+    work_dir_note: str | None = None
 
     def options_for(self, kind: type[OptionsT]) -> OptionsT:
         """The run's options of type ``kind``, or its defaults when the run has none."""

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxcompact.errors import UsageError
@@ -240,6 +241,10 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
 
     restored = _restore(messages, options, context)
     warnings.extend(f"file not restored: {s.path} ({s.reason})" for s in restored.skipped)
+    if restored.skipped and not restored.files:
+        warnings.append(
+            nothing_restored_warning(len(restored.skipped), context.work_dir, context.work_dir_note)
+        )
     if not summary.text.strip():
         warnings.append("the summary is empty")
     out = assemble(part.head, summary.text, restored)
@@ -282,4 +287,11 @@ def _restore(messages: Sequence[Message], options: FullOptions, context: Strateg
         max_tokens_total=options.max_tokens_total,
         tools=options.read_tools or read_tools_for(context.dialect),
         reader=context.reader,
+        path_map=context.path_map,
     )
+
+
+def nothing_restored_warning(skipped: int, work_dir: Path, note: str | None) -> str:
+    """The sentence saying no file came back (the exit status stays 0: the summary stands)."""
+    where = f"; {note}" if note else f" (work dir: {work_dir})"
+    return f"no file could be restored: all {skipped} recently read files were skipped{where}"
