@@ -101,9 +101,13 @@ def run_case(case: Case) -> dict[str, object]:
             *argv, env={"COLUMNS": "100", "ANTHROPIC_API_KEY": "", "SOURCE_DATE_EPOCH": "1700000000"}
         )
         stderr = _TIMESTAMP.sub(b"<TS>", result.stderr_bytes.replace(tmp.encode(), b"<TMP>"))
+        # A session's offload references name the out dir by its absolute path.
+        stdout = result.stdout_bytes.replace(os.path.realpath(tmp).encode(), b"<TMP>").replace(
+            tmp.encode(), b"<TMP>"
+        )
         return {
             "exit": result.exit_code,
-            "stdout": _digest(result.stdout_bytes),
+            "stdout": _digest(stdout),
             "stderr": _digest(stderr),
         }
 
