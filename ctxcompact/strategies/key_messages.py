@@ -372,12 +372,27 @@ def _clip_texts(work: _Work, guard: Protected, options: KeyMessageOptions) -> No
 
 
 def _last_rounds(work: _Work, guard: Protected, k: int) -> None:
-    """Keep only the last ``k`` rounds (cut at a round start, never inside a tool block)."""
-    starts = round_starts(work.messages)  # the live request's round is the last one
+    cut = last_rounds_start(work.messages, k, guard)
+    work.selected = {i for i in work.selected if i >= cut or i in guard}
+
+
+def last_rounds_start(messages: Sequence[Message], k: int, guard: Protected) -> int:
+    """Where the last ``k`` rounds start (the live request's round is the last one): a round
+    start, moved back to the start of a tool block that would otherwise be cut. 0 when there
+    are no more than ``k`` rounds."""
+    starts = round_starts(messages)
     if len(starts) <= k:
-        return
+        return 0
     cut = starts[-k] if k else guard.loop_start
-    for span in tool_interaction_blocks(work.messages):
+    for span in tool_interaction_blocks(messages):
         if span.start < cut < span.end:
             cut = span.start
-    work.selected = {i for i in work.selected if i >= cut or i in guard}
+    return cut
+
+
+def keep_last_rounds(
+    messages: Sequence[Message], k: int = DEFAULT_FALLBACK_ROUNDS, *, protected: Protected
+) -> tuple[Message, ...]:
+    """Seed 004's last resort on its own: the last ``k`` rounds and the protected part."""
+    cut = last_rounds_start(messages, k, protected)
+    return tuple(m for i, m in enumerate(messages) if i >= cut or i in protected)
