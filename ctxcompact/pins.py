@@ -5,8 +5,10 @@ A message is *pinned* when
 * one of its raw records carries ``"ctxcompact_pin": true`` (:data:`PIN_FIELD`; the writer
   keeps unknown fields, so the marker stays on output),
 * its text matches one of the ``--pin REGEX`` patterns (``re.search``), or
-* it is the first real user message — the task — unless ``pin_first=False``
-  (``--no-pin-first``). "Real" means it carries the user's own words and is not an earlier
+* it is the first real user message — the task — when ``pin_first`` is True
+  (``--pin-first``/``--no-pin-first``); None leaves it to the caller's ``first_default``: the
+  local strategies, ``hybrid`` and the fallback ladder pin the task by default, ``full`` on
+  its own does not (its summary opens with the task). "Real" means it carries the user's own words and is not an earlier
   compaction summary or a restored file.
 
 Pins are widened to whole tool interaction blocks (a pinned tool result keeps its tool use),
@@ -40,10 +42,14 @@ PIN_FIELD = "ctxcompact_pin"
 
 @dataclass(frozen=True, slots=True)
 class PinOptions:
-    """``patterns``: ``--pin REGEX`` (repeatable); ``pin_first``: pin the task (default)."""
+    """``patterns``: ``--pin REGEX`` (repeatable); ``pin_first``: pin the task (None: the
+    strategy's default)."""
 
     patterns: tuple[str, ...] = ()
-    pin_first: bool = True
+    pin_first: bool | None = None
+
+    def first_pinned(self, default: bool = True) -> bool:
+        return default if self.pin_first is None else self.pin_first
 
     def __post_init__(self) -> None:
         for pattern in self.patterns:
@@ -93,7 +99,9 @@ def first_task_index(messages: Sequence[Message]) -> int | None:
     return None
 
 
-def pinned_indices(messages: Sequence[Message], options: PinOptions = DEFAULT_PINS) -> frozenset[int]:
+def pinned_indices(
+    messages: Sequence[Message], options: PinOptions = DEFAULT_PINS, *, first_default: bool = True
+) -> frozenset[int]:
     """Indices of the pinned messages, widened to whole tool interaction blocks."""
     compiled = [re.compile(p) for p in options.patterns]
     pinned: set[int] = set()
@@ -104,7 +112,7 @@ def pinned_indices(messages: Sequence[Message], options: PinOptions = DEFAULT_PI
             text = text_of(message, include_tool_results=True)
             if any(p.search(text) for p in compiled):
                 pinned.add(i)
-    if options.pin_first:
+    if options.first_pinned(first_default):
         first = first_task_index(messages)
         if first is not None:
             pinned.add(first)
