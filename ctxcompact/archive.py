@@ -3,7 +3,9 @@
 An archive is a JSONL file of the replaced messages' raw records, exactly as they were read
 (their own dialect, every field) and nothing else — no stats, no settings, no keys. The file
 name is the UTC time plus a short content hash, so two runs never collide and the same
-content is recognisable. Written atomically: a reader never sees half an archive.
+content is recognisable. Written atomically and never over an existing file (a hard link of
+the finished temp file): parallel batch jobs sharing an archive dir can never replace each
+other's archives; in the unlikely case of a taken name, ``-1``, ``-2``… is appended.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from pathlib import Path
 
 from ctxcompact.dialects import DIALECTS
 from ctxcompact.errors import WorkFailedError
-from ctxcompact.fileio import write_atomic
+from ctxcompact.fileio import write_new_file
 from ctxcompact.ir import Message
 from ctxcompact.transcript import dump_records
 
 DEFAULT_ARCHIVE_SUBDIR = Path(".ctxcompact") / "archive"
+#: Names tried (``-1``, ``-2``…) when the first one is taken: same microsecond, same hash.
+MAX_NAME_ATTEMPTS = 100
 
 
 def archive_records(messages: Sequence[Message], dialect: str) -> list[object]:
@@ -51,12 +55,19 @@ def write_archive(
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%S%fZ")
     digest = hashlib.sha256(data).hexdigest()[:10]
     directory = Path(archive_dir)
-    path = directory / f"{stamp}-{digest}.jsonl"
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, data)
+        for attempt in range(MAX_NAME_ATTEMPTS):
+            path = directory / (
+                f"{stamp}-{digest}.jsonl" if attempt == 0 else f"{stamp}-{digest}-{attempt}.jsonl"
+            )
+            try:
+                write_new_file(path, data)
+                return path
+            except FileExistsError:
+                continue
+        raise FileExistsError(f"{MAX_NAME_ATTEMPTS} archive names taken")
     except OSError as exc:
         raise WorkFailedError(
             f"cannot write the archive in {directory} ({exc.strerror or exc}); nothing was compacted."
         ) from None
-    return path

@@ -6,14 +6,19 @@ never a mix), while :mod:`ctxcompact.offload_store` hard-links it into place (wh
 rather than replace an existing file). Either way the new file gets the mode a plain
 ``open(path, "w")`` would give it — the old file's mode when it replaces one — not the 0600 of
 a temp file.
+
+Reading is the mirror image: :func:`read_beneath` opens a file below a directory one component
+at a time, relative to the directory's fd and never following a symlink, then checks and reads
+that same fd — so a path checked earlier cannot be swapped for a symlink before it is read.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePath
 
 
 def _default_mode() -> int:
@@ -87,3 +92,91 @@ def write_new_file(path: str | os.PathLike[str], data: bytes, *, mode_of: Path |
         os.link(tmp, target)
     finally:
         unlink_quietly(tmp)
+
+
+class NotRegularFileError(OSError):
+    """A directory, FIFO, socket or device where a regular file was expected."""
+
+
+class FileTooLargeError(OSError):
+    """A file over the reader's byte limit (refused before it is read)."""
+
+
+class SymlinkRefusedError(OSError):
+    """A symlink met below the anchor directory: :func:`read_beneath` never follows one."""
+
+
+def _flag(name: str) -> int:
+    return int(getattr(os, name, 0))  # POSIX flags; 0 where the platform lacks one
+
+
+#: The anchor directory: opened as given (following a symlink is the caller's choice).
+_ROOT_FLAGS = os.O_RDONLY | _flag("O_DIRECTORY") | _flag("O_CLOEXEC")
+#: The directories walked through: search only where the OS allows it (O_PATH), and never
+#: through a symlink (with O_DIRECTORY, a symlink fails instead of being followed).
+_DIR_FLAGS = _ROOT_FLAGS | _flag("O_NOFOLLOW") | (_flag("O_PATH") or _flag("O_SEARCH"))
+#: The file itself: no symlink, and a FIFO must not block the open (it is refused after fstat).
+_FILE_FLAGS = os.O_RDONLY | _flag("O_NOFOLLOW") | _flag("O_NONBLOCK") | _flag("O_NOCTTY") | _flag("O_CLOEXEC")
+#: What O_NOFOLLOW reports for a symlink: ELOOP (Linux, macOS), EMLINK (FreeBSD), EFTYPE
+#: (NetBSD), ENOTDIR (with O_DIRECTORY — also what a regular file mid-path gives).
+_SYMLINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR, getattr(errno, "EFTYPE", errno.ELOOP)})
+
+
+def read_beneath(
+    root: str | os.PathLike[str], relative: str | PurePath, *, max_bytes: int | None = None
+) -> bytes:
+    """The bytes of the regular file ``root/relative``, never following a symlink below ``root``.
+
+    ``root`` itself is opened as given (it is the caller's trust anchor, already resolved);
+    every component of ``relative`` is then opened relative to the previous one's fd with
+    ``O_NOFOLLOW``, and the file is ``fstat``-ed and read through the very fd that was opened.
+    A symlink anywhere below ``root`` raises :class:`SymlinkRefusedError` — for a path that
+    was resolved (symlinks followed) and checked before, that means it changed since: the read
+    fails closed. Raises :class:`NotRegularFileError` for anything but a regular file (``root``
+    itself, for an empty ``relative``), :class:`FileTooLargeError` past ``max_bytes`` (unread),
+    ``ValueError`` for an absolute ``relative`` or one with ``..``, and ``OSError``
+    (``FileNotFoundError``…) otherwise.
+    """
+    rel = PurePath(relative)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise ValueError(f"{str(relative)!r} is not a plain relative path")
+    if not rel.parts:
+        raise NotRegularFileError(errno.EISDIR, "a directory", str(root))
+    dir_fd = os.open(root, _ROOT_FLAGS)
+    try:
+        for name in rel.parts[:-1]:
+            next_fd = _open_at(name, _DIR_FLAGS, dir_fd)
+            os.close(dir_fd)
+            dir_fd = next_fd
+        fd = _open_at(rel.parts[-1], _FILE_FLAGS, dir_fd)
+    finally:
+        os.close(dir_fd)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFileError(errno.EINVAL, "not a regular file", str(rel))
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise FileTooLargeError(errno.EFBIG, f"{info.st_size:,} bytes", str(rel))
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+    if max_bytes is not None and len(data) > max_bytes:  # it grew after the fstat
+        raise FileTooLargeError(errno.EFBIG, f"over {max_bytes:,} bytes", str(rel))
+    return data
+
+
+def _open_at(name: str, flags: int, dir_fd: int) -> int:
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except OSError as exc:
+        # ENOTDIR may also be a regular file mid-path, ELOOP a real loop: lstat tells them apart.
+        if exc.errno in _SYMLINK_ERRNOS:
+            try:
+                is_link = stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+            except OSError:
+                is_link = False
+            if is_link:
+                raise SymlinkRefusedError(errno.ELOOP, "a symlink (not followed)", name) from None
+        raise

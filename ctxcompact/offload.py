@@ -7,9 +7,8 @@ becomes the string ``[Content offloaded to: ./tool-result-{id}.md]`` (F-003). A 
 ``-1``, ``-2``… (the seed's rule). OpenAI ``tool`` messages are tool_result blocks in the IR, so
 they are handled the same way and written back as ``tool`` messages.
 
-Beyond the seed, and why:
-
-File I/O, names and the manifest live in :mod:`ctxcompact.offload_store`.
+Beyond the seed, and why (file I/O, names, the manifest and its lock live in
+:mod:`ctxcompact.offload_store`):
 
 * **Safe names.** Ids are sanitized (:func:`~ctxcompact.offload_store.safe_id`) and every path is checked to resolve
   inside ``out_dir``: a hostile id such as ``../../x`` can never write elsewhere.
@@ -24,8 +23,9 @@ File I/O, names and the manifest live in :mod:`ctxcompact.offload_store`.
   strings that UTF-8 cannot hold). :func:`restore_offloaded` puts every referenced content
   back, identical to what was offloaded, and refuses (naming the files) when a file is
   missing, changed, or unknown to the manifest.
-* **All or nothing.** A write failure removes the files this call created and raises
-  :class:`~ctxcompact.errors.WorkFailedError`; the input messages are never mutated.
+* **All or nothing, one run at a time.** A write failure removes the files this call created
+  and raises :class:`~ctxcompact.errors.WorkFailedError`; the input messages are never mutated.
+  Runs sharing ``out_dir`` take turns under a lock, so no run's manifest entries are lost.
 * **Never longer.** A result whose reference (with its preview) would be at least as long as
   its content is left as it is: only possible with very long ids, a large ``preview`` or a
   small ``min_chars``. Note that the seed's rule itself can cost tokens at its low default: a
@@ -56,6 +56,7 @@ from ctxcompact.ir import Block, Message, current_loop_start, replace_blocks, to
 from ctxcompact.offload_store import (
     MANIFEST_NAME,
     DiskWriter,
+    ManifestEntry,
     OffloadWriter,
     StoredAs,
     decode_content,
@@ -65,6 +66,7 @@ from ctxcompact.offload_store import (
     os_reason,
     path_inside,
     read_manifest,
+    remove_entries,
     resolved_dir,
     sha256_hex,
 )
@@ -78,30 +80,6 @@ REFERENCE_RE = re.compile(r"\[Content offloaded to: \./(?P<name>tool-result-[A-Z
 
 
 # --- results --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ManifestEntry:
-    """One offloaded file as the manifest records it.
-
-    ``reused`` is True when an identical file was already there (nothing was written).
-    """
-
-    file_name: str
-    path: str
-    tool_use_id: str | None
-    sha256: str
-    stored_as: StoredAs
-    chars: int
-    reused: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tool_use_id": self.tool_use_id,
-            "sha256": self.sha256,
-            "stored_as": self.stored_as,
-            "chars": self.chars,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +212,24 @@ def offload_tool_results(
     if not plans:
         return OffloadResult(tuple(messages), out_dir=str(root))
 
+    # One run at a time in a directory: the manifest is read, the files written and the
+    # manifest merged and written back under the directory's lock (no lost entries).
+    with writer.lock(root):
+        done = _store_all(writer, root, plans, preview=preview)
+    entries = tuple(p.entry for p in done if p.entry is not None)
+    return OffloadResult(
+        messages=replace_blocks(messages, {(p.message_index, p.block_index): p.new_block for p in done}),
+        offloaded_count=len(done),
+        freed_chars=sum(p.chars for p in done),
+        files=tuple(e.path for e in entries),
+        tokens_freed=_tokens_freed(done, counter),
+        entries=entries,
+        out_dir=str(root),
+    )
+
+
+def _store_all(writer: OffloadWriter, root: Path, plans: Sequence[_Plan], *, preview: int) -> list[_Plan]:
+    """Write the plans' files and add their entries to the manifest; all or nothing."""
     manifest = read_manifest(writer, root)
     created: list[Path] = []
     claimed: set[str] = set()
@@ -266,17 +262,7 @@ def offload_tool_results(
             except OSError:
                 pass
         raise
-
-    entries = tuple(p.entry for p in done if p.entry is not None)
-    return OffloadResult(
-        messages=replace_blocks(messages, {(p.message_index, p.block_index): p.new_block for p in done}),
-        offloaded_count=len(done),
-        freed_chars=sum(p.chars for p in done),
-        files=tuple(e.path for e in entries),
-        tokens_freed=_tokens_freed(done, counter),
-        entries=entries,
-        out_dir=str(root),
-    )
+    return done
 
 
 def _plan_offload(
@@ -368,20 +354,8 @@ def discard_offload(results: Sequence[OffloadResult], *, writer: OffloadWriter |
     for result in results:
         by_dir.setdefault(result.out_dir, []).extend(e for e in result.entries if not e.reused)
     for out_dir, entries in by_dir.items():
-        if not entries:
-            continue
-        root = Path(out_dir)
-        try:
-            manifest = read_manifest(writer, root)
-            for entry in entries:
-                writer.remove(Path(entry.path))
-                manifest.pop(entry.file_name, None)
-            if manifest:
-                writer.replace(root / MANIFEST_NAME, manifest_bytes(manifest))
-            else:
-                writer.remove(root / MANIFEST_NAME)
-        except (OSError, WorkFailedError):
-            pass
+        if entries:
+            remove_entries(writer, Path(out_dir), entries)
 
 
 # --- undo ------------------------------------------------------------------------------------

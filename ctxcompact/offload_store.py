@@ -13,20 +13,36 @@ messages): this module only knows files.
 * ``offload-manifest.json`` records, per file name, the tool_use id, the file's sha256 and how
   the content is stored (``text``: the file is the string in UTF-8; ``json``: the file is the
   JSON of the content, for block lists and strings UTF-8 cannot hold).
+* Runs sharing a directory take turns: :meth:`DiskWriter.lock` holds an exclusive ``flock``
+  while one run reads the manifest, writes its files and writes the manifest back, so no run's
+  entries are lost (issue 9: 16 parallel runs once kept 44 of 108). The kernel drops the lock
+  when the process ends, ``kill -9`` included, so a dead run never blocks the next one.
+* A run killed before its manifest write leaves files no entry names: :func:`clean_orphans`
+  removes those (and only files of our own naming pattern), under the same lock.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
+import stat
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from ctxcompact.errors import WorkFailedError
-from ctxcompact.fileio import unlink_quietly, write_temp
+from ctxcompact.errors import UsageError, WorkFailedError
+from ctxcompact.fileio import read_beneath, unlink_quietly, write_temp
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: runs sharing a directory are not serialized
+    fcntl = None  # type: ignore[assignment]
 
 MANIFEST_NAME = "offload-manifest.json"
 
@@ -46,7 +62,47 @@ MAX_ID_LENGTH = 100
 _UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
 
+#: The files offload writes, and the temp files it writes them through (``fileio.write_temp``).
+OFFLOAD_FILE_RE = re.compile(r"tool-result-[A-Za-z0-9_.-]+\.md")
+_TEMP_FILE_RE = re.compile(
+    r"\.(?:tool-result-[A-Za-z0-9_.-]+\.md|offload-manifest\.json)\.[A-Za-z0-9_]+\.tmp"
+)
+
+
+#: Where a directory cannot be locked itself (flock on a directory fd fails on some network
+#: file systems), this file in it is locked instead. It is empty and harmless when left behind.
+LOCK_FILE_NAME = ".offload.lock"
+
+
+#: How long a run waits for another one working in the same directory before giving up.
+LOCK_TIMEOUT_SECONDS = 120.0
+
+
 StoredAs = Literal["text", "json"]
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """One offloaded file as the manifest records it.
+
+    ``reused`` is True when an identical file was already there (nothing was written).
+    """
+
+    file_name: str
+    path: str
+    tool_use_id: str | None
+    sha256: str
+    stored_as: StoredAs
+    chars: int
+    reused: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool_use_id": self.tool_use_id,
+            "sha256": self.sha256,
+            "stored_as": self.stored_as,
+            "chars": self.chars,
+        }
 
 
 class OffloadWriter(Protocol):
@@ -56,7 +112,7 @@ class OffloadWriter(Protocol):
         """Create ``directory`` and its parents (no error if it exists)."""
 
     def read(self, path: Path) -> bytes | None:
-        """The bytes of ``path``, or None when it does not exist."""
+        """The bytes of ``path``, or None when it does not exist; never through a symlink."""
 
     def create(self, path: Path, data: bytes) -> bool:
         """Write a new file atomically; False (and nothing written) when ``path`` exists."""
@@ -67,6 +123,10 @@ class OffloadWriter(Protocol):
     def remove(self, path: Path) -> None:
         """Delete ``path`` (used to roll back files created by a failed call)."""
 
+    def lock(self, directory: Path) -> AbstractContextManager[None]:
+        """Hold ``directory`` exclusively (other runs wait) for a read-merge-write of the
+        manifest and the files it names."""
+
 
 class DiskWriter:
     """The real file system: temp file in the same directory, fsync, then link or rename, so a
@@ -76,8 +136,10 @@ class DiskWriter:
         directory.mkdir(parents=True, exist_ok=True)
 
     def read(self, path: Path) -> bytes | None:
+        # Relative to the directory's fd, with O_NOFOLLOW, reading the fd it checked: a file
+        # swapped for a symlink after path_inside() is refused, never followed (undo included).
         try:
-            return path.read_bytes()
+            return read_beneath(path.parent, path.name)
         except FileNotFoundError:
             return None
 
@@ -107,6 +169,58 @@ class DiskWriter:
 
     def remove(self, path: Path) -> None:
         unlink_quietly(path)
+
+    def lock(self, directory: Path) -> AbstractContextManager[None]:
+        return directory_lock(directory)
+
+
+@contextmanager
+def directory_lock(directory: Path, *, timeout: float = LOCK_TIMEOUT_SECONDS) -> Iterator[None]:
+    """An exclusive ``flock`` on ``directory`` (or on its :data:`LOCK_FILE_NAME` where a
+    directory cannot be locked), held for the ``with`` block and released when it ends or the
+    process dies. Waits up to ``timeout`` seconds for another holder, then raises
+    :class:`WorkFailedError` (as it does when the directory cannot be opened or locked at all).
+    A no-op where ``fcntl`` does not exist."""
+    if fcntl is None:
+        yield
+        return
+    deadline = time.monotonic() + timeout
+    fd = -1
+    try:
+        try:
+            fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+            if not _flock_until(fd, deadline, directory):
+                # EBADF, ENOLCK…: this file system cannot flock a directory; lock a file in it.
+                os.close(fd)
+                fd = -1
+                flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+                fd = os.open(directory / LOCK_FILE_NAME, flags, 0o666)
+                if not _flock_until(fd, deadline, directory):
+                    raise OSError(errno.ENOLCK, "file locking is not supported here")
+        except OSError as exc:
+            raise WorkFailedError(f"cannot lock {directory}: {os_reason(exc)}.") from None
+        yield
+    finally:
+        if fd >= 0:
+            os.close(fd)  # the only fd of this open file: closing it releases the lock
+
+
+def _flock_until(fd: int, deadline: float, directory: Path) -> bool:
+    """Take the lock, polling until ``deadline``; False when ``fd`` cannot be flocked."""
+    assert fcntl is not None
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise WorkFailedError(
+                    f"gave up waiting for another ctxcompact run using {directory}; "
+                    "try again when it has finished."
+                ) from None
+            time.sleep(0.01)
+        except OSError:
+            return False
 
 
 def safe_id(tool_use_id: Any) -> str:
@@ -207,3 +321,82 @@ def read_manifest(writer: OffloadWriter, root: Path) -> dict[str, dict[str, Any]
 def manifest_bytes(files: Mapping[str, Mapping[str, Any]]) -> bytes:
     body = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "files": dict(sorted(files.items()))}
     return json.dumps(body, ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
+
+
+def remove_entries(writer: OffloadWriter, root: Path, entries: Sequence[ManifestEntry]) -> None:
+    """Remove ``entries``' files and their manifest records (the manifest itself when it is
+    left empty), under the directory's lock. Best effort: errors are ignored, since the caller
+    is already reporting a failure."""
+    try:
+        with writer.lock(root):
+            manifest = read_manifest(writer, root)
+            for entry in entries:
+                writer.remove(Path(entry.path))
+                manifest.pop(entry.file_name, None)
+            if manifest:
+                writer.replace(root / MANIFEST_NAME, manifest_bytes(manifest))
+            else:
+                writer.remove(root / MANIFEST_NAME)
+    except (OSError, WorkFailedError):
+        pass
+
+
+# --- orphans -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OrphanCleanup:
+    """What :func:`clean_orphans` did: ``removed`` file names (offload files no manifest entry
+    names, and temp files of interrupted writes), ``referenced`` the count of files kept."""
+
+    out_dir: str
+    removed: tuple[str, ...] = ()
+    referenced: int = 0
+
+    def to_stats(self) -> dict[str, Any]:
+        return {
+            "outDir": self.out_dir,
+            "removedCount": len(self.removed),
+            "removed": list(self.removed),
+            "referencedCount": self.referenced,
+        }
+
+
+def clean_orphans(out_dir: str | os.PathLike[str], *, writer: OffloadWriter | None = None) -> OrphanCleanup:
+    """Remove the offload files of ``out_dir`` that no manifest entry names — what a run killed
+    between writing its files and its manifest leaves — and the temp files of interrupted
+    writes. Nothing else is ever removed: only regular files named ``tool-result-*.md`` (or
+    ``.tool-result-*.md.*.tmp`` / ``.offload-manifest.json.*.tmp``), never a symlink, a
+    directory or another name. Holds the directory's lock, so files of a run still in progress
+    are not touched. Raises :class:`WorkFailedError` when the manifest cannot be read (it then
+    removes nothing) and :class:`UsageError` when ``out_dir`` is not a directory."""
+    writer = writer or DiskWriter()
+    root = Path(out_dir)
+    if not root.is_dir():
+        raise UsageError(f"--out-dir {root} is not a directory; nothing to clean.")
+    root = root.resolve()
+    removed: list[str] = []
+    with writer.lock(root):
+        manifest = read_manifest(writer, root)
+        try:
+            names = sorted(os.listdir(root))
+        except OSError as exc:
+            raise WorkFailedError(f"cannot list {root}: {os_reason(exc)}.") from None
+        for name in names:
+            ours = OFFLOAD_FILE_RE.fullmatch(name) and name not in manifest
+            if not (ours or _TEMP_FILE_RE.fullmatch(name)) or not _is_regular(root / name):
+                continue
+            try:
+                os.unlink(root / name)
+            except OSError as exc:
+                raise WorkFailedError(f"cannot remove {root / name}: {os_reason(exc)}.") from None
+            removed.append(name)
+        referenced = sum(1 for name in manifest if (root / name).exists())
+    return OrphanCleanup(str(root), tuple(removed), referenced)
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False

@@ -1,4 +1,5 @@
-"""How the tool-output commands report: the ``offload`` / ``offload --undo`` stats panel.
+"""How the tool-output commands report: the ``offload`` / ``offload --undo`` stats panels
+and what ``offload --clean-orphans`` removed.
 
 Kept apart from :mod:`ctxcompact.render` (same rules: takes result objects and a console,
 decides nothing about the results, and is one of the few modules that import ``rich``).
@@ -15,6 +16,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from ctxcompact.offload import OffloadResult, RestoreResult
+from ctxcompact.offload_store import OrphanCleanup
 
 MAX_LISTED_FILES = 10
 
@@ -101,3 +103,27 @@ def render_restore_stats(label: str, results: Sequence[RestoreResult], console: 
     else:
         line = Text.assemble(("unchanged: ", "bold yellow"), "no offload references in the input")
     console.print(Panel(line, title=f"ctxcompact offload --undo · {label}", title_align="left", expand=False))
+
+
+def render_orphan_cleanup(result: OrphanCleanup, console: Console) -> None:
+    """What ``offload --clean-orphans`` removed (every name, up to a point), on stderr."""
+    lines: list[Text] = []
+    if result.removed:
+        lines.append(
+            Text.assemble(
+                ("removed ", "dim"),
+                (_n(len(result.removed)), "bold"),
+                f" orphaned file{'' if len(result.removed) == 1 else 's'} from {result.out_dir}",
+            )
+        )
+        lines.extend(Text(f"  {name}") for name in result.removed[:MAX_LISTED_FILES])
+        if len(result.removed) > MAX_LISTED_FILES:
+            lines.append(Text(f"  … and {len(result.removed) - MAX_LISTED_FILES} more", style="dim"))
+    else:
+        lines.append(
+            Text.assemble(("nothing to clean: ", "bold green"), f"no orphaned file in {result.out_dir}")
+        )
+    lines.append(Text(f"{_n(result.referenced)} file(s) named by the manifest kept", style="dim"))
+    console.print(
+        Panel(Group(*lines), title="ctxcompact offload --clean-orphans", title_align="left", expand=False)
+    )

@@ -15,7 +15,10 @@ The rules, in the seed's order:
    per-file limit) is skipped and is **not** replaced by an older one.
 3. Paths are resolved against ``work_dir`` (absolute ones are taken as they are), symlinks
    included, and must stay inside the resolved ``work_dir``: ``../``, absolute paths elsewhere
-   and symlinks pointing out are refused.
+   and symlinks pointing out are refused. A symlink pointing inside is fine: the file read is
+   its resolved target. :class:`DiskFileReader` then opens that resolved path component by
+   component without following any symlink and reads the fd it opened, so a directory swapped
+   for a symlink between the check and the read is refused, never followed.
 4. Tokens are counted with ``counter`` (default: the seed's ``estimateTokens``,
    :func:`ctxcompact.tokens.estimate_tokens`). A file over ``max_tokens_per_file`` is
    skipped; when the next file would take the total over ``max_tokens_total``, restoration
@@ -28,13 +31,14 @@ its reason, for the caller to show as a warning. Disk access goes through a
 
 from __future__ import annotations
 
-import stat
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from ctxcompact.errors import UsageError
+from ctxcompact.fileio import FileTooLargeError, NotRegularFileError, SymlinkRefusedError, read_beneath
 from ctxcompact.ir import Message
 from ctxcompact.markers import restored_file_path, restored_text
 from ctxcompact.tokens import TokenCounter, estimate_tokens
@@ -57,6 +61,7 @@ REASON_OUTSIDE = "outside work dir"
 REASON_INVALID_PATH = "invalid path"
 REASON_TOO_LARGE = "over per-file limit"
 REASON_TOTAL = "total limit reached"
+REASON_SWAPPED = "a symlink appeared after the check"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,28 +112,22 @@ class FileReader(Protocol):
     def read_bytes(self, path: Path) -> bytes: ...
 
 
-class FileTooLargeError(OSError):
-    """Raised by :class:`DiskFileReader` for a file over its byte limit, before reading it."""
-
-
-class NotRegularFileError(OSError):
-    """Raised by :class:`DiskFileReader` for a directory, FIFO, socket or device."""
-
-
 @dataclass(frozen=True, slots=True)
 class DiskFileReader:
     """Reads regular files from disk. Anything else (a directory, a FIFO that would block, a
-    device) is refused, and so are files over ``max_bytes`` (``None``: no limit), unread."""
+    device) is refused, and so are files over ``max_bytes`` (``None``: no limit), unread.
+
+    The path must already be resolved (:func:`restore_recent_files` passes the realpath it
+    checked): it is opened from ``/`` one component at a time, relative to the parent's fd and
+    with ``O_NOFOLLOW``, then ``fstat``-ed and read through that same fd. A symlink found on the
+    way means the path changed since it was checked: :class:`SymlinkRefusedError`, not a read.
+    """
 
     max_bytes: int | None = DEFAULT_MAX_FILE_BYTES
 
     def read_bytes(self, path: Path) -> bytes:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):
-            raise NotRegularFileError(str(path))
-        if self.max_bytes is not None and info.st_size > self.max_bytes:
-            raise FileTooLargeError(f"{info.st_size:,} bytes")
-        return path.read_bytes()
+        absolute = Path(os.path.abspath(path))
+        return read_beneath(absolute.anchor, absolute.relative_to(absolute.anchor), max_bytes=self.max_bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,8 +313,10 @@ def _read_text(reader: FileReader, path: Path) -> tuple[str | None, str | None]:
         return None, REASON_MISSING
     except (IsADirectoryError, NotADirectoryError, NotRegularFileError):
         return None, REASON_NOT_A_FILE
+    except SymlinkRefusedError:
+        return None, REASON_SWAPPED
     except FileTooLargeError as exc:
-        return None, f"{REASON_TOO_LARGE} ({exc})"
+        return None, f"{REASON_TOO_LARGE} ({exc.strerror or exc})"
     except OSError as exc:
         return None, f"{REASON_UNREADABLE} ({exc.strerror or type(exc).__name__})"
     if b"\x00" in data[:BINARY_SNIFF_BYTES]:

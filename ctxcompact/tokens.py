@@ -182,7 +182,7 @@ def _cache_file(bundled: Path) -> Path | None:
 
 def make_counter(name: str = "tiktoken", *, encoding: str = DEFAULT_ENCODING) -> TokenCounter:
     """A local counter by name (``tiktoken`` or ``estimate``). ``anthropic`` needs an API
-    client: see :class:`ctxcompact.llm.AnthropicTotalCounter`."""
+    client: see :class:`ctxcompact.anthropic_api.AnthropicTotalCounter`."""
     if name == "tiktoken":
         return TiktokenCounter(encoding)
     if name == "estimate":

@@ -76,15 +76,20 @@ class Reply:
     """One scripted HTTP response.
 
     ``body``: a dict is sent as JSON, a str is sent verbatim (e.g. to test
-    malformed JSON), ``None`` sends an empty body. ``delay`` is slept (in
-    slices, abandoned on server stop or client disconnect) before answering.
-    ``headers`` override the defaults (``content-type``, ``request-id``).
+    malformed JSON), bytes are sent as they are (e.g. not UTF-8), ``None``
+    sends an empty body. ``delay`` is slept (in slices, abandoned on server
+    stop or client disconnect) before answering. ``drip``: when > 0, the whole
+    response (status line, headers, body) is written one byte at a time, this
+    many seconds apart — a server too slow to finish but never silent long
+    enough for a per-read timeout. ``headers`` override the defaults
+    (``content-type``, ``request-id``).
     """
 
     status: int = 200
-    body: dict[str, Any] | str | None = None
+    body: dict[str, Any] | str | bytes | None = None
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    drip: float = 0.0
 
 
 @dataclass
@@ -206,6 +211,8 @@ class _Handler(BaseHTTPRequestHandler):
             payload = json.dumps(reply.body).encode("utf-8")
         elif isinstance(reply.body, str):
             payload = reply.body.encode("utf-8")
+        elif isinstance(reply.body, bytes):
+            payload = reply.body
         else:
             payload = b""
         out_headers: dict[str, str] = {
@@ -217,6 +224,9 @@ class _Handler(BaseHTTPRequestHandler):
         out_headers["content-length"] = str(len(payload))
         out_headers["connection"] = "close"
 
+        if reply.drip > 0:
+            self._drip(reply, out_headers, payload)
+            return
         self.send_response(reply.status)
         for name, value in out_headers.items():
             self.send_header(name, value)
@@ -224,6 +234,16 @@ class _Handler(BaseHTTPRequestHandler):
         if payload:
             self.wfile.write(payload)
         self.wfile.flush()
+
+    def _drip(self, reply: Reply, headers: dict[str, str], payload: bytes) -> None:
+        """Write the response one byte at a time, ``reply.drip`` seconds apart."""
+        head = f"HTTP/1.1 {reply.status} {self.responses.get(reply.status, ('',))[0]}\r\n"
+        head += "".join(f"{name}: {value}\r\n" for name, value in headers.items()) + "\r\n"
+        for byte in head.encode("latin-1") + payload:
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
+            if not self._wait(reply.drip):
+                return  # server stopping or client gone
 
     def _wait(self, delay: float) -> bool:
         """Sleep ``delay`` seconds in slices; False if stopped or client left."""
@@ -360,6 +380,7 @@ class FakeAnthropicServer:
         message: str = "fake error",
         *,
         retry_after_ms: int | None = 1,
+        retry_after: str | None = None,
         should_retry: bool | None = None,
         delay: float = 0.0,
     ) -> Reply:
@@ -369,12 +390,15 @@ class FakeAnthropicServer:
         ``overloaded_error``, 429 -> ``rate_limit_error``, 500 -> ``api_error``
         ...; ``api_error`` if unknown). ``retry_after_ms`` (default 1 ms) sets
         the ``retry-after-ms`` header so SDK retries are near-instant; ``None``
-        omits it (the SDK then backs off >= ~0.375 s). ``x-should-retry`` is
-        sent only if ``should_retry`` is not None.
+        omits it (the SDK then backs off >= ~0.375 s). ``retry_after`` sets
+        the ``retry-after`` header (seconds or an HTTP date) when given.
+        ``x-should-retry`` is sent only if ``should_retry`` is not None.
         """
         headers: dict[str, str] = {}
         if retry_after_ms is not None:
             headers["retry-after-ms"] = str(retry_after_ms)
+        if retry_after is not None:
+            headers["retry-after"] = retry_after
         if should_retry is not None:
             headers["x-should-retry"] = "true" if should_retry else "false"
         return Reply(

@@ -13,6 +13,7 @@ before hashing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,7 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_transcripts"
 CORPUS = ROOT.parent / "shared" / "corpus"
 GOLDEN = Path(__file__).resolve().parent / "golden.json"
-WORKSPACE = SAMPLES / "workspace"
+# Paths are given relative to the repo root and the commands run there, so the output does not
+# depend on where the clone lives (CI clones to a fresh directory).
+WORKSPACE = "sample_transcripts/workspace"
 
 #: name -> argument builder (input path, scratch dir) -> argv
 Args = Callable[[str, str], list[str]]
@@ -38,7 +41,7 @@ COMMANDS: dict[str, Args] = {
     "check-json": lambda f, t: ["check", f, "--json", "--model", "claude-sonnet-4-5"],
     "check-table": lambda f, t: ["check", f, "--model", "gpt-4"],
     "compact-full": lambda f, t: [
-        "compact", f, "--summarizer", "extractive", "--work-dir", str(WORKSPACE),
+        "compact", f, "--summarizer", "extractive", "--work-dir", WORKSPACE,
         "--archive-dir", f"{t}/archive", "--stats-json", f"{t}/stats.json",
     ],
     "compact-keep-loop": lambda f, t: [
@@ -54,7 +57,7 @@ COMMANDS: dict[str, Args] = {
         "--archive-dir", f"{t}/archive", "-q",
     ],
     "offload": lambda f, t: ["offload", f, "--out-dir", f"{t}/offload", "--min-chars", "400"],
-    "restore-files": lambda f, t: ["restore-files", f, "--work-dir", str(WORKSPACE)],
+    "restore-files": lambda f, t: ["restore-files", f, "--work-dir", WORKSPACE],
 }  # fmt: skip
 
 
@@ -94,8 +97,8 @@ def run_case(case: Case) -> dict[str, object]:
 
     from ctxcompact.cli import app
 
-    with tempfile.TemporaryDirectory() as tmp:
-        argv = COMMANDS[case.command](str(case.path), tmp)
+    with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(ROOT):
+        argv = COMMANDS[case.command](os.path.relpath(case.path, ROOT), tmp)
         result = CliRunner().invoke(app, argv, env={"COLUMNS": "100", "ANTHROPIC_API_KEY": ""})
         stderr = _TIMESTAMP.sub(b"<TS>", result.stderr_bytes.replace(tmp.encode(), b"<TMP>"))
         return {

@@ -1,4 +1,5 @@
-"""The LLM summarizer against a fake Messages API on 127.0.0.1, through the real SDK client."""
+"""The LLM summarizer over the Anthropic transport, against a fake Messages API on 127.0.0.1,
+through the real SDK client."""
 
 from __future__ import annotations
 
@@ -9,15 +10,11 @@ from typing import Any
 import pytest
 from fake_anthropic import MESSAGES_PATH, FakeAnthropicServer, RecordedRequest
 
+from ctxcompact.anthropic_api import DEFAULT_SUMMARY_MODEL, AnthropicTransport, make_client
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Message, Source
-from ctxcompact.llm import make_client
 from ctxcompact.summarize import Summary, SummaryFailed, make_summarizer
-from ctxcompact.summarize.anthropic_summarizer import (
-    DEFAULT_SUMMARY_MODEL,
-    AnthropicSummarizer,
-    extract_summary,
-)
+from ctxcompact.summarize.llm import LLMSummarizer, extract_summary
 from ctxcompact.summarize.prompt import DIMENSIONS, MOST_RECENT_RULE
 from ctxcompact.tokens import EstimateCounter
 
@@ -82,8 +79,9 @@ def client(fake_api: FakeAnthropicServer) -> Iterator[Any]:
     c.close()
 
 
-def summarizer(client: Any, sleeps: SleepLog, **kwargs: Any) -> AnthropicSummarizer:
-    return AnthropicSummarizer(client=client, sleep=sleeps, jitter=lambda: 0.0, **kwargs)
+def summarizer(client: Any, sleeps: SleepLog, **kwargs: Any) -> LLMSummarizer:
+    transport = AnthropicTransport(client=client)
+    return LLMSummarizer(transport, DEFAULT_SUMMARY_MODEL, sleep=sleeps, jitter=lambda: 0.0, **kwargs)
 
 
 def user_text(request: RecordedRequest) -> str:
@@ -136,10 +134,29 @@ def test_backoff_without_retry_after_is_exponential_and_capped(
     assert sleeps.calls == [0.5, 1.0, 2.0]
 
 
-def test_huge_retry_after_is_capped(fake_api: FakeAnthropicServer, client: Any, sleeps: SleepLog) -> None:
-    fake_api.enqueue(fake_api.reply_error(429, retry_after_ms=3_600_000), fake_api.reply_text("ok"))
+def test_retry_after_up_to_the_cap_is_honoured(
+    fake_api: FakeAnthropicServer, client: Any, sleeps: SleepLog
+) -> None:
+    fake_api.enqueue(
+        fake_api.reply_error(429, retry_after_ms=None, retry_after="30"), fake_api.reply_text("ok")
+    )
     assert summarizer(client, sleeps).summarize(SMALL).attempts == 2
-    assert sleeps.calls == [60.0]
+    assert sleeps.calls == [30.0]
+
+
+def test_retry_after_beyond_the_cap_fails_at_once(
+    fake_api: FakeAnthropicServer, client: Any, sleeps: SleepLog
+) -> None:
+    # Issue 9.8: "retry-after: 3600" made a run wait 122 s; now it fails over without waiting.
+    fake_api.enqueue(
+        fake_api.reply_error(429, retry_after_ms=None, retry_after="3600"), fake_api.reply_text("ok")
+    )
+    with pytest.raises(SummaryFailed) as info:
+        summarizer(client, sleeps).summarize(SMALL)
+    assert info.value.attempts == 1
+    assert "429" in info.value.reason and "3,600 s" in info.value.reason
+    assert sleeps.calls == []
+    assert len(fake_api.requests_to(MESSAGES_PATH)) == 1
 
 
 def test_all_attempts_fail(fake_api: FakeAnthropicServer, client: Any, sleeps: SleepLog) -> None:
@@ -307,7 +324,7 @@ def test_client_from_environment_is_created_and_closed(
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.base_url)
     fake_api.enqueue(fake_api.reply_error(529), fake_api.reply_text("<summary>env ok</summary>"))
     s = make_summarizer("auto", model="claude-opus-4-6", max_retries=1)
-    assert isinstance(s, AnthropicSummarizer)
+    assert isinstance(s, LLMSummarizer) and isinstance(s.transport, AnthropicTransport)
     s._sleep = sleeps  # no real wait in tests
     summary = s.summarize(SMALL)
     assert (summary.text, summary.attempts, summary.model) == ("env ok", 2, "claude-opus-4-6")
@@ -334,7 +351,7 @@ def test_importing_and_extractive_use_do_not_import_the_sdk() -> None:
     code = (
         "import sys\n"
         "from ctxcompact.summarize import make_summarizer\n"
-        "import ctxcompact.summarize.anthropic_summarizer, ctxcompact.restore\n"
+        "import ctxcompact.summarize.llm, ctxcompact.anthropic_api, ctxcompact.restore\n"
         "make_summarizer('auto').summarize([])\n"
         "assert 'anthropic' not in sys.modules, 'anthropic was imported'\n"
     )

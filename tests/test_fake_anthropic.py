@@ -6,6 +6,7 @@ import http.client
 import json
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
@@ -306,3 +307,26 @@ def test_context_manager() -> None:
         resp = client.messages.create(model=MODEL, max_tokens=10, messages=MESSAGES)
         assert resp.content[0].type == "text"
     assert srv.requests[0].path == MESSAGES_PATH
+
+
+def _post(server: FakeAnthropicServer) -> tuple[int, dict[str, str], bytes]:
+    req = urllib.request.Request(server.base_url + MESSAGES_PATH, data=b"{}", method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=3.0) as resp:
+            return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
+
+
+def test_bytes_body_and_retry_after_are_sent_as_given(server: FakeAnthropicServer) -> None:
+    server.enqueue(Reply(body=b"caf\xe9"), server.reply_error(429, retry_after_ms=None, retry_after="3600"))
+    assert _post(server)[::2] == (200, b"caf\xe9")
+    status, headers, _ = _post(server)
+    assert (status, headers.get("retry-after"), "retry-after-ms" in headers) == (429, "3600", False)
+
+
+def test_drip_sends_the_whole_response_a_byte_at_a_time(server: FakeAnthropicServer) -> None:
+    server.enqueue(Reply(body=b"slow", drip=0.01))
+    start = time.monotonic()
+    assert _post(server)[::2] == (200, b"slow")
+    assert time.monotonic() - start > 0.01 * 100  # status line and headers dripped too

@@ -21,9 +21,9 @@ import orjson
 import pytest
 from fake_anthropic import COUNT_TOKENS_PATH, FakeAnthropicServer, Reply
 
+from ctxcompact.anthropic_api import AnthropicTotalCounter
 from ctxcompact.errors import InputError, WorkFailedError
 from ctxcompact.ir import Message
-from ctxcompact.llm import AnthropicTotalCounter
 from ctxcompact.tokens import (
     DOCUMENT_TOKENS_PER_PAGE,
     IMAGE_MAX_EDGE,

@@ -32,7 +32,7 @@ def _counter(name: CounterName, encoding: str, model: str | None) -> Any:
     from ctxcompact.tokens import make_counter
 
     if name is CounterName.anthropic:
-        from ctxcompact.llm import DEFAULT_COUNT_MODEL, AnthropicTotalCounter
+        from ctxcompact.anthropic_api import DEFAULT_COUNT_MODEL, AnthropicTotalCounter
 
         return AnthropicTotalCounter(model=model or DEFAULT_COUNT_MODEL)
     return make_counter(name.value, encoding=encoding)

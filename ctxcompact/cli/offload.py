@@ -55,6 +55,12 @@ UNDO_OPT = typer.Option(
     "--restore",
     help="Put offloaded contents back from --out-dir (refuses if a file is missing or changed).",
 )
+CLEAN_ORPHANS_OPT = typer.Option(
+    False,
+    "--clean-orphans",
+    help="Remove tool-result-*.md files in --out-dir that the manifest does not name (what an "
+    "interrupted run leaves); nothing else. Takes no transcript.",
+)
 LOCAL_COUNTER_OPT = typer.Option(
     LocalCounterName.tiktoken,
     "--counter",
@@ -72,6 +78,7 @@ def offload(
     preview: int = PREVIEW_OPT,
     protect_loop: bool = PROTECT_LOOP_OPT,
     undo: bool = UNDO_OPT,
+    clean_orphans: bool = CLEAN_ORPHANS_OPT,
     output: Path | None = OUTPUT_OPT,
     stats_json: Path | None = STATS_JSON_OPT,
     quiet: bool = QUIET_OPT,
@@ -87,6 +94,8 @@ def offload(
     and running offload on its own output changes nothing. offload-manifest.json records a
     sha256 of each file, so --undo gives the exact original content back or refuses.
     One transcript per run; the result goes to stdout or -o, the stats to stderr.
+    Runs sharing an --out-dir take turns (a lock), so each one stays undoable.
+    --clean-orphans removes the files of a run that was killed before it wrote the manifest.
 
     \b
     Examples:
@@ -94,6 +103,7 @@ def offload(
       ctxcompact offload --undo lean.json --out-dir .ctx/offload -o t.json
       cat t.json | ctxcompact offload --min-chars 2000 --keep-recent 3 | ctxcompact count
       ctxcompact offload session.jsonl --preview 200 --protect-loop -q > lean.jsonl
+      ctxcompact offload --clean-orphans --out-dir .ctx/offload
     """
     from ctxcompact.offload import (
         OffloadResult,
@@ -112,6 +122,9 @@ def offload(
     from ctxcompact.transcript import dump_transcript, load_transcript
 
     streams = Streams(quiet=quiet)
+    if clean_orphans:
+        _clean_orphans(files, out_dir=out_dir, undo=undo, stats_json=stats_json, streams=streams)
+        return
     inputs = expand_inputs(files)
     if len(inputs) != 1:
         raise UsageError(
@@ -159,3 +172,17 @@ def offload(
         raise
     render_offload_stats(transcript.name, results, streams.err, min_chars=min_chars)
     write_json_file(stats_json, offload_stats_json(transcript.name, results))
+
+
+def _clean_orphans(
+    files: list[Path] | None, *, out_dir: Path, undo: bool, stats_json: Path | None, streams: Streams
+) -> None:
+    """``offload --clean-orphans``: the removed names on stderr (and in --stats-json)."""
+    from ctxcompact.offload_store import clean_orphans
+    from ctxcompact.render_tools import render_orphan_cleanup
+
+    if files or undo:
+        raise UsageError("--clean-orphans works on --out-dir alone: give it no transcript and no --undo.")
+    result = clean_orphans(out_dir)
+    render_orphan_cleanup(result, streams.err)
+    write_json_file(stats_json, result.to_stats())

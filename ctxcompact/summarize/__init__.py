@@ -2,9 +2,11 @@
 
 Two implementations behind one small interface (SPEC §3.5):
 
-``anthropic``   the Messages API through the official SDK (:mod:`.anthropic_summarizer`):
-                the prompt of :mod:`.prompt`, bounded retries with backoff, ``<summary>``
-                extraction, chunk-and-merge for transcripts longer than its context budget.
+``anthropic``   :class:`.llm.LLMSummarizer` over the Messages API
+                (:class:`ctxcompact.anthropic_api.AnthropicTransport`): the prompt of
+                :mod:`.prompt`, bounded retries with backoff, ``<summary>`` extraction,
+                chunk-and-merge for transcripts longer than its context budget. Another LLM
+                backend is another :class:`.transport.Transport` under the same summarizer.
 ``extractive``  offline and deterministic, no key (:mod:`.extractive`): the same five
                 sections built from the transcript itself. The default when no API key is
                 set, and the fallback when the LLM fails.
@@ -26,14 +28,14 @@ from ctxcompact.ir import Message
 from ctxcompact.summarize.prompt import SUMMARY_MAX_WORDS
 
 if TYPE_CHECKING:
-    from ctxcompact.summarize.anthropic_summarizer import AnthropicSummarizer
     from ctxcompact.summarize.extractive import ExtractiveSummarizer
+    from ctxcompact.summarize.llm import LLMSummarizer
 
 __all__ = [
     "SUMMARIZER_NAMES",
     "SUMMARY_MAX_WORDS",
-    "AnthropicSummarizer",
     "ExtractiveSummarizer",
+    "LLMSummarizer",
     "Summarizer",
     "Summary",
     "SummaryFailed",
@@ -99,10 +101,11 @@ def make_summarizer(
     ``client`` is given), else ``extractive``.
 
     ``anthropic`` without a key or client raises :class:`InputError` (exit 2) here, before
-    any work is done. ``model``, ``timeout``, ``max_retries`` and ``client`` only apply to
-    ``anthropic``. Nothing is sent until ``summarize`` is called.
+    any work is done. ``model``, ``timeout`` (seconds per request, all of it), ``max_retries``
+    and ``client`` (an ``anthropic.Anthropic``) only apply to ``anthropic``. Nothing is sent
+    until ``summarize`` is called.
     """
-    from ctxcompact.llm import api_key_available
+    from ctxcompact.anthropic_api import api_key_available
 
     if name == "auto":
         name = "anthropic" if client is not None or api_key_available() else "extractive"
@@ -112,26 +115,30 @@ def make_summarizer(
         return ExtractiveSummarizer()
     if name == "anthropic":
         if client is None and not api_key_available():
-            from ctxcompact.llm import API_KEY_ENV
+            from ctxcompact.anthropic_api import API_KEY_ENV
 
             raise InputError(
                 f"the anthropic summarizer needs an API key: set {API_KEY_ENV}, "
                 "or use --summarizer extractive (offline)."
             )
-        from ctxcompact.summarize.anthropic_summarizer import DEFAULT_SUMMARY_MODEL, AnthropicSummarizer
+        from ctxcompact.anthropic_api import DEFAULT_SUMMARY_MODEL, AnthropicTransport
+        from ctxcompact.summarize.llm import LLMSummarizer
 
-        return AnthropicSummarizer(
-            model or DEFAULT_SUMMARY_MODEL, client=client, timeout=timeout, max_retries=max_retries
+        return LLMSummarizer(
+            AnthropicTransport(client=client),
+            model or DEFAULT_SUMMARY_MODEL,
+            timeout=timeout,
+            max_retries=max_retries,
         )
     raise InputError(f"unknown summarizer {name!r}; expected one of {', '.join(SUMMARIZER_NAMES)}.")
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy exports: the anthropic-backed module loads only when asked for.
-    if name == "AnthropicSummarizer":
-        from ctxcompact.summarize.anthropic_summarizer import AnthropicSummarizer
+    # Lazy exports: the summarizers' modules load only when asked for.
+    if name == "LLMSummarizer":
+        from ctxcompact.summarize.llm import LLMSummarizer
 
-        return AnthropicSummarizer
+        return LLMSummarizer
     if name == "ExtractiveSummarizer":
         from ctxcompact.summarize.extractive import ExtractiveSummarizer
 

@@ -1,4 +1,5 @@
-"""The one home of the ``anthropic`` SDK: client creation, exact token counts, error mapping.
+"""The one home of the ``anthropic`` SDK: client creation, exact token counts, and the
+summarizer's transport (:class:`AnthropicTransport`) with its error mapping.
 
 The SDK takes about a second to import, so it is imported inside functions only, when a
 command actually calls the API. The API key comes from the environment
@@ -16,10 +17,12 @@ from typing import Any
 
 from ctxcompact.errors import InputError, WorkFailedError
 from ctxcompact.ir import Block, Message
+from ctxcompact.summarize.transport import TextReply, TransportFailure, call_with_deadline
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
 DEFAULT_COUNT_MODEL = "claude-sonnet-4-5"
+DEFAULT_SUMMARY_MODEL = "claude-haiku-4-5"
 
 
 def api_key_available(env: Mapping[str, str] | None = None) -> bool:
@@ -117,43 +120,80 @@ class AnthropicTotalCounter:
         return int(result.input_tokens)
 
 
-# --- single text requests (used by the summarizer's own retry loop) --------------------------
+# --- the summarizer's transport ----------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ApiFailure:
-    """What went wrong with one API attempt, without the key or the request.
+class AnthropicTransport:
+    """The Messages API as a :class:`~ctxcompact.summarize.transport.Transport`: one HTTP
+    attempt per :meth:`complete` (the SDK's own retries are off, so the summarizer counts
+    attempts exactly), bounded by a total deadline.
 
-    ``retryable``: a timeout, a connection error, or HTTP 408/409/429/5xx (529 overloaded
-    included), unless the server said ``x-should-retry: false`` — the SDK's own policy.
-    ``retry_after``: seconds the server asked us to wait (``retry-after-ms`` or
-    ``retry-after``), when it said so.
+    ``client``: an ``anthropic.Anthropic``, used with its own per-read timeouts and left open;
+    at the deadline the caller gets its failure at once and the abandoned request ends when
+    the client's timeouts fire. ``None`` (the CLI's way): a client per attempt from
+    ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL`` (or ``api_key`` / ``base_url``), closed when
+    the attempt ends — at the deadline too, which drops the connection.
     """
 
-    description: str
-    retryable: bool
-    status: int | None = None
-    retry_after: float | None = None
+    name = "anthropic"
+
+    def __init__(
+        self, *, client: Any = None, api_key: str | None = None, base_url: str | None = None
+    ) -> None:
+        self.client = client
+        self._api_key = api_key
+        self._base_url = base_url
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"AnthropicTransport(client={'given' if self.client is not None else 'per attempt'})"
+
+    def complete(self, *, model: str, system: str, user: str, max_tokens: int, timeout: float) -> TextReply:
+        owned = self.client is None
+        if owned:
+            client = make_client(
+                api_key=self._api_key, base_url=self._base_url, timeout=timeout, max_retries=0
+            )
+        else:
+            client = self.client.with_options(max_retries=0)
+
+        def send() -> Any:
+            return client.messages.create(
+                model=model,
+                max_tokens=max_tokens,
+                system=system,
+                messages=[{"role": "user", "content": user}],
+            )
+
+        try:
+            response = call_with_deadline(
+                send, timeout=timeout, cancel=client.close if owned else _leave_open
+            )
+        except TransportFailure:
+            raise
+        except Exception as exc:
+            # The boundary of the SDK call: whatever the server's answer made the SDK raise
+            # (an HTTP error, a body that is not UTF-8 or not JSON, an AttributeError on JSON
+            # of the wrong shape) is a failed attempt, not a bug of ours.
+            raise classify_api_error(exc) from None
+        finally:
+            if owned:
+                client.close()
+        return _text_reply(response)
 
 
-@dataclass(frozen=True, slots=True)
-class TextReply:
-    """The text of a Messages API answer (text blocks joined) and why the model stopped."""
-
-    text: str
-    stop_reason: str | None
-    model: str | None
+def _leave_open() -> None:
+    """A client the caller passed in is theirs to close."""
 
 
-def classify_api_error(exc: BaseException) -> ApiFailure | None:
-    """An :class:`ApiFailure` for an SDK error, ``None`` for anything else (a bug stays a bug)."""
+def classify_api_error(exc: BaseException) -> TransportFailure:
+    """A :class:`TransportFailure` for anything the SDK raised during one request.
+
+    Retryable: a timeout, a connection error, HTTP 408/409/429/5xx (529 overloaded included)
+    unless the server said ``x-should-retry: false`` (the SDK's own policy), and an answer the
+    SDK could not read. Other HTTP statuses (400, 401, 403, 404, ...) are not.
+    """
     import anthropic
 
-    if not isinstance(exc, anthropic.APIError):
-        return None
-    description = describe_api_error(exc)
-    if isinstance(exc, anthropic.APIConnectionError):  # APITimeoutError is one of these
-        return ApiFailure(description, retryable=True)
     if isinstance(exc, anthropic.APIStatusError):
         status = exc.status_code
         headers = exc.response.headers
@@ -162,8 +202,12 @@ def classify_api_error(exc: BaseException) -> ApiFailure | None:
             retryable = should_retry == "true"
         else:
             retryable = status in (408, 409, 429) or status >= 500
-        return ApiFailure(description, retryable, status, _retry_after(headers))
-    return ApiFailure(description, retryable=False)
+        return TransportFailure(
+            describe_api_error(exc), retryable=retryable, status=status, retry_after=_retry_after(headers)
+        )
+    if isinstance(exc, anthropic.APIConnectionError):  # APITimeoutError is one of these
+        return TransportFailure(describe_api_error(exc), retryable=True)
+    return TransportFailure(f"the API's answer could not be read ({type(exc).__name__})", retryable=True)
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
@@ -186,15 +230,21 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     return None if parsed is None else float(email.utils.mktime_tz(parsed) - time.time())
 
 
-def request_text(client: Any, *, model: str, system: str, user: str, max_tokens: int) -> TextReply:
-    """One Messages API call, exactly one HTTP attempt (the SDK's retries are switched off so
-    the caller's retry loop counts attempts exactly). SDK errors propagate: classify them with
-    :func:`classify_api_error`."""
-    response = client.with_options(max_retries=0).messages.create(
-        model=model,
-        max_tokens=max_tokens,
-        system=system,
-        messages=[{"role": "user", "content": user}],
+def _text_reply(response: Any) -> TextReply:
+    """The text blocks of a Messages API answer, joined; a failure when it has no content list
+    (the SDK builds its objects without validating the server's JSON)."""
+    content = getattr(response, "content", None)
+    if not isinstance(content, list):
+        raise TransportFailure("the API's answer has no content", retryable=True)
+    texts = [
+        block.text
+        for block in content
+        if getattr(block, "type", None) == "text" and isinstance(getattr(block, "text", None), str)
+    ]
+    stop_reason = getattr(response, "stop_reason", None)
+    model = getattr(response, "model", None)
+    return TextReply(
+        "".join(texts),
+        stop_reason if isinstance(stop_reason, str) else None,
+        model if isinstance(model, str) else None,
     )
-    texts = [str(getattr(b, "text", "")) for b in response.content if getattr(b, "type", None) == "text"]
-    return TextReply("".join(texts), getattr(response, "stop_reason", None), getattr(response, "model", None))

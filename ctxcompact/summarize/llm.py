@@ -1,4 +1,9 @@
-"""The LLM summarizer: the Messages API through the official SDK (SPEC §3.5, seed 000 F-004/F-008).
+"""The LLM summarizer, for every backend (SPEC §3.5, seed 000 F-004/F-008).
+
+:class:`LLMSummarizer` holds everything that does not depend on who answers: the prompt, the
+chunking, the merging, the retries and the backoff. The backend is a
+:class:`~ctxcompact.summarize.transport.Transport` (the Anthropic Messages API:
+:class:`ctxcompact.anthropic_api.AnthropicTransport`); a new one needs none of this code.
 
 How a call goes:
 
@@ -9,18 +14,19 @@ How a call goes:
    split; a block too large on its own is clipped to fit), each chunk is summarized, and the
    partial summaries are merged with one more request (in rounds, if even the partial
    summaries do not fit in one). No request over ``context_budget`` is ever sent.
-3. Every request is one HTTP attempt (the SDK's own retries are switched off) inside this
-   module's retry loop, so ``Summary.attempts`` is exact: a timeout, a connection error,
-   HTTP 408/409/429/5xx/529 or an empty answer is retried up to ``max_retries`` times, after
-   the wait the server asked for (``retry-after-ms`` / ``retry-after``, capped at
-   :data:`MAX_RETRY_WAIT`) or else an exponential backoff with jitter
-   (:data:`BACKOFF_INITIAL` doubling up to :data:`BACKOFF_MAX`). HTTP 400/401/403/404 and
-   other client errors fail at once.
+3. Every request is one attempt of the transport, bounded as a whole by ``timeout`` seconds,
+   inside this module's retry loop, so ``Summary.attempts`` is exact. A failure the transport
+   calls retryable (a timeout, a connection error, HTTP 408/409/429/5xx/529, an unreadable
+   answer) or an empty answer is retried up to ``max_retries`` times, after the wait the
+   server asked for (``retry-after-ms`` / ``retry-after``) or else an exponential backoff
+   with jitter (:data:`BACKOFF_INITIAL` doubling up to :data:`BACKOFF_MAX`). A server that
+   asks for more than :data:`MAX_RETRY_AFTER` seconds is not waited for: the summary fails at
+   once, so the caller can fall back. Other failures (HTTP 400/401/403/404) fail at once.
+   A run therefore gives up after about ``timeout × (max_retries + 1)`` plus the waits.
 4. The text inside ``<summary>…</summary>`` is returned (the whole answer when there are no
    tags). An empty or whitespace-only answer is a failure.
 
-Failures raise :class:`~ctxcompact.summarize.SummaryFailed` with a key-free reason. A client
-this class creates is closed when the call ends; a client passed in is left open.
+Failures raise :class:`~ctxcompact.summarize.SummaryFailed` with a key-free reason.
 """
 
 from __future__ import annotations
@@ -29,21 +35,23 @@ import random
 import re
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Message
-from ctxcompact.llm import classify_api_error, make_client, request_text
 from ctxcompact.summarize import Summary, SummaryFailed
 from ctxcompact.summarize.prompt import SUMMARY_MAX_WORDS, build_merge_prompt, build_prompt
 from ctxcompact.summarize.serialize import clip_middle, serialize_for_prompt, split_into_chunks
+from ctxcompact.summarize.transport import Transport, TransportFailure
 from ctxcompact.tokens import TiktokenCounter, TokenCounter
 
-DEFAULT_SUMMARY_MODEL = "claude-haiku-4-5"
 DEFAULT_CONTEXT_BUDGET = 150_000
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_MAX_RETRIES = 2
 BACKOFF_INITIAL = 0.5
 BACKOFF_MAX = 8.0
-MAX_RETRY_WAIT = 60.0
+#: The longest ``retry-after`` honoured, in seconds. A server asking for more (rate limits of
+#: an hour were seen) is not waited for: the attempt counts as failed, with no further retry.
+MAX_RETRY_AFTER = 60.0
 #: Tokens kept free below the budget: token counts of joined texts are not exactly additive.
 BUDGET_MARGIN = 32
 
@@ -63,45 +71,47 @@ def output_token_limit(max_words: int) -> int:
     return min(32_000, max(1024, max_words * 2 + 512))
 
 
-class AnthropicSummarizer:
-    """Summaries from the Anthropic Messages API. See the module docstring for the contract.
+class LLMSummarizer:
+    """Summaries from an LLM behind ``transport``. See the module docstring for the contract.
 
-    ``client``: an ``anthropic.Anthropic`` (left open); ``None`` creates one per call from
-    ``ANTHROPIC_API_KEY`` / ``ANTHROPIC_BASE_URL`` (or ``api_key`` / ``base_url``) and closes
-    it. ``sleep`` and ``jitter`` are injectable so tests do not wait.
+    ``model`` is passed to the transport and recorded in each :class:`Summary`; the
+    summarizer's ``name`` is the transport's. ``sleep`` and ``jitter`` are injectable so tests
+    do not wait.
     """
-
-    name = "anthropic"
 
     def __init__(
         self,
-        model: str = DEFAULT_SUMMARY_MODEL,
+        transport: Transport,
+        model: str,
         *,
-        client: Any = None,
-        timeout: float = 60.0,
-        max_retries: int = 2,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         context_budget: int = DEFAULT_CONTEXT_BUDGET,
         counter: TokenCounter | None = None,
-        api_key: str | None = None,
-        base_url: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
     ) -> None:
         if max_retries < 0:
             raise UsageError("max_retries must not be negative.")
+        if timeout <= 0:
+            raise UsageError("timeout must be positive.")
+        self.transport = transport
         self.model = model
-        self.client = client
         self.timeout = timeout
         self.max_retries = max_retries
         self.context_budget = context_budget
         self.counter: TokenCounter = counter or TiktokenCounter()
-        self._api_key = api_key
-        self._base_url = base_url
         self._sleep = sleep
         self._jitter = jitter
 
-    def __repr__(self) -> str:  # never shows the key
-        return f"AnthropicSummarizer(model={self.model!r}, context_budget={self.context_budget})"
+    @property
+    def name(self) -> str:
+        return self.transport.name
+
+    def __repr__(self) -> str:
+        return (
+            f"LLMSummarizer({self.transport!r}, model={self.model!r}, context_budget={self.context_budget})"
+        )
 
     def summarize(
         self,
@@ -113,15 +123,7 @@ class AnthropicSummarizer:
         """One summary of ``messages``; raises ``SummaryFailed`` when none can be made."""
         if not messages:
             raise SummaryFailed("there are no messages to summarize")
-        owned = self.client is None
-        client = self.client or make_client(
-            api_key=self._api_key, base_url=self._base_url, timeout=self.timeout, max_retries=0
-        )
-        try:
-            return _Run(self, client, max_words, instructions).summarize(messages)
-        finally:
-            if owned:
-                client.close()
+        return _Run(self, max_words, instructions).summarize(messages)
 
     # -- used by _Run ------------------------------------------------------------------------
 
@@ -130,19 +132,16 @@ class AnthropicSummarizer:
 
     def _backoff(self, retry: int, retry_after: float | None) -> float:
         if retry_after is not None and retry_after > 0:
-            return min(retry_after, MAX_RETRY_WAIT)
+            return retry_after
         base = min(BACKOFF_INITIAL * 2**retry, BACKOFF_MAX)
         return base * (1 - 0.25 * self._jitter())
 
 
 class _Run:
-    """One ``summarize`` call: its client, options and attempt count."""
+    """One ``summarize`` call: its options and attempt count."""
 
-    def __init__(
-        self, owner: AnthropicSummarizer, client: Any, max_words: int, instructions: str | None
-    ) -> None:
+    def __init__(self, owner: LLMSummarizer, max_words: int, instructions: str | None) -> None:
         self.owner = owner
-        self.client = client
         self.max_words = max_words
         self.instructions = instructions
         self.attempts = 0
@@ -241,31 +240,34 @@ class _Run:
         """One summary text from one prompt, with retries; raises SummaryFailed."""
         owner = self.owner
         last = "no attempt was made"
-        wait = 0.0
         for retry in range(owner.max_retries + 1):
-            if retry:
-                owner._sleep(wait)
             self.attempts += 1
+            more = retry < owner.max_retries
             try:
-                reply = request_text(
-                    self.client,
+                reply = owner.transport.complete(
                     model=owner.model,
                     system=system,
                     user=user,
                     max_tokens=output_token_limit(self.max_words),
+                    timeout=owner.timeout,
                 )
-            except Exception as exc:
-                failure = classify_api_error(exc)
-                if failure is None:
-                    raise  # a bug, not an API failure: keep its traceback
+            except TransportFailure as failure:
                 last = failure.description
                 if not failure.retryable:
                     raise SummaryFailed(last, attempts=self.attempts) from None
+                if more and failure.retry_after is not None and failure.retry_after > MAX_RETRY_AFTER:
+                    last += (
+                        f"; the server asked to wait {failure.retry_after:,.0f} s before retrying,"
+                        f" more than the {MAX_RETRY_AFTER:g} s ctxcompact waits"
+                    )
+                    raise SummaryFailed(last, attempts=self.attempts) from None
                 wait = owner._backoff(retry, failure.retry_after)
-                continue
-            text = extract_summary(reply.text)
-            if text:
-                return text
-            last = "the model returned an empty summary"
-            wait = owner._backoff(retry, None)
+            else:
+                text = extract_summary(reply.text)
+                if text:
+                    return text
+                last = "the model returned an empty summary"
+                wait = owner._backoff(retry, None)
+            if more:
+                owner._sleep(wait)
         raise SummaryFailed(last, attempts=self.attempts)
