@@ -16,6 +16,7 @@ from ctxcompact.cli import app
 from ctxcompact.compact import CompactOptions, compact_conversation
 from ctxcompact.models import make_budget, resolve_model
 from ctxcompact.restore import InMemoryFileReader
+from ctxcompact.strategies.full import FullOptions
 from ctxcompact.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.tokens import EstimateCounter
 from ctxcompact.transcript import dump_transcript, load_messages, load_transcript
@@ -93,7 +94,7 @@ def test_prune_then_full_still_restores_files_whose_read_inputs_were_cleared(tmp
         {"role": "user", "content": "thanks"},
     ]
     reader = InMemoryFileReader({tmp_path / "a.py": b"A = 1\n", tmp_path / "b.py": b"B = 2\n"})
-    options = CompactOptions(
+    options = CompactOptions.from_keywords(
         strategies=("prune", "full"),
         keep=0,
         clear_tool_inputs=True,
@@ -225,7 +226,7 @@ def test_claude_code_output_is_deterministic_and_clean(tmp_path: Path) -> None:
     transcript = load_transcript(SAMPLES / "claude-code-session.jsonl")
     outputs = []
     for i in range(2):
-        options = CompactOptions(restore=False, archive_dir=tmp_path / f"a{i}")
+        options = CompactOptions(archive_dir=tmp_path / f"a{i}", full=FullOptions(restore=False))
         result = compact_conversation(
             transcript.conversations[0],
             options=options,
@@ -310,7 +311,7 @@ def test_new_claude_code_entries_join_the_conversations_own_thread(tmp_path: Pat
     keep_last = [
         *compact_conversation(
             conv,
-            options=CompactOptions(restore=False, archive_dir=tmp_path / "a"),
+            options=CompactOptions(archive_dir=tmp_path / "a", full=FullOptions(restore=False)),
             summarizer=ExtractiveSummarizer(),
             counter=EstimateCounter(),
         ).conversation.messages

@@ -34,7 +34,12 @@ from ctxcompact.cli.common import (
 from ctxcompact.errors import CtxcompactError, InputError, UsageError
 from ctxcompact.fileio import write_new_file
 from ctxcompact.models import load_registry, validate_ratio
-from ctxcompact.strategies import STRATEGY_NAMES
+from ctxcompact.restore import DEFAULT_MAX_FILES, DEFAULT_MAX_TOKENS_PER_FILE, DEFAULT_MAX_TOKENS_TOTAL
+from ctxcompact.strategies import DEFAULT_STRATEGIES, STRATEGY_NAMES, check_strategy_names
+from ctxcompact.strategies.clean_tools import DEFAULT_ROUNDS, CleanToolsOptions
+from ctxcompact.strategies.full import DEFAULT_SUMMARY_MAX_WORDS, FullOptions
+from ctxcompact.strategies.prune import DEFAULT_CLEAR_AT_LEAST, DEFAULT_KEEP, PruneOptions
+from ctxcompact.summarize.llm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from ctxcompact.compact import CompactResult
@@ -64,13 +69,19 @@ READ_TOOL_OPT = typer.Option(
     rich_help_panel=RESTORE_PANEL,
 )
 MAX_FILES_OPT = typer.Option(
-    5, "--max-files", help="Restore at most this many files.", rich_help_panel=RESTORE_PANEL
+    DEFAULT_MAX_FILES, "--max-files", help="Restore at most this many files.", rich_help_panel=RESTORE_PANEL
 )
 MAX_TOKENS_PER_FILE_OPT = typer.Option(
-    5000, "--max-tokens-per-file", help="Skip files larger than this.", rich_help_panel=RESTORE_PANEL
+    DEFAULT_MAX_TOKENS_PER_FILE,
+    "--max-tokens-per-file",
+    help="Skip files larger than this.",
+    rich_help_panel=RESTORE_PANEL,
 )
 MAX_TOKENS_TOTAL_OPT = typer.Option(
-    50000, "--max-tokens-total", help="Stop restoring past this total.", rich_help_panel=RESTORE_PANEL
+    DEFAULT_MAX_TOKENS_TOTAL,
+    "--max-tokens-total",
+    help="Stop restoring past this total.",
+    rich_help_panel=RESTORE_PANEL,
 )
 
 
@@ -98,7 +109,7 @@ def _compact_transcript(transcript: Transcript, run: Any) -> tuple[Transcript, l
 def compact(
     files: list[Path] | None = FILES_ARG,
     strategy: str = typer.Option(
-        "full",
+        ",".join(DEFAULT_STRATEGIES),
         "--strategy",
         "-s",
         help=f"One or more of {', '.join(STRATEGY_NAMES)}, comma-separated, run in order (e.g. prune,full).",
@@ -162,7 +173,10 @@ def compact(
         rich_help_panel=FULL,
     ),
     summary_max_words: int = typer.Option(
-        1200, "--summary-max-words", help="Word limit for the summary.", rich_help_panel=FULL
+        DEFAULT_SUMMARY_MAX_WORDS,
+        "--summary-max-words",
+        help="Word limit for the summary.",
+        rich_help_panel=FULL,
     ),
     instructions: str | None = typer.Option(
         None,
@@ -178,10 +192,10 @@ def compact(
         rich_help_panel=FULL,
     ),
     timeout: float = typer.Option(
-        60.0, "--timeout", help="Seconds per summary request.", rich_help_panel=FULL
+        DEFAULT_TIMEOUT, "--timeout", help="Seconds per summary request.", rich_help_panel=FULL
     ),
     max_retries: int = typer.Option(
-        2,
+        DEFAULT_MAX_RETRIES,
         "--max-retries",
         help="Retries on 429/5xx/overloaded/connection errors, with backoff.",
         rich_help_panel=FULL,
@@ -210,10 +224,10 @@ def compact(
     max_tokens_per_file: int = MAX_TOKENS_PER_FILE_OPT,
     max_tokens_total: int = MAX_TOKENS_TOTAL_OPT,
     keep: int = typer.Option(
-        3, "--keep", help="Keep the N most recent tool uses untouched.", rich_help_panel=PRUNE
+        DEFAULT_KEEP, "--keep", help="Keep the N most recent tool uses untouched.", rich_help_panel=PRUNE
     ),
     clear_at_least: int = typer.Option(
-        0,
+        DEFAULT_CLEAR_AT_LEAST,
         "--clear-at-least",
         help="Change nothing unless at least this many tokens can be freed.",
         rich_help_panel=PRUNE,
@@ -234,7 +248,7 @@ def compact(
         rich_help_panel=PRUNE,
     ),
     rounds: int = typer.Option(
-        2, "--rounds", help="Keep tool calls of the last N rounds.", rich_help_panel=CLEAN
+        DEFAULT_ROUNDS, "--rounds", help="Keep tool calls of the last N rounds.", rich_help_panel=CLEAN
     ),
     include_loop: bool = typer.Option(
         False,
@@ -272,29 +286,33 @@ def compact(
         else _non_negative_int(keep_thinking, "--keep-thinking")
     )
     options = CompactOptions(
-        strategies=tuple(s.strip() for s in strategy.split(",") if s.strip()),
-        summarizer=summarizer.value,
-        summary_model=summary_model,
-        summary_max_words=summary_max_words,
-        instructions=instructions,
-        on_failure=on_failure.value,
-        timeout=timeout,
-        max_retries=max_retries,
-        restore=restore,
-        keep_loop=keep_loop,
+        strategies=check_strategy_names(s.strip() for s in strategy.split(",") if s.strip()),
         work_dir=work_dir,
-        read_tools=_read_tools(read_tool),
-        max_files=max_files,
-        max_tokens_per_file=max_tokens_per_file,
-        max_tokens_total=max_tokens_total,
         archive_dir=archive_dir,
-        keep=keep,
-        clear_at_least=clear_at_least,
-        exclude_tools=tuple(t.strip() for t in (exclude_tools or "").split(",") if t.strip()),
-        clear_tool_inputs=clear_tool_inputs,
-        keep_thinking=thinking,
-        rounds=rounds,
-        include_loop=include_loop,
+        full=FullOptions(
+            summarizer=summarizer.value,
+            summary_model=summary_model,
+            summary_max_words=summary_max_words,
+            instructions=instructions,
+            on_failure=on_failure.value,
+            timeout=timeout,
+            max_retries=max_retries,
+            restore=restore,
+            keep_loop=keep_loop,
+            read_tools=_read_tools(read_tool),
+            max_files=max_files,
+            max_tokens_per_file=max_tokens_per_file,
+            max_tokens_total=max_tokens_total,
+        ),
+        prune=PruneOptions(
+            keep=keep,
+            clear_at_least=clear_at_least,
+            exclude_tools=tuple(t.strip() for t in (exclude_tools or "").split(",") if t.strip()),
+            clear_tool_inputs=clear_tool_inputs,
+            keep_thinking=thinking,
+            include_loop=include_loop,
+        ),
+        clean_tools=CleanToolsOptions(rounds=rounds),
     )
     registry = load_registry(models_file)
     counter = make_counter(counter_name.value)
