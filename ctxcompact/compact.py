@@ -29,13 +29,15 @@ from ctxcompact.compact_options import CompactOptions as CompactOptions  # re-ex
 from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Message, text_of
 from ctxcompact.models import Budget
+from ctxcompact.pins import message_tokens
 from ctxcompact.restore import FileReader
 from ctxcompact.retention import RetentionReport, check_retention
-from ctxcompact.strategies import STRATEGIES, StrategyContext, StrategyResult
+from ctxcompact.strategies import AUTO_STRATEGIES, STRATEGIES, TARGETED, StrategyContext, StrategyResult
+from ctxcompact.strategies.ladder import auto_recent_tokens, ladder_if_over
 from ctxcompact.summarize import Summarizer, SummarizerName
 from ctxcompact.tokens import TokenCounter, make_counter
 from ctxcompact.transcript import Conversation, conversation_records
-from ctxcompact.usage import MessagesLike, as_conversation, measure
+from ctxcompact.usage import MessagesLike, as_conversation, budget_for, measure
 from ctxcompact.validate import errors_only, validate_messages
 
 T = TypeVar("T")
@@ -147,15 +149,29 @@ def compact_conversation(
     counter = counter or make_counter()
     if auto and budget is None:
         raise UsageError("--auto needs a budget: give --model or --context-window.")
-    before = measure(conversation, counter).total
+    report = measure(conversation, counter)
+    before = report.total
+    if budget is None and TARGETED.intersection(options.strategies):
+        budget = budget_for(conversation)  # these strategies aim at the transcript model's threshold
     threshold = budget.threshold if budget else None
     unchanged = partial(_unchanged, conversation, ",".join(options.strategies), before, threshold)
     if auto and budget is not None and before < budget.threshold:
         return unchanged(f"under the threshold ({before:,} < {budget.threshold:,} tokens): nothing to do")
 
+    if auto and budget is not None and options.full.keep_recent_tokens is None:
+        recent = auto_recent_tokens(budget.threshold)
+        options = replace(options, full=replace(options.full, keep_recent_tokens=recent))
     context = _context(conversation, options, budget, summarizer=summarizer, reader=reader, counter=counter)
+    context = replace(
+        context, fixed_tokens=before - sum(m.tokens for m in report.messages), pins=options.pins
+    )
     messages, results, steps = _run_strategies(conversation.messages, options.strategies, context)
     warnings = [w for r in results for w in r.warnings]
+    messages, ladder, missed = ladder_if_over(
+        messages, target_tokens=context.message_target(), counter=counter, pins=options.pins
+    )
+    steps += [ladder] if ladder else []
+    warnings += [missed] if missed else []
     if len(messages) == len(conversation.messages) and all(
         a is b for a, b in zip(messages, conversation.messages, strict=True)
     ):
@@ -285,7 +301,13 @@ def _run_strategies(
     for name in names:
         strategy = STRATEGIES[name]
         result = strategy.run(messages, context.options_for(strategy.options), context)
-        steps.append({"strategy": name, "changed": result.changed, **result.details.to_dict()})
+        tokens = {
+            "before": context.fixed_tokens + sum(message_tokens(messages, context.counter)),
+            "after": context.fixed_tokens + sum(message_tokens(result.messages, context.counter)),
+        }
+        steps.append(
+            {"strategy": name, "changed": result.changed, **result.details.to_dict(), "tokens": tokens}
+        )
         results.append(result)
         messages = result.messages
     return messages, results, steps
@@ -360,6 +382,8 @@ def compact_messages(
     if "strategy" in options:
         value = options.pop("strategy")
         options["strategies"] = tuple(value.split(",")) if isinstance(value, str) else tuple(value)
+    if auto:
+        options.setdefault("strategies", AUTO_STRATEGIES)
     opts = CompactOptions.from_keywords(**options)
     budget = None
     if auto or model or context_window:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 from ctxcompact.pins import PinOptions
 from ctxcompact.strategies.key_messages import (
@@ -97,7 +100,10 @@ def timeline(steps: Sequence[Mapping[str, Any]]) -> list[str]:
     lines: list[str] = []
     for step in steps:
         name = step.get("strategy", "?")
-        lines.append(f"step {name}: {'changed' if step.get('changed') else 'unchanged'}")
+        figures = ""
+        if isinstance(step.get("tokens"), Mapping):
+            figures = f", tokens {step['tokens']['before']:,} → {step['tokens']['after']:,}"
+        lines.append(f"step {name}: {'changed' if step.get('changed') else 'unchanged'}{figures}")
         for event in step.get("events", ()):
             rule = f" rule={event['rule']}" if event.get("rule") else ""
             lines.append(
@@ -107,3 +113,8 @@ def timeline(steps: Sequence[Mapping[str, Any]]) -> list[str]:
         for sub in (*step.get("fallbacks", ()), *step.get("ladder", ())):
             lines.append(f"  {sub['step']}: tokens {sub['tokens_before']:,} → {sub['tokens_after']:,}")
     return lines
+
+
+def render_lines(lines: Sequence[str], console: Console) -> None:
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -51,6 +51,7 @@ from ctxcompact.pins import (
     protected_part,
     widen_to_blocks,
 )
+from ctxcompact.strategies.base import StrategyContext, StrategyResult
 from ctxcompact.strategies.previews import clip_long_text, is_already_truncated, preview_tool_result
 from ctxcompact.tokens import TokenCounter, block_tokens, make_counter
 
@@ -396,3 +397,30 @@ def keep_last_rounds(
     """Seed 004's last resort on its own: the last ``k`` rounds and the protected part."""
     cut = last_rounds_start(messages, k, protected)
     return tuple(m for i, m in enumerate(messages) if i >= cut or i in protected)
+
+
+def run_key_messages(
+    messages: Sequence[Message], options: KeyMessageOptions, context: StrategyContext
+) -> StrategyResult:
+    """The strategy table's entry. The target is ``target_usage`` × the model's budget (its
+    window minus the output reserve; seed 004's 128,000 without one), less the system prompt
+    and tool definitions, and never above the run's threshold."""
+    model_budget = context.budget.usable if context.budget is not None else None
+    target = options.target_tokens(model_budget) - context.fixed_tokens
+    threshold = context.message_target()
+    if threshold is not None:
+        target = min(target, threshold)
+    pins = PinOptions(context.pins.patterns, context.pins.first_pinned(True))
+    result = key_message_extraction(
+        messages, target_tokens=max(target, 0), options=options, counter=context.counter, pins=pins
+    )
+    warnings = (
+        ()
+        if result.details.target_met
+        else (
+            f"key-messages: {result.details.output_tokens:,} tokens left, over the target of "
+            f"{result.details.target_tokens:,}: the protected part (system prompt, pins, the live request "
+            "and its tool loop) is too large",
+        )
+    )
+    return StrategyResult(result.messages, result.changed, result.details, warnings)

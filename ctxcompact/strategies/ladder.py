@@ -108,3 +108,42 @@ def fallback_ladder(
             else f"the fallback ladder stopped at {tokens:,} tokens, over the target of {target_tokens:,}"
         )
     return LadderResult(current, tuple(steps), tokens, target_tokens, reason)
+
+
+#: ``--auto`` keeps this share of the threshold verbatim after a ``full`` summary when
+#: ``--keep-recent-tokens`` is not given: the last turns survive, and the summary plus the tail
+#: still land well under the threshold (a summary is ~1-2K tokens; 20 % leaves the rest free).
+AUTO_RECENT_SHARE = 0.2
+
+
+def auto_recent_tokens(threshold: int) -> int:
+    return int(threshold * AUTO_RECENT_SHARE)
+
+
+def ladder_if_over(
+    messages: tuple[Message, ...],
+    *,
+    target_tokens: int | None,
+    counter: TokenCounter,
+    pins: PinOptions,
+) -> tuple[tuple[Message, ...], dict[str, Any] | None, str | None]:
+    """The pipeline's last step: the ladder when ``messages`` count more than
+    ``target_tokens`` (None: no budget, nothing to do). Returns the messages, the step as
+    ``--stats-json`` shows it (None when the ladder did not run) and a warning when the target
+    was still missed."""
+    if target_tokens is None or sum(message_tokens(messages, counter)) <= target_tokens:
+        return messages, None, None
+    resolved = PinOptions(pins.patterns, pins.first_pinned(True))
+    result = fallback_ladder(messages, target_tokens=target_tokens, counter=counter, pins=resolved)
+    step = {
+        "strategy": "ladder",
+        "changed": any(s.kept for s in result.steps),
+        "ladder": [s.to_dict() for s in result.steps],
+        "target_tokens": target_tokens,
+        "target_met": result.target_met,
+        "reason": result.reason,
+    }
+    warning = (
+        None if result.target_met else f"the fallback ladder could not reach the target: {result.reason}"
+    )
+    return result.messages, step, warning

@@ -52,6 +52,7 @@ from typing import Any, Literal
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Block, Message, has_user_text, text_of, tool_interaction_blocks, tool_result_text
 from ctxcompact.pins import DEFAULT_PINS, PinOptions, Protected, message_tokens, protected_part
+from ctxcompact.strategies.base import StrategyContext, StrategyDetails, StrategyResult
 from ctxcompact.strategies.previews import is_already_truncated, preview_tool_result, tool_input_text
 from ctxcompact.strategies.previews import preview_tool_input as _preview_input
 from ctxcompact.tokens import TokenCounter, block_tokens, make_counter
@@ -402,3 +403,59 @@ def _text_items(state: _State, guard: Protected, rule: Rule) -> int:
     victims = [i for i in older if i not in guard]
     state.dropped.update(victims)
     return len(victims)
+
+
+# --- the strategy table's entry ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SelectiveRunDetails:
+    """``selective``'s step: the rules' details, then the summary fallback's when the rules
+    were not enough (seed 002 §4.3), or why it was rolled back."""
+
+    local: SelectiveDetails
+    summary_events: tuple[PhaseEvent, ...] = ()
+    summary: StrategyDetails | None = None
+    rolled_back: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.local.to_dict()
+        out["events"] += [e.to_dict() for e in self.summary_events]
+        if self.summary is not None:
+            out["summary_fallback"] = self.summary.to_dict()
+        if self.rolled_back is not None:
+            out["rolled_back"] = self.rolled_back
+        return out
+
+
+def run_selective(
+    messages: Sequence[Message], options: SelectiveOptions, context: StrategyContext
+) -> StrategyResult:
+    """The rules to the run's target; still over it, a summary of what remains (the live loop
+    and the pins kept verbatim). A summary that fails rolls everything back: the input is
+    returned unchanged (``--on-failure skip``), or the error is raised (``error``, exit 3).
+    With no target (no budget) every rule runs and no summary is written."""
+    from ctxcompact.strategies.full import FullOptions, run_full
+
+    target = context.message_target()
+    pins = PinOptions(context.pins.patterns, context.pins.first_pinned(True))
+    result = selective_compaction(
+        messages, target_tokens=target or 0, options=options, counter=context.counter, pins=pins
+    )
+    if target is None or result.details.target_met:
+        return StrategyResult(result.messages, result.changed, SelectiveRunDetails(result.details))
+    tokens = result.details.tokens_after
+    full = run_full(
+        result.messages,
+        replace(context.options_for(FullOptions), keep_loop=True),
+        replace(context, pins=pins),
+    )
+    failed = getattr(full.details, "summary_error", None)
+    if not full.changed and failed is not None:
+        details = SelectiveRunDetails(result.details, rolled_back=str(failed))
+        warning = f"selective: the summary fallback failed ({failed}); rolled back, transcript unchanged"
+        return StrategyResult(tuple(messages), False, details, (warning,))
+    after = sum(message_tokens(full.messages, context.counter))
+    events = (PhaseEvent("summary_start", tokens, tokens), PhaseEvent("summary_done", tokens, after))
+    details = SelectiveRunDetails(result.details, events, full.details)
+    return replace(full, changed=full.changed or result.changed, details=details)
