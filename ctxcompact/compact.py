@@ -151,27 +151,15 @@ def compact_conversation(
         raise UsageError("--auto needs a budget: give --model or --context-window.")
     report = measure(conversation, counter)
     before = report.total
-    if budget is None and TARGETED.intersection(options.strategies):
-        budget = budget_for(conversation)  # these strategies aim at the transcript model's threshold
+    budget, options = _targets(conversation, options, budget, auto=auto)
     threshold = budget.threshold if budget else None
     unchanged = partial(_unchanged, conversation, ",".join(options.strategies), before, threshold)
     if auto and budget is not None and before < budget.threshold:
         return unchanged(f"under the threshold ({before:,} < {budget.threshold:,} tokens): nothing to do")
 
-    if auto and budget is not None and options.full.keep_recent_tokens is None:
-        recent = auto_recent_tokens(budget.threshold)
-        options = replace(options, full=replace(options.full, keep_recent_tokens=recent))
     context = _context(conversation, options, budget, summarizer=summarizer, reader=reader, counter=counter)
-    context = replace(
-        context, fixed_tokens=before - sum(m.tokens for m in report.messages), pins=options.pins
-    )
-    messages, results, steps = _run_strategies(conversation.messages, options.strategies, context)
-    warnings = [w for r in results for w in r.warnings]
-    messages, ladder, missed = ladder_if_over(
-        messages, target_tokens=context.message_target(), counter=counter, pins=options.pins
-    )
-    steps += [ladder] if ladder else []
-    warnings += [missed] if missed else []
+    context = replace(context, fixed_tokens=before - sum(m.tokens for m in report.messages))
+    messages, results, steps, warnings = _run_with_ladder(conversation.messages, options, context)
     if len(messages) == len(conversation.messages) and all(
         a is b for a, b in zip(messages, conversation.messages, strict=True)
     ):
@@ -239,7 +227,36 @@ def _context(
         dialect=conversation.dialect,
         work_dir=options.work_dir,
         configured=options.strategy_options,
+        pins=options.pins,
     )
+
+
+def _targets(
+    conversation: Conversation, options: CompactOptions, budget: Budget | None, *, auto: bool
+) -> tuple[Budget | None, CompactOptions]:
+    """Strategies that aim at a target get the transcript model's budget when none was given;
+    ``--auto`` keeps a recent tail after a summary unless ``--keep-recent-tokens`` says."""
+    if budget is None and TARGETED.intersection(options.strategies):
+        budget = budget_for(conversation)
+    if auto and budget is not None and options.full.keep_recent_tokens is None:
+        recent = auto_recent_tokens(budget.threshold)
+        options = replace(options, full=replace(options.full, keep_recent_tokens=recent))
+    return budget, options
+
+
+def _run_with_ladder(
+    messages: tuple[Message, ...], options: CompactOptions, context: StrategyContext
+) -> tuple[tuple[Message, ...], list[StrategyResult], list[dict[str, Any]], list[str]]:
+    """The strategies, then the fallback ladder when the result is still over the target
+    (issue 10): the messages, the results, the steps and the warnings."""
+    messages, results, steps = _run_strategies(messages, options.strategies, context)
+    warnings = [w for r in results for w in r.warnings]
+    messages, ladder, missed = ladder_if_over(
+        messages, target_tokens=context.message_target(), counter=context.counter, pins=options.pins
+    )
+    steps += [ladder] if ladder else []
+    warnings += [missed] if missed else []
+    return messages, results, steps, warnings
 
 
 def _unchanged(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +9,6 @@ import typer
 
 from ctxcompact.cli.common import (
     CONTEXT_WINDOW_OPT,
-    EXIT_INTERNAL,
     FILES_ARG,
     FORMAT_OPT,
     MODEL_OPT,
@@ -31,6 +29,44 @@ from ctxcompact.cli.common import (
     write_json_file,
     write_output,
 )
+from ctxcompact.cli.compact_flags import (
+    ARCHIVE_DIR_OPT,
+    AUTO_OPT,
+    CLEAR_AT_LEAST_OPT,
+    CLEAR_TOOL_INPUTS_OPT,
+    COUNTER_NAME_OPT,
+    DRY_RUN_OPT,
+    EXCLUDE_TOOLS_OPT,
+    IN_PLACE_OPT,
+    INCLUDE_LOOP_OPT,
+    INSTRUCTIONS_OPT,
+    KEEP_LOOP_OPT,
+    KEEP_OPT,
+    KEEP_THINKING_OPT,
+    MAX_FILES_OPT,
+    MAX_RETRIES_OPT,
+    MAX_TOKENS_PER_FILE_OPT,
+    MAX_TOKENS_TOTAL_OPT,
+    ON_FAILURE_OPT,
+    OUT_DIR_OPT,
+    READ_TOOL_OPT,
+    REPORT_OPT,
+    RESTORE_OPT,
+    ROUNDS_OPT,
+    STRATEGY_OPT,
+    SUMMARIZER_OPT,
+    SUMMARY_MAX_WORDS_OPT,
+    SUMMARY_MODEL_OPT,
+    TIMEOUT_OPT,
+    WORK_DIR_OPT,
+)
+from ctxcompact.cli.compact_io import (
+    compact_transcript,
+    non_negative_int,
+    read_tools,
+    replace_in_place,
+    run_batch,
+)
 from ctxcompact.cli.local_options import (
     FALLBACK_ROUNDS_OPT,
     KEEP_RECENT_TOKENS_OPT,
@@ -46,232 +82,58 @@ from ctxcompact.cli.local_options import (
     render_lines,
     timeline,
 )
-from ctxcompact.errors import CtxcompactError, InputError, UsageError
-from ctxcompact.fileio import write_new_file
+from ctxcompact.errors import UsageError
 from ctxcompact.models import load_registry, validate_ratio
-from ctxcompact.restore import DEFAULT_MAX_FILES, DEFAULT_MAX_TOKENS_PER_FILE, DEFAULT_MAX_TOKENS_TOTAL
-from ctxcompact.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, STRATEGY_NAMES, check_strategy_names
-from ctxcompact.strategies.clean_tools import DEFAULT_ROUNDS, CleanToolsOptions
-from ctxcompact.strategies.full import DEFAULT_SUMMARY_MAX_WORDS, FullOptions
-from ctxcompact.strategies.prune import DEFAULT_CLEAR_AT_LEAST, DEFAULT_KEEP, PruneOptions
-from ctxcompact.summarize.llm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from ctxcompact.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, check_strategy_names
+from ctxcompact.strategies.clean_tools import CleanToolsOptions
+from ctxcompact.strategies.full import FullOptions
+from ctxcompact.strategies.prune import PruneOptions
 
 if TYPE_CHECKING:
     from ctxcompact.compact import CompactResult
-    from ctxcompact.restore import ReadTool
-    from ctxcompact.transcript import Transcript
-
-FULL = "Full compaction (--strategy full)"
-RESTORE = "File restoration"
-PRUNE = "Pruning (--strategy prune)"
-CLEAN = "Tool cleaning (--strategy clean-tools)"
-BUDGET = "Budget (--auto)"
-OUTPUT = "Input and output"
-
-
-# File restoration, shared by compact and restore-files (seed 000 F-005).
-RESTORE_PANEL = "File restoration"
-WORK_DIR_OPT = typer.Option(
-    Path("."),
-    "--work-dir",
-    help="Files are resolved in, and must stay inside, this directory.",
-    rich_help_panel=RESTORE_PANEL,
-)
-READ_TOOL_OPT = typer.Option(
-    None,
-    "--read-tool",
-    help="TOOL:FIELD that reads a file (repeatable) [default: read_file:path, plus Read:file_path for Claude Code sessions].",
-    rich_help_panel=RESTORE_PANEL,
-)
-MAX_FILES_OPT = typer.Option(
-    DEFAULT_MAX_FILES, "--max-files", help="Restore at most this many files.", rich_help_panel=RESTORE_PANEL
-)
-MAX_TOKENS_PER_FILE_OPT = typer.Option(
-    DEFAULT_MAX_TOKENS_PER_FILE,
-    "--max-tokens-per-file",
-    help="Skip files larger than this.",
-    rich_help_panel=RESTORE_PANEL,
-)
-MAX_TOKENS_TOTAL_OPT = typer.Option(
-    DEFAULT_MAX_TOKENS_TOTAL,
-    "--max-tokens-total",
-    help="Stop restoring past this total.",
-    rich_help_panel=RESTORE_PANEL,
-)
-
-
-def _read_tools(specs: list[str] | None) -> tuple[ReadTool, ...] | None:
-    """The user's --read-tool specs, or None: the core then picks by dialect."""
-    from ctxcompact.restore import parse_read_tool
-
-    return tuple(parse_read_tool(s) for s in specs) if specs else None
-
-
-def _compact_transcript(transcript: Transcript, run: Any) -> tuple[Transcript, list[CompactResult]]:
-    try:
-        results = [run(conv) for conv in transcript.conversations]
-    except CtxcompactError as exc:
-        if str(exc).startswith(transcript.name):
-            raise
-        # Name the file: in a batch or a script, "summary failed" alone does not say which.
-        named = CtxcompactError(f"{transcript.name}: {exc}")
-        named.exit_code = exc.exit_code
-        raise named from None
-    return transcript.with_conversations([r.conversation for r in results]), results
 
 
 @reports_errors
 def compact(
     files: list[Path] | None = FILES_ARG,
-    strategy: str | None = typer.Option(
-        None,
-        "--strategy",
-        "-s",
-        help=f"One or more of {', '.join(STRATEGY_NAMES)}, comma-separated, run in order (e.g. prune,full). "
-        f"Default {','.join(DEFAULT_STRATEGIES)}; with --auto {','.join(AUTO_STRATEGIES)}.",
-        rich_help_panel=OUTPUT,
-    ),
+    strategy: str | None = STRATEGY_OPT,
     output: Path | None = OUTPUT_OPT,
-    out_dir: Path | None = typer.Option(
-        None,
-        "--out-dir",
-        help="Batch mode: write each input's result here under its own name.",
-        rich_help_panel=OUTPUT,
-    ),
-    in_place: bool = typer.Option(
-        False,
-        "--in-place",
-        "-i",
-        help="Rewrite each input file atomically, keeping FILE.bak.",
-        rich_help_panel=OUTPUT,
-    ),
-    dry_run: bool = typer.Option(
-        False,
-        "--dry-run",
-        help="Show the plan and before/after figures; write nothing (the summarizer still runs).",
-        rich_help_panel=OUTPUT,
-    ),
-    report: Path | None = typer.Option(
-        None, "--report", help="Batch mode: write a JSON report of every input here.", rich_help_panel=OUTPUT
-    ),
+    out_dir: Path | None = OUT_DIR_OPT,
+    in_place: bool = IN_PLACE_OPT,
+    dry_run: bool = DRY_RUN_OPT,
+    report: Path | None = REPORT_OPT,
     stats_json: Path | None = STATS_JSON_OPT,
     quiet: bool = QUIET_OPT,
     fmt: Format | None = FORMAT_OPT,
-    auto: bool = typer.Option(
-        False,
-        "--auto",
-        help="Compact only when check says it is due; otherwise pass the input through unchanged.",
-        rich_help_panel=BUDGET,
-    ),
+    auto: bool = AUTO_OPT,
     model: str | None = MODEL_OPT,
     context_window: int | None = CONTEXT_WINDOW_OPT,
     output_reserve: int | None = OUTPUT_RESERVE_OPT,
     threshold: float = THRESHOLD_OPT,
     models_file: Path | None = MODELS_FILE_OPT,
-    counter_name: LocalCounterName = typer.Option(
-        LocalCounterName.tiktoken,
-        "--counter",
-        case_sensitive=False,
-        help="Token counter for the figures: tiktoken or estimate.",
-        rich_help_panel=BUDGET,
-    ),
-    summarizer: SummarizerName = typer.Option(
-        SummarizerName.auto,
-        "--summarizer",
-        case_sensitive=False,
-        help="auto (anthropic when ANTHROPIC_API_KEY is set, else extractive), anthropic, or extractive (offline, deterministic).",
-        rich_help_panel=FULL,
-    ),
-    summary_model: str | None = typer.Option(
-        None,
-        "--summary-model",
-        help="Model that writes the summary [default: a fast Claude model].",
-        rich_help_panel=FULL,
-    ),
-    summary_max_words: int = typer.Option(
-        DEFAULT_SUMMARY_MAX_WORDS,
-        "--summary-max-words",
-        help="Word limit for the summary.",
-        rich_help_panel=FULL,
-    ),
-    instructions: str | None = typer.Option(
-        None,
-        "--instructions",
-        help="Extra focus for the summary, like /compact's argument.",
-        rich_help_panel=FULL,
-    ),
-    on_failure: OnFailure = typer.Option(
-        OnFailure.fallback,
-        "--on-failure",
-        case_sensitive=False,
-        help="When the LLM fails after retries: fallback (extractive), skip (output = input), error (exit 3).",
-        rich_help_panel=FULL,
-    ),
-    timeout: float = typer.Option(
-        DEFAULT_TIMEOUT, "--timeout", help="Seconds per summary request.", rich_help_panel=FULL
-    ),
-    max_retries: int = typer.Option(
-        DEFAULT_MAX_RETRIES,
-        "--max-retries",
-        help="Retries on 429/5xx/overloaded/connection errors, with backoff.",
-        rich_help_panel=FULL,
-    ),
-    keep_loop: bool = typer.Option(
-        False,
-        "--keep-loop",
-        help="Keep the last user request and its tool loop verbatim after the summary, so the result is a request you can send.",
-        rich_help_panel=FULL,
-    ),
-    archive_dir: Path | None = typer.Option(
-        None,
-        "--archive-dir",
-        help="Where replaced messages are archived [default: WORK_DIR/.ctxcompact/archive].",
-        rich_help_panel=FULL,
-    ),
-    restore: bool = typer.Option(
-        True,
-        "--restore/--no-restore",
-        help="Re-read the files the agent read most recently.",
-        rich_help_panel=RESTORE,
-    ),
+    counter_name: LocalCounterName = COUNTER_NAME_OPT,
+    summarizer: SummarizerName = SUMMARIZER_OPT,
+    summary_model: str | None = SUMMARY_MODEL_OPT,
+    summary_max_words: int = SUMMARY_MAX_WORDS_OPT,
+    instructions: str | None = INSTRUCTIONS_OPT,
+    on_failure: OnFailure = ON_FAILURE_OPT,
+    timeout: float = TIMEOUT_OPT,
+    max_retries: int = MAX_RETRIES_OPT,
+    keep_loop: bool = KEEP_LOOP_OPT,
+    archive_dir: Path | None = ARCHIVE_DIR_OPT,
+    restore: bool = RESTORE_OPT,
     work_dir: Path = WORK_DIR_OPT,
     read_tool: list[str] | None = READ_TOOL_OPT,
     max_files: int = MAX_FILES_OPT,
     max_tokens_per_file: int = MAX_TOKENS_PER_FILE_OPT,
     max_tokens_total: int = MAX_TOKENS_TOTAL_OPT,
-    keep: int = typer.Option(
-        DEFAULT_KEEP, "--keep", help="Keep the N most recent tool uses untouched.", rich_help_panel=PRUNE
-    ),
-    clear_at_least: int = typer.Option(
-        DEFAULT_CLEAR_AT_LEAST,
-        "--clear-at-least",
-        help="Change nothing unless at least this many tokens can be freed.",
-        rich_help_panel=PRUNE,
-    ),
-    exclude_tools: str | None = typer.Option(
-        None, "--exclude-tools", help="Comma-separated tool names never cleared.", rich_help_panel=PRUNE
-    ),
-    clear_tool_inputs: bool = typer.Option(
-        False,
-        "--clear-tool-inputs",
-        help="Also blank the inputs of cleared tool uses.",
-        rich_help_panel=PRUNE,
-    ),
-    keep_thinking: str = typer.Option(
-        "all",
-        "--keep-thinking",
-        help="Keep thinking of the last N assistant turns, or 'all'.",
-        rich_help_panel=PRUNE,
-    ),
-    rounds: int = typer.Option(
-        DEFAULT_ROUNDS, "--rounds", help="Keep tool calls of the last N rounds.", rich_help_panel=CLEAN
-    ),
-    include_loop: bool = typer.Option(
-        False,
-        "--include-loop",
-        help="Let prune clear inside the current tool loop too (as the API's own edit does).",
-        rich_help_panel=PRUNE,
-    ),
+    keep: int = KEEP_OPT,
+    clear_at_least: int = CLEAR_AT_LEAST_OPT,
+    exclude_tools: str | None = EXCLUDE_TOOLS_OPT,
+    clear_tool_inputs: bool = CLEAR_TOOL_INPUTS_OPT,
+    keep_thinking: str = KEEP_THINKING_OPT,
+    rounds: int = ROUNDS_OPT,
+    include_loop: bool = INCLUDE_LOOP_OPT,
     rules: Path | None = RULES_OPT,
     target_usage: float = TARGET_USAGE_OPT,
     min_recent: int = MIN_RECENT_OPT,
@@ -306,9 +168,7 @@ def compact(
     streams = Streams(quiet=quiet)
     validate_ratio(threshold)
     thinking = (
-        None
-        if keep_thinking.strip().lower() == "all"
-        else _non_negative_int(keep_thinking, "--keep-thinking")
+        None if keep_thinking.strip().lower() == "all" else non_negative_int(keep_thinking, "--keep-thinking")
     )
     selective, key_messages = local_strategy_options(
         rules=rules, target_usage=target_usage, min_recent=min_recent, fallback_rounds=fallback_rounds
@@ -330,7 +190,7 @@ def compact(
             max_retries=max_retries,
             restore=restore,
             keep_loop=keep_loop,
-            read_tools=_read_tools(read_tool),
+            read_tools=read_tools(read_tool),
             max_files=max_files,
             max_tokens_per_file=max_tokens_per_file,
             max_tokens_total=max_tokens_total,
@@ -391,13 +251,13 @@ def compact(
     if not batch:
         path = inputs[0]
         transcript = load_transcript(path, dialect=fmt.value if fmt else None)
-        new, results = _compact_transcript(transcript, run)
+        new, results = compact_transcript(transcript, run)
         render_warnings(list(dict.fromkeys(warnings)), streams.err)
         # The transcript first: stats that say "compacted" only once the output exists.
         if not dry_run:
             data = dump_transcript(new)
             if in_place and path is not None:
-                _replace_in_place(Path(path), data)
+                replace_in_place(Path(path), data)
             else:
                 write_output(data, output)
         for r in results:
@@ -420,7 +280,7 @@ def compact(
             )
         return
 
-    rows = _run_batch(inputs, fmt, run, out_dir, in_place, dry_run, streams)
+    rows = run_batch(inputs, fmt, run, out_dir, in_place, dry_run, streams)
     render_warnings(list(dict.fromkeys(warnings)), streams.err)
     render_batch(rows, streams.err)
     payload = {
@@ -433,207 +293,3 @@ def compact(
     codes = [r["exit_code"] for r in rows if r["status"] == "failed"]
     if codes:
         raise typer.Exit(max(codes))
-
-
-def _non_negative_int(value: str, option: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise UsageError(f"{option} takes a whole number or 'all', got {value!r}.") from None
-    if n < 0:
-        raise UsageError(f"{option} must not be negative.")
-    return n
-
-
-def _replace_in_place(path: Path, data: bytes) -> None:
-    """Rewrite ``path`` atomically after saving its current bytes as ``FILE.bak`` — or, when
-    that exists from an earlier run, ``FILE.bak.1``, ``.bak.2``…: a backup is never replaced."""
-    path = Path(os.path.realpath(path))  # a symlinked input: back up and rewrite its target
-    backup = path.with_name(path.name + ".bak")
-    n = 0
-    while backup.exists():
-        n += 1
-        backup = path.with_name(f"{path.name}.bak.{n}")
-    try:
-        write_new_file(backup, path.read_bytes(), mode_of=path)
-    except OSError as exc:
-        raise InputError(
-            f"{path}: cannot keep a backup at {backup} ({exc.strerror or exc}); file left unchanged."
-        ) from None
-    write_output(data, path)
-
-
-def _run_batch(
-    inputs: list[str | None],
-    fmt: Format | None,
-    run: Any,
-    out_dir: Path | None,
-    in_place: bool,
-    dry_run: bool,
-    streams: Streams,
-) -> list[dict[str, Any]]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from ctxcompact.transcript import dump_transcript, load_transcript
-
-    rows: list[dict[str, Any]] = []
-    used_names: set[str] = set()
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=streams.err,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("compacting", total=len(inputs))
-        for path in inputs:
-            name = path or "<stdin>"
-            progress.update(task, description=f"compacting {Path(name).name}")
-            row: dict[str, Any] = {"input": name}
-            try:
-                target = None
-                if out_dir is not None and not in_place and not dry_run:
-                    # Decided before any work: nothing is summarized or archived for an input
-                    # whose result could not be written.
-                    target = _batch_target(out_dir, name, used_names)
-                    if path is not None and target.resolve() == Path(path).resolve():
-                        raise UsageError(f"{target} is the input itself; use --in-place to overwrite inputs.")
-                transcript = load_transcript(path, dialect=fmt.value if fmt else None)
-                new, results = _compact_transcript(transcript, run)
-                before = sum(r.stats.original_tokens for r in results)
-                after = sum(r.stats.compacted_tokens for r in results)
-                row.update(
-                    status="compacted" if any(r.compacted for r in results) else "unchanged",
-                    before=before,
-                    after=after,
-                    ratio=after / before if before else None,
-                    stats=[r.stats.to_dict() for r in results],
-                )
-                if not dry_run:
-                    data = dump_transcript(new)
-                    if in_place and path is not None:
-                        _replace_in_place(Path(path), data)
-                        row["output"] = path
-                    elif target is not None:
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        write_output(data, target)
-                        row["output"] = str(target)
-            except CtxcompactError as exc:
-                row.update(status="failed", error=str(exc), exit_code=exc.exit_code)
-            except Exception as exc:  # a bug on one input must not cost the others their results
-                row.update(
-                    status="failed",
-                    error=f"internal error: {type(exc).__name__}: {exc} (a bug in ctxcompact; please report it)",
-                    exit_code=EXIT_INTERNAL,
-                )
-            rows.append(row)
-            progress.advance(task)
-    return rows
-
-
-def _batch_target(out_dir: Path, name: str, used: set[str]) -> Path:
-    base = Path(name).name if name != "<stdin>" else "stdin.json"
-    candidate = base
-    n = 1
-    while candidate in used:
-        stem, dot, suffix = base.partition(".")
-        candidate = f"{stem}-{n}{dot}{suffix}"
-        n += 1
-    used.add(candidate)
-    return out_dir / candidate
-
-
-@reports_errors
-def restore_files(
-    file: Path | None = typer.Argument(
-        None, help="The transcript; '-' or nothing reads stdin.", show_default=False
-    ),
-    work_dir: Path = WORK_DIR_OPT,
-    read_tool: list[str] | None = READ_TOOL_OPT,
-    max_files: int = MAX_FILES_OPT,
-    max_tokens_per_file: int = MAX_TOKENS_PER_FILE_OPT,
-    max_tokens_total: int = MAX_TOKENS_TOTAL_OPT,
-    append: bool = typer.Option(
-        False, "--append", help="Print the whole transcript with the restored-file messages appended."
-    ),
-    output: Path | None = OUTPUT_OPT,
-    fmt: Format | None = FORMAT_OPT,
-    stats_json: Path | None = STATS_JSON_OPT,
-    quiet: bool = QUIET_OPT,
-) -> None:
-    """Re-read the files the agent read last and emit them as message pairs.
-
-    Scans the assistant's read calls (read_file:path by default), newest first, last access
-    wins; takes the newest --max-files paths, then skips missing, binary, non-UTF-8, too large
-    or outside --work-dir ones (symlinks resolved). Prints the restored-file message pairs in the
-    transcript's dialect, or the whole transcript with --append.
-
-    \b
-    Examples:
-      ctxcompact restore-files t.json --work-dir ~/project
-      ctxcompact restore-files session.jsonl --read-tool Read:file_path --append -o t2.jsonl
-    """
-    import orjson
-
-    from ctxcompact.dialects import DIALECTS
-    from ctxcompact.render import render_restore
-    from ctxcompact.restore import read_tools_for, restore_recent_files
-    from ctxcompact.strategies.full import restored_pairs
-    from ctxcompact.transcript import dump_records, dump_transcript, load_transcript
-
-    streams = Streams(quiet=quiet)
-    for name, value in (
-        ("--max-files", max_files),
-        ("--max-tokens-per-file", max_tokens_per_file),
-        ("--max-tokens-total", max_tokens_total),
-    ):
-        if value < 0:
-            raise UsageError(f"{name} must not be negative.")
-    transcript = load_transcript(file, dialect=fmt.value if fmt else None)
-    if len(transcript.conversations) != 1:
-        raise InputError(
-            f"{transcript.name} holds {len(transcript.conversations)} conversations; restore-files takes one."
-        )
-    conv = transcript.conversations[0]
-    result = restore_recent_files(
-        conv.messages,
-        work_dir=work_dir,
-        max_files=max_files,
-        max_tokens_per_file=max_tokens_per_file,
-        max_tokens_total=max_tokens_total,
-        tools=_read_tools(read_tool) or read_tools_for(conv.dialect),
-    )
-    render_restore(result, streams.err)
-    write_json_file(
-        stats_json,
-        {
-            "restoredFileCount": len(result.files),
-            "restoredTokenCount": result.tokens,
-            "files": [
-                {"path": f.path, "resolved": str(f.resolved), "tokens": f.tokens} for f in result.files
-            ],
-            "skipped": [{"path": s.path, "reason": s.reason} for s in result.skipped],
-        },
-    )
-    pairs = restored_pairs(result)
-    if append:
-        last = conv.messages[-1] if conv.messages else None
-        if (
-            last is not None
-            and last.role == "assistant"
-            and any(b.get("type") == "tool_use" for b in last.content)
-        ):
-            raise InputError(
-                f"{transcript.name}: the last message is a tool call still waiting for its result; "
-                "appending after it would orphan the call. Append once the results are in."
-            )
-        new = transcript.with_conversations([conv.with_messages([*conv.messages, *pairs])])
-        write_output(dump_transcript(new), output)
-        return
-    render = DIALECTS[conv.dialect].render_message
-    records = [r for m in pairs for r in render(m)]
-    if transcript.container in ("jsonl", "claude-code"):  # in the transcript's own form
-        write_output(dump_records(records), output)
-    else:
-        write_output(orjson.dumps(records, option=orjson.OPT_INDENT_2) + b"\n", output)
