@@ -254,6 +254,8 @@ def _run_with_ladder(
     messages, ladder, missed = ladder_if_over(
         messages, target_tokens=context.message_target(), counter=context.counter, pins=options.pins
     )
+    if ladder and ladder["pins_over_target"] and options.full.on_failure == "error":
+        raise WorkFailedError(f"{ladder['reason']}: unpin some (--pin, --no-pin-first) or raise the budget.")
     steps += [ladder] if ladder else []
     warnings += [missed] if missed else []
     return messages, results, steps, warnings

@@ -109,3 +109,34 @@ def test_ladder_says_why_when_the_protected_part_is_over(tmp_path: Path) -> None
     path.write_text(json.dumps(records))
     _, stats = run(tmp_path, str(path), "--strategy", "key-messages", *WINDOW)
     assert any("protected part" in w for w in stats["warnings"])
+
+
+def test_pins_alone_over_the_budget_warn_or_exit_3(tmp_path: Path) -> None:
+    records = [
+        {"role": "user", "content": "task words " * 6000},  # the task: pinned, ~12K tokens
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "go on"},
+        {"role": "assistant", "content": "done"},
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(records))
+    _, stats = run(tmp_path, str(path), "--strategy", "key-messages", *WINDOW)
+    assert any("pinned messages alone" in w for w in stats["warnings"])
+    assert records[0] in json.loads(
+        CliRunner().invoke(app, ["compact", str(path), "-s", "key-messages", *WINDOW]).stdout
+    )
+    failed = CliRunner().invoke(
+        app,
+        [
+            "compact",
+            str(path),
+            "-s",
+            "key-messages",
+            *WINDOW,
+            "--on-failure",
+            "error",
+            "--archive-dir",
+            str(tmp_path),
+        ],
+    )
+    assert failed.exit_code == 3 and "pinned messages alone" in failed.stderr

@@ -131,4 +131,4 @@ def test_a_new_strategy_is_one_table_row_and_gets_the_budget_and_the_summarizer(
     assert probe == {"strategy": "probe", "changed": True, "target": budget.threshold}
     # still over the threshold: the fallback ladder ran and says why it could not help
     assert result.stats.steps[1]["strategy"] == "ladder"
-    assert "protected part alone" in result.stats.steps[1]["reason"]
+    assert "pinned messages alone" in result.stats.steps[1]["reason"]  # the task, pinned

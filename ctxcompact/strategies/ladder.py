@@ -54,6 +54,8 @@ class LadderResult:
     tokens: int
     target_tokens: int
     reason: str = ""
+    #: The pins alone are over the target: ``--on-failure error`` makes that exit 3.
+    pins_over: bool = False
 
     @property
     def target_met(self) -> bool:
@@ -98,16 +100,20 @@ def fallback_ladder(
         if kept:
             current, tokens = candidate, after
     reason = ""
+    pinned = 0
     if tokens > target_tokens:
         guard = protected_part(current, pins)
         floor = total([m for i, m in enumerate(current) if i in guard])
+        pinned = total([m for i, m in enumerate(current) if i in guard.pins])
         reason = (
-            f"the protected part alone (system prompt, pins, earlier summaries, the last request "
+            f"the pinned messages alone count {pinned:,} tokens, over the target of {target_tokens:,}"
+            if pinned > target_tokens
+            else f"the protected part alone (system prompt, pins, earlier summaries, the last request "
             f"and its tool loop) counts {floor:,} tokens, over the target of {target_tokens:,}"
             if floor > target_tokens
             else f"the fallback ladder stopped at {tokens:,} tokens, over the target of {target_tokens:,}"
         )
-    return LadderResult(current, tuple(steps), tokens, target_tokens, reason)
+    return LadderResult(current, tuple(steps), tokens, target_tokens, reason, pinned > target_tokens)
 
 
 #: ``--auto`` keeps this share of the threshold verbatim after a ``full`` summary when
@@ -141,6 +147,7 @@ def ladder_if_over(
         "ladder": [s.to_dict() for s in result.steps],
         "target_tokens": target_tokens,
         "target_met": result.target_met,
+        "pins_over_target": result.pins_over,
         "reason": result.reason,
     }
     warning = (
