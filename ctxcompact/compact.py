@@ -28,13 +28,14 @@ from ctxcompact.archive import write_archive
 from ctxcompact.compact_options import CompactOptions as CompactOptions  # re-exported
 from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Message, text_of
-from ctxcompact.models import Budget
+from ctxcompact.models import DEFAULT_RATIO, Budget
+from ctxcompact.names import SummarizerName
 from ctxcompact.pins import message_tokens
 from ctxcompact.restore import FileReader
 from ctxcompact.retention import RetentionReport, check_retention
 from ctxcompact.strategies import AUTO_STRATEGIES, STRATEGIES, TARGETED, StrategyContext, StrategyResult
 from ctxcompact.strategies.ladder import auto_recent_tokens, ladder_if_over
-from ctxcompact.summarize import Summarizer, SummarizerName
+from ctxcompact.summarize import Summarizer
 from ctxcompact.tokens import TokenCounter, make_counter
 from ctxcompact.transcript import Conversation, conversation_records
 from ctxcompact.usage import MessagesLike, as_conversation, budget_for, measure
@@ -74,38 +75,10 @@ class CompactStats:
         return None if self.threshold is None else self.compacted_tokens >= self.threshold
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, with the seed's camelCase names for its fields."""
-        out: dict[str, Any] = {
-            "strategy": self.strategy,
-            "compacted": self.compacted,
-            "reason": self.reason,
-            "originalTokenCount": self.original_tokens,
-            "compactedTokenCount": self.compacted_tokens,
-            "compactionRatio": round(self.compaction_ratio, 4),
-            "compactedMessageCount": self.compacted_message_count,
-            "retainedMessageCount": self.retained_message_count,
-            "restoredFileCount": self.restored_file_count,
-            "restoredTokenCount": self.restored_token_count,
-            "summarizer": self.summarizer,
-            "attempts": self.attempts,
-            "retries": max(0, self.attempts - 1) if self.attempts else 0,
-            "archivePath": self.archive_path,
-            "threshold": self.threshold,
-            "stillOverThreshold": self.still_over_threshold,
-            "warnings": list(self.warnings),
-            "steps": [dict(s) for s in self.steps],
-        }
-        if self.retention is not None:
-            r = self.retention
-            out["retention"] = {
-                "summary": r.summary_line(),
-                "paths": [r.paths_found, r.paths_total],
-                "errors": [r.errors_found, r.errors_total],
-                "lastRequest": r.last_request,
-                "missingPaths": list(r.missing_paths),
-                "missingErrors": list(r.missing_errors),
-            }
-        return out
+        """JSON-ready, with the seed's camelCase names (built by :mod:`ctxcompact.reports`)."""
+        from ctxcompact.reports import compact_stats_json
+
+        return compact_stats_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,7 +341,7 @@ def compact_messages(
     model: str | None = None,
     auto: bool = False,
     context_window: int | None = None,
-    threshold: float = 0.6,
+    threshold: float = DEFAULT_RATIO,
     output_reserve: int | None = None,
     summarizer: Summarizer | SummarizerName | None = None,
     reader: FileReader | None = None,

@@ -1,9 +1,8 @@
-"""``compact`` and ``restore-files``: transcripts on stdout (or files), stats on stderr."""
+"""``compact``: the transcript on stdout (or files), stats on stderr; a batch renders its report."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -11,6 +10,7 @@ from ctxcompact.cli.common import (
     CONTEXT_WINDOW_OPT,
     FILES_ARG,
     FORMAT_OPT,
+    MAX_INPUT_BYTES_OPT,
     MODEL_OPT,
     MODELS_FILE_OPT,
     OUTPUT_OPT,
@@ -19,53 +19,13 @@ from ctxcompact.cli.common import (
     STATS_JSON_OPT,
     THRESHOLD_OPT,
     Format,
-    LocalCounterName,
-    OnFailure,
     Streams,
-    SummarizerName,
     ensure_writable_dir,
     expand_inputs,
     reports_errors,
+    traceback_wanted,
     write_json_file,
     write_output,
-)
-from ctxcompact.cli.compact_flags import (
-    ARCHIVE_DIR_OPT,
-    AUTO_OPT,
-    CLEAR_AT_LEAST_OPT,
-    CLEAR_TOOL_INPUTS_OPT,
-    COUNTER_NAME_OPT,
-    DRY_RUN_OPT,
-    EXCLUDE_TOOLS_OPT,
-    IN_PLACE_OPT,
-    INCLUDE_LOOP_OPT,
-    INSTRUCTIONS_OPT,
-    KEEP_LOOP_OPT,
-    KEEP_OPT,
-    KEEP_THINKING_OPT,
-    MAX_FILES_OPT,
-    MAX_RETRIES_OPT,
-    MAX_TOKENS_PER_FILE_OPT,
-    MAX_TOKENS_TOTAL_OPT,
-    ON_FAILURE_OPT,
-    OUT_DIR_OPT,
-    READ_TOOL_OPT,
-    REPORT_OPT,
-    RESTORE_OPT,
-    ROUNDS_OPT,
-    STRATEGY_OPT,
-    SUMMARIZER_OPT,
-    SUMMARY_MAX_WORDS_OPT,
-    SUMMARY_MODEL_OPT,
-    TIMEOUT_OPT,
-    WORK_DIR_OPT,
-)
-from ctxcompact.cli.compact_io import (
-    compact_transcript,
-    non_negative_int,
-    read_tools,
-    replace_in_place,
-    run_batch,
 )
 from ctxcompact.cli.local_options import (
     FALLBACK_ROUNDS_OPT,
@@ -82,58 +42,135 @@ from ctxcompact.cli.local_options import (
     render_lines,
     timeline,
 )
+from ctxcompact.cli.restore import (
+    MAX_FILES_OPT,
+    MAX_TOKENS_PER_FILE_OPT,
+    MAX_TOKENS_TOTAL_OPT,
+    READ_TOOL_OPT,
+    WORK_DIR_OPT,
+    read_tools,
+)
 from ctxcompact.errors import UsageError
 from ctxcompact.models import load_registry, validate_ratio
-from ctxcompact.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, check_strategy_names
-from ctxcompact.strategies.clean_tools import CleanToolsOptions
-from ctxcompact.strategies.full import FullOptions
-from ctxcompact.strategies.prune import PruneOptions
-
-if TYPE_CHECKING:
-    from ctxcompact.compact import CompactResult
+from ctxcompact.names import LocalCounterName, OnFailure, SummarizerName
+from ctxcompact.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, STRATEGY_NAMES, check_strategy_names
+from ctxcompact.strategies.clean_tools import DEFAULT_ROUNDS, CleanToolsOptions
+from ctxcompact.strategies.full import DEFAULT_SUMMARY_MAX_WORDS, FullOptions
+from ctxcompact.strategies.prune import DEFAULT_CLEAR_AT_LEAST, DEFAULT_KEEP, PruneOptions
+from ctxcompact.summarize.llm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
 
 @reports_errors
 def compact(
     files: list[Path] | None = FILES_ARG,
-    strategy: str | None = STRATEGY_OPT,
+    strategy: str | None = typer.Option(
+        None,
+        "--strategy",
+        "-s",
+        help=f"One or more of {', '.join(STRATEGY_NAMES)}, comma-separated, run in order (e.g. prune,full). "
+        f"Default {','.join(DEFAULT_STRATEGIES)}; with --auto {','.join(AUTO_STRATEGIES)}.",
+    ),
     output: Path | None = OUTPUT_OPT,
-    out_dir: Path | None = OUT_DIR_OPT,
-    in_place: bool = IN_PLACE_OPT,
-    dry_run: bool = DRY_RUN_OPT,
-    report: Path | None = REPORT_OPT,
+    out_dir: Path | None = typer.Option(
+        None, "--out-dir", help="Batch mode: write each input's result here under its own name."
+    ),
+    in_place: bool = typer.Option(
+        False, "--in-place", "-i", help="Rewrite each input file atomically, keeping FILE.bak."
+    ),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Show the plan and before/after figures; write nothing (the summarizer still runs).",
+    ),
+    report: Path | None = typer.Option(
+        None, "--report", help="Batch mode: write a JSON report of every input here."
+    ),
     stats_json: Path | None = STATS_JSON_OPT,
     quiet: bool = QUIET_OPT,
     fmt: Format | None = FORMAT_OPT,
-    auto: bool = AUTO_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
+    auto: bool = typer.Option(
+        False,
+        "--auto",
+        help="Compact only when check says it is due; otherwise pass the input through unchanged.",
+    ),
     model: str | None = MODEL_OPT,
     context_window: int | None = CONTEXT_WINDOW_OPT,
     output_reserve: int | None = OUTPUT_RESERVE_OPT,
     threshold: float = THRESHOLD_OPT,
     models_file: Path | None = MODELS_FILE_OPT,
-    counter_name: LocalCounterName = COUNTER_NAME_OPT,
-    summarizer: SummarizerName = SUMMARIZER_OPT,
-    summary_model: str | None = SUMMARY_MODEL_OPT,
-    summary_max_words: int = SUMMARY_MAX_WORDS_OPT,
-    instructions: str | None = INSTRUCTIONS_OPT,
-    on_failure: OnFailure = ON_FAILURE_OPT,
-    timeout: float = TIMEOUT_OPT,
-    max_retries: int = MAX_RETRIES_OPT,
-    keep_loop: bool = KEEP_LOOP_OPT,
-    archive_dir: Path | None = ARCHIVE_DIR_OPT,
-    restore: bool = RESTORE_OPT,
+    counter_name: LocalCounterName = typer.Option(
+        LocalCounterName.tiktoken,
+        "--counter",
+        case_sensitive=False,
+        help="Token counter for the figures: tiktoken or estimate.",
+    ),
+    summarizer: SummarizerName = typer.Option(
+        SummarizerName.auto,
+        "--summarizer",
+        case_sensitive=False,
+        help="auto (anthropic when ANTHROPIC_API_KEY is set, else extractive), anthropic, or extractive (offline, deterministic).",
+    ),
+    summary_model: str | None = typer.Option(
+        None, "--summary-model", help="Model that writes the summary [default: a fast Claude model]."
+    ),
+    summary_max_words: int = typer.Option(
+        DEFAULT_SUMMARY_MAX_WORDS, "--summary-max-words", help="Word limit for the summary."
+    ),
+    instructions: str | None = typer.Option(
+        None, "--instructions", help="Extra focus for the summary, like /compact's argument."
+    ),
+    on_failure: OnFailure = typer.Option(
+        OnFailure.fallback,
+        "--on-failure",
+        case_sensitive=False,
+        help="When the LLM fails after retries: fallback (extractive), skip (output = input), error (exit 3).",
+    ),
+    timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", help="Seconds per summary request."),
+    max_retries: int = typer.Option(
+        DEFAULT_MAX_RETRIES,
+        "--max-retries",
+        help="Retries on 429/5xx/overloaded/connection errors, with backoff.",
+    ),
+    keep_loop: bool = typer.Option(
+        False,
+        "--keep-loop",
+        help="Keep the last user request and its tool loop verbatim after the summary, so the result is a request you can send.",
+    ),
+    archive_dir: Path | None = typer.Option(
+        None,
+        "--archive-dir",
+        help="Where replaced messages are archived [default: WORK_DIR/.ctxcompact/archive].",
+    ),
+    restore: bool = typer.Option(
+        True, "--restore/--no-restore", help="Re-read the files the agent read most recently."
+    ),
     work_dir: Path = WORK_DIR_OPT,
     read_tool: list[str] | None = READ_TOOL_OPT,
     max_files: int = MAX_FILES_OPT,
     max_tokens_per_file: int = MAX_TOKENS_PER_FILE_OPT,
     max_tokens_total: int = MAX_TOKENS_TOTAL_OPT,
-    keep: int = KEEP_OPT,
-    clear_at_least: int = CLEAR_AT_LEAST_OPT,
-    exclude_tools: str | None = EXCLUDE_TOOLS_OPT,
-    clear_tool_inputs: bool = CLEAR_TOOL_INPUTS_OPT,
-    keep_thinking: str = KEEP_THINKING_OPT,
-    rounds: int = ROUNDS_OPT,
-    include_loop: bool = INCLUDE_LOOP_OPT,
+    keep: int = typer.Option(DEFAULT_KEEP, "--keep", help="Keep the N most recent tool uses untouched."),
+    clear_at_least: int = typer.Option(
+        DEFAULT_CLEAR_AT_LEAST,
+        "--clear-at-least",
+        help="Change nothing unless at least this many tokens can be freed.",
+    ),
+    exclude_tools: str | None = typer.Option(
+        None, "--exclude-tools", help="Comma-separated tool names never cleared."
+    ),
+    clear_tool_inputs: bool = typer.Option(
+        False, "--clear-tool-inputs", help="Also blank the inputs of cleared tool uses."
+    ),
+    keep_thinking: str = typer.Option(
+        "all", "--keep-thinking", help="Keep thinking of the last N assistant turns, or 'all'."
+    ),
+    rounds: int = typer.Option(DEFAULT_ROUNDS, "--rounds", help="Keep tool calls of the last N rounds."),
+    include_loop: bool = typer.Option(
+        False,
+        "--include-loop",
+        help="Let prune clear inside the current tool loop too (as the API's own edit does).",
+    ),
     rules: Path | None = RULES_OPT,
     target_usage: float = TARGET_USAGE_OPT,
     min_recent: int = MIN_RECENT_OPT,
@@ -159,16 +196,19 @@ def compact(
       ctxcompact compact session.jsonl --strategy prune,full --read-tool Read:file_path
       ctxcompact compact sessions/ --out-dir compacted/ --report report.json
     """
-    from ctxcompact.compact import CompactOptions, compact_conversation
-    from ctxcompact.render import render_batch, render_compact_stats, render_warnings
+    from ctxcompact.batch import FileOptions, compact_file, compact_files, replace_keeping_backup
+    from ctxcompact.compact import CompactOptions
+    from ctxcompact.render import batch_progress, render_batch, render_file_stats, render_warnings
+    from ctxcompact.reports import batch_report_json, file_report_json, file_stats_json
     from ctxcompact.tokens import make_counter
-    from ctxcompact.transcript import dump_transcript, load_transcript
-    from ctxcompact.usage import budget_for, unknown_model_warning
+    from ctxcompact.transcript import dump_transcript
 
     streams = Streams(quiet=quiet)
     validate_ratio(threshold)
     thinking = (
-        None if keep_thinking.strip().lower() == "all" else non_negative_int(keep_thinking, "--keep-thinking")
+        None
+        if keep_thinking.strip().lower() == "all"
+        else _non_negative_int(keep_thinking, "--keep-thinking")
     )
     selective, key_messages = local_strategy_options(
         rules=rules, target_usage=target_usage, min_recent=min_recent, fallback_rounds=fallback_rounds
@@ -181,11 +221,11 @@ def compact(
         work_dir=work_dir,
         archive_dir=archive_dir,
         full=FullOptions(
-            summarizer=summarizer.value,
+            summarizer=summarizer,
             summary_model=summary_model,
             summary_max_words=summary_max_words,
             instructions=instructions,
-            on_failure=on_failure.value,
+            on_failure=on_failure,
             timeout=timeout,
             max_retries=max_retries,
             restore=restore,
@@ -210,9 +250,67 @@ def compact(
         key_messages=key_messages,
         pins=pin_options(pin, pin_first),
     )
-    registry = load_registry(models_file)
+    files_options = FileOptions(
+        compact=options,
+        dialect=fmt.value if fmt else None,
+        max_input_bytes=max_input_bytes,
+        auto=auto,
+        dry_run=dry_run,
+        model=model,
+        context_window=context_window,
+        output_reserve=output_reserve,
+        ratio=threshold,
+        registry=load_registry(models_file),
+        counter=counter_name,
+    )
     counter = make_counter(counter_name.value)
     inputs = expand_inputs(files, exclude=(out_dir, report, stats_json, archive_dir))
+    batch = _is_batch(inputs, output=output, out_dir=out_dir, in_place=in_place, dry_run=dry_run)
+    for option, target in (("--stats-json", stats_json), ("--report", report)):
+        ensure_writable_dir(target, option)
+    if not batch:
+        path = inputs[0]
+        done = compact_file(path, options=files_options, counter=counter)
+        render_warnings(done.warnings, streams.err)
+        # The transcript first: stats that say "compacted" only once the output exists.
+        if not dry_run:
+            data = dump_transcript(done.transcript)
+            if in_place and path is not None:
+                replace_keeping_backup(Path(path), data)
+            else:
+                write_output(data, output)
+        render_file_stats(done, streams.err)
+        if verbose or dry_run:
+            for r in done.results:
+                render_lines(timeline(r.stats.steps), streams.err)
+        write_json_file(stats_json, file_stats_json(done))
+        if report is not None:
+            shown = path if in_place else (str(output) if output else None)
+            write_json_file(report, file_report_json(done, output=shown))
+        return
+    with batch_progress(streams.err, len(inputs)) as progress:
+        result = compact_files(
+            inputs,
+            options=files_options,
+            out_dir=out_dir,
+            in_place=in_place,
+            progress=progress,
+            raise_bugs=traceback_wanted(),
+            counter=counter,
+        )
+    render_warnings(result.warnings, streams.err)
+    render_batch(result, streams.err)
+    write_json_file(report, batch_report_json(result))
+    write_json_file(stats_json, batch_report_json(result))
+    if result.failed:
+        raise typer.Exit(result.exit_code)
+
+
+def _is_batch(
+    inputs: list[str | None], *, output: Path | None, out_dir: Path | None, in_place: bool, dry_run: bool
+) -> bool:
+    """Whether this run is a batch (several inputs, or --out-dir); refuses outputs that
+    contradict each other or leave some result without a file."""
     if output is not None and out_dir is not None:
         raise UsageError(
             "-o/--output names one output file and --out-dir a directory for several: give one of them."
@@ -226,70 +324,14 @@ def compact(
         raise UsageError("-o/--output takes one input; use --out-dir for several.")
     if in_place and None in inputs:
         raise UsageError("--in-place needs files, not stdin.")
-    for option, target in (("--stats-json", stats_json), ("--report", report)):
-        ensure_writable_dir(target, option)
-    warnings: list[str] = []
+    return batch
 
-    def run(conv: Any) -> CompactResult:
-        budget = None
-        if auto or model or context_window:
-            budget = budget_for(
-                conv,
-                model=model,
-                context_window=context_window,
-                output_reserve=output_reserve,
-                ratio=threshold,
-                registry=registry,
-            )
-            warning = unknown_model_warning(budget)
-            if warning:
-                warnings.append(warning)
-        return compact_conversation(
-            conv, options=options, budget=budget, auto=auto, dry_run=dry_run, counter=counter
-        )
 
-    if not batch:
-        path = inputs[0]
-        transcript = load_transcript(path, dialect=fmt.value if fmt else None)
-        new, results = compact_transcript(transcript, run)
-        render_warnings(list(dict.fromkeys(warnings)), streams.err)
-        # The transcript first: stats that say "compacted" only once the output exists.
-        if not dry_run:
-            data = dump_transcript(new)
-            if in_place and path is not None:
-                replace_in_place(Path(path), data)
-            else:
-                write_output(data, output)
-        for r in results:
-            render_compact_stats(
-                r.stats, streams.err, label=r.conversation.label if len(results) > 1 else None
-            )
-            if verbose or dry_run:
-                render_lines(timeline(r.stats.steps), streams.err)
-        stats_payload = [r.stats.to_dict() for r in results]
-        write_json_file(stats_json, stats_payload[0] if len(stats_payload) == 1 else stats_payload)
-        if report is not None:
-            row: dict[str, Any] = {
-                "input": path or "<stdin>",
-                "status": "compacted" if any(r.compacted for r in results) else "unchanged",
-            }
-            row["output"] = path if in_place else (str(output) if output else None)
-            row["stats"] = stats_payload
-            write_json_file(
-                report, {"inputs": [row], "compacted": int(row["status"] == "compacted"), "failed": 0}
-            )
-        return
-
-    rows = run_batch(inputs, fmt, run, out_dir, in_place, dry_run, streams)
-    render_warnings(list(dict.fromkeys(warnings)), streams.err)
-    render_batch(rows, streams.err)
-    payload = {
-        "inputs": rows,
-        "compacted": sum(r["status"] == "compacted" for r in rows),
-        "failed": sum(r["status"] == "failed" for r in rows),
-    }
-    write_json_file(report, payload)
-    write_json_file(stats_json, payload)
-    codes = [r["exit_code"] for r in rows if r["status"] == "failed"]
-    if codes:
-        raise typer.Exit(max(codes))
+def _non_negative_int(value: str, option: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise UsageError(f"{option} takes a whole number or 'all', got {value!r}.") from None
+    if n < 0:
+        raise UsageError(f"{option} must not be negative.")
+    return n

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Message, block_start_at, current_loop_start, new_message
 from ctxcompact.markers import RESTORED_ACK, SUMMARY_ACK, SUMMARY_PREFIX
+from ctxcompact.names import OnFailure, SummarizerName
 from ctxcompact.partition import Partition, partition_messages
 from ctxcompact.restore import (
     DEFAULT_MAX_FILES,
@@ -48,17 +49,15 @@ from ctxcompact.restore import (
 )
 from ctxcompact.strategies.base import StrategyContext, StrategyResult
 from ctxcompact.strategies.survivors import insert_after_summary, kept_verbatim, recent_start
-from ctxcompact.summarize import SUMMARY_MAX_WORDS, SummarizerName, Summary, SummaryFailed
+from ctxcompact.summarize import SUMMARY_MAX_WORDS, Summary, SummaryFailed
 from ctxcompact.summarize.llm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from ctxcompact.summarize import Summarizer
 
-OnFailure = Literal["fallback", "skip", "error"]
 ACK_KINDS = ("summary_ack", "restored_ack")
-
-DEFAULT_SUMMARIZER: SummarizerName = "auto"
-DEFAULT_ON_FAILURE: OnFailure = "fallback"
+DEFAULT_SUMMARIZER = SummarizerName.auto
+DEFAULT_ON_FAILURE = OnFailure.fallback
 DEFAULT_SUMMARY_MAX_WORDS = SUMMARY_MAX_WORDS
 
 
@@ -88,6 +87,13 @@ class FullOptions:
     def __post_init__(self) -> None:
         if (self.keep_recent_tokens or 0) < 0 or self.keep_user_tokens < 0:
             raise UsageError("--keep-recent-tokens and --keep-user-tokens must not be negative.")
+        # Library callers pass plain strings: take them as the enum, or refuse them clearly.
+        for name, kind in (("summarizer", SummarizerName), ("on_failure", OnFailure)):
+            value = getattr(self, name)
+            if value not in set(kind):
+                choices = ", ".join(kind)
+                raise UsageError(f"unknown {name.replace('_', '-')} {value!r}; expected one of {choices}.")
+            object.__setattr__(self, name, kind(value))
         for name in (
             "summary_max_words",
             "max_files",
