@@ -9,20 +9,67 @@ point in a ``"ctxcompact"`` field.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from ctxcompact.compaction_points import (
     FIELD,
+    TRIGGER_AUTO,
+    TRIGGER_MANUAL,
+    AppendedCompaction,
     CompactionPoint,
     boundary_id,
+    compaction_time,
     ctxcompact_field,
+    message_points,
     summary_id,
+    summary_index,
 )
 from ctxcompact.dialects import dialect_named
 from ctxcompact.dialects.common import NativeCompaction, plain_text
 
 if TYPE_CHECKING:
+    from ctxcompact.ir import Message
     from ctxcompact.transcript import Conversation
+
+
+@dataclass(frozen=True, slots=True)
+class PointLayout:
+    """A compaction to be written as a point: the live ``messages`` in the dialect's layout,
+    after ``head`` messages kept from before the boundary."""
+
+    messages: tuple[Message, ...]
+    head: int
+
+    def mark(
+        self, conversation: Conversation, *, auto: bool, before: int, after: int, started: float
+    ) -> Conversation:
+        """``conversation`` (rewritten to ``messages``) marked to be appended, with its figures;
+        ``started``: the compaction's start (``time.monotonic()``), for ``durationMs``."""
+        created, fixed = compaction_time()
+        trigger = TRIGGER_AUTO if auto else TRIGGER_MANUAL
+        duration = 0 if fixed else int((monotonic() - started) * 1000)
+        return replace(
+            conversation, appended=AppendedCompaction(self.head, trigger, before, after, duration, created)
+        )
+
+
+def point_layout(
+    conversation: Conversation, messages: tuple[Message, ...], *, append: bool
+) -> PointLayout | None:
+    """How a compaction's result is written as a point, or None for a rewrite in place: a
+    summary compaction of a dialect that compacts natively (Claude Code) always is; of a bare
+    message list, with ``append`` or once it has a point."""
+    at = summary_index(messages)
+    if at is None:
+        return None
+    adapter = dialect_named(conversation.dialect)
+    if isinstance(adapter, NativeCompaction):
+        return PointLayout((*messages[:at], *adapter.compaction_layout(messages[at:])), at)
+    if adapter.owns_file or not (append or message_points(conversation.records)):
+        return None
+    return PointLayout(messages, at)
 
 
 def appended_records(conversation: Conversation) -> list[Any]:

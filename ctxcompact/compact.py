@@ -30,29 +30,24 @@ from functools import cache, partial
 from time import monotonic
 from typing import Any, TypeVar
 
+from ctxcompact.appended import point_layout
 from ctxcompact.archive import write_archive
 from ctxcompact.compact_options import CompactOptions as CompactOptions  # re-exported
-from ctxcompact.compaction_points import (
-    TRIGGER_AUTO,
-    TRIGGER_MANUAL,
-    AppendedCompaction,
-    compaction_time,
-    message_points,
-    summary_index,
-)
 from ctxcompact.dialects import dialect_named
 from ctxcompact.dialects.common import NativeCompaction
 from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Message, text_of
 from ctxcompact.models import DEFAULT_RATIO, Budget
 from ctxcompact.names import SummarizerName
+from ctxcompact.pins import message_tokens
 from ctxcompact.restore import FileReader, session_work_dir
 from ctxcompact.retention import RetentionReport, check_retention
-from ctxcompact.strategies import STRATEGIES, StrategyContext, StrategyResult
+from ctxcompact.strategies import AUTO_STRATEGIES, STRATEGIES, TARGETED, StrategyContext, StrategyResult
+from ctxcompact.strategies.ladder import auto_recent_tokens, ladder_if_over
 from ctxcompact.summarize import Summarizer
 from ctxcompact.tokens import TokenCounter, make_counter
 from ctxcompact.transcript import Conversation, conversation_records
-from ctxcompact.usage import MessagesLike, as_conversation, measure
+from ctxcompact.usage import MessagesLike, as_conversation, budget_for, measure
 from ctxcompact.validate import errors_only, validate_messages
 
 T = TypeVar("T")
@@ -132,37 +127,30 @@ def compact_conversation(
     ``summarizer`` overrides the one ``options.full`` names (tests inject fakes; agent loops
     inject their own). Never mutates ``conversation``.
     """
-    options = options or CompactOptions()
-    counter = counter or make_counter()
-    started = monotonic()
+    options, counter, started = options or CompactOptions(), counter or make_counter(), monotonic()
     if auto and budget is None:
         raise UsageError("--auto needs a budget: give --model or --context-window.")
-    before = measure(conversation, counter).total
+    report = measure(conversation, counter)
+    before = report.total
+    budget, options = _targets(conversation, options, budget, auto=auto)
     threshold = budget.threshold if budget else None
     unchanged = partial(_unchanged, conversation, ",".join(options.strategies), before, threshold)
     if auto and budget is not None and before < budget.threshold:
         return unchanged(f"under the threshold ({before:,} < {budget.threshold:,} tokens): nothing to do")
 
     context = _context(conversation, options, budget, summarizer=summarizer, reader=reader, counter=counter)
-    messages, results, steps = _run_strategies(conversation.messages, options.strategies, context)
-    warnings = [w for r in results for w in r.warnings]
-    if len(messages) == len(conversation.messages) and all(
-        a is b for a, b in zip(messages, conversation.messages, strict=True)
-    ):
+    context = replace(context, fixed_tokens=before - sum(m.tokens for m in report.messages))
+    messages, results, steps, warnings = _run_with_ladder(conversation.messages, options, context)
+    if _same_objects(messages, conversation.messages):
         return unchanged("no strategy changed anything", warnings, steps)
 
-    point = _point_layout(conversation, messages, options)
-    if point is not None:
-        messages = point[0]
+    layout = point_layout(conversation, messages, append=options.append)  # written as a point?
+    messages = layout.messages if layout else messages
     _assert_valid(conversation, messages)
     rewritten = conversation.with_messages(messages)
     after = measure(rewritten, counter).total
-    if point is not None:
-        created, fixed = compaction_time()
-        trigger = TRIGGER_AUTO if auto else TRIGGER_MANUAL
-        duration = 0 if fixed else int((monotonic() - started) * 1000)
-        appended = AppendedCompaction(point[1], trigger, before, after, duration, created)
-        rewritten = replace(rewritten, appended=appended)
+    if layout:
+        rewritten = layout.mark(rewritten, auto=auto, before=before, after=after, started=started)
     if after >= before:
         warnings.append(f"the result is not smaller than the input ({after:,} ≥ {before:,} tokens)")
         if auto:
@@ -184,7 +172,7 @@ def compact_conversation(
         )
 
     archive_path = None
-    if replaced and not dry_run and point is None:  # appended: the history stays in the file
+    if replaced and not dry_run and layout is None:  # appended: the history stays in the file
         archive_path = str(
             write_archive(replaced, dialect=conversation.dialect, archive_dir=options.resolved_archive_dir)
         )
@@ -202,20 +190,8 @@ def compact_conversation(
     return CompactResult(rewritten, stats, replaced)
 
 
-def _point_layout(
-    conversation: Conversation, messages: tuple[Message, ...], options: CompactOptions
-) -> tuple[tuple[Message, ...], int] | None:
-    """``(live messages, head)`` when this compaction is written as a point (see the module
-    docstring): the dialect's own layout after the ``head`` kept messages; else None."""
-    at = summary_index(messages)
-    if at is None:
-        return None
-    adapter = dialect_named(conversation.dialect)
-    if isinstance(adapter, NativeCompaction):
-        return (*messages[:at], *adapter.compaction_layout(messages[at:])), at
-    if adapter.owns_file or not (options.append or message_points(conversation.records)):
-        return None
-    return messages, at
+def _same_objects(a: Sequence[Message], b: Sequence[Message]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def _context(
@@ -243,7 +219,38 @@ def _context(
         configured=options.strategy_options,
         path_map=options.path_map,
         work_dir_note=work_dir.note,
+        pins=options.pins,
     )
+
+
+def _targets(
+    conversation: Conversation, options: CompactOptions, budget: Budget | None, *, auto: bool
+) -> tuple[Budget | None, CompactOptions]:
+    """Strategies that aim at a target get the transcript model's budget when none was given;
+    ``--auto`` keeps a recent tail after a summary unless ``--keep-recent-tokens`` says."""
+    if budget is None and TARGETED.intersection(options.strategies):
+        budget = budget_for(conversation)
+    if auto and budget is not None and options.full.keep_recent_tokens is None:
+        recent = auto_recent_tokens(budget.threshold)
+        options = replace(options, full=replace(options.full, keep_recent_tokens=recent))
+    return budget, options
+
+
+def _run_with_ladder(
+    messages: tuple[Message, ...], options: CompactOptions, context: StrategyContext
+) -> tuple[tuple[Message, ...], list[StrategyResult], list[dict[str, Any]], list[str]]:
+    """The strategies, then the fallback ladder when the result is still over the target
+    (issue 10): the messages, the results, the steps and the warnings."""
+    messages, results, steps = _run_strategies(messages, options.strategies, context)
+    warnings = [w for r in results for w in r.warnings]
+    messages, ladder, missed = ladder_if_over(
+        messages, target_tokens=context.message_target(), counter=context.counter, pins=options.pins
+    )
+    if ladder and ladder["pins_over_target"] and options.full.on_failure == "error":
+        raise WorkFailedError(f"{ladder['reason']}: unpin some (--pin, --no-pin-first) or raise the budget.")
+    steps += [ladder] if ladder else []
+    warnings += [missed] if missed else []
+    return messages, results, steps, warnings
 
 
 def _unchanged(
@@ -305,7 +312,13 @@ def _run_strategies(
     for name in names:
         strategy = STRATEGIES[name]
         result = strategy.run(messages, context.options_for(strategy.options), context)
-        steps.append({"strategy": name, "changed": result.changed, **result.details.to_dict()})
+        tokens = {
+            "before": context.fixed_tokens + sum(message_tokens(messages, context.counter)),
+            "after": context.fixed_tokens + sum(message_tokens(result.messages, context.counter)),
+        }
+        steps.append(
+            {"strategy": name, "changed": result.changed, **result.details.to_dict(), "tokens": tokens}
+        )
         results.append(result)
         messages = result.messages
     return messages, results, steps
@@ -380,6 +393,8 @@ def compact_messages(
     if "strategy" in options:
         value = options.pop("strategy")
         options["strategies"] = tuple(value.split(",")) if isinstance(value, str) else tuple(value)
+    if auto:
+        options.setdefault("strategies", AUTO_STRATEGIES)
     opts = CompactOptions.from_keywords(**options)
     budget = None
     if auto or model or context_window:
