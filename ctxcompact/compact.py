@@ -69,6 +69,8 @@ class CompactStats:
     summarizer: str | None = None
     attempts: int | None = None
     archive_path: str | None = None
+    #: Written after the history as a compaction point (a Claude Code session, ``--append``).
+    appended: bool = False
     retention: RetentionReport | None = None
     threshold: int | None = None
     reason: str = ""
@@ -171,16 +173,14 @@ def compact_conversation(
             "the retention check did not find the last user request in the result: read the summary"
         )
 
-    archive_path = None
-    if replaced and not dry_run and layout is None:  # appended: the history stays in the file
-        archive_path = str(
-            write_archive(replaced, dialect=conversation.dialect, archive_dir=options.resolved_archive_dir)
-        )
+    # Appended as a point, the history stays in the file: nothing to archive.
+    archive_path = _archive(replaced, conversation, options) if not (dry_run or layout) else None
     stats = replace(
         _counters(
             results, messages, replaced, strategy=",".join(options.strategies), before=before, after=after
         ),
         archive_path=archive_path,
+        appended=layout is not None,
         retention=retention,
         threshold=threshold,
         reason="dry run: nothing written" if dry_run else "compacted",
@@ -188,6 +188,15 @@ def compact_conversation(
         steps=tuple(steps),
     )
     return CompactResult(rewritten, stats, replaced)
+
+
+def _archive(replaced: Sequence[Message], conversation: Conversation, options: CompactOptions) -> str | None:
+    """The archive of the replaced messages (F-007), written before anything is emitted."""
+    if not replaced:
+        return None
+    return str(
+        write_archive(replaced, dialect=conversation.dialect, archive_dir=options.resolved_archive_dir)
+    )
 
 
 def _same_objects(a: Sequence[Message], b: Sequence[Message]) -> bool:

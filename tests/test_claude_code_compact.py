@@ -97,6 +97,7 @@ def test_a_session_is_compacted_by_appending_claude_codes_own_entries(tmp_path: 
             assert entry[key] == last[key]
     # The history is still in the file, so there is nothing to archive.
     assert result.stats.archive_path is None and not (tmp_path / "a").exists()
+    assert result.stats.to_dict()["appended"] is True
 
 
 def test_auto_compaction_is_recorded_as_auto(tmp_path: Path) -> None:
