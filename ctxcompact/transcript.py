@@ -430,11 +430,13 @@ def conversation_records(conversation: Conversation) -> list[Any]:
     that are not messages keep theirs, so an untouched conversation is written back exactly.
     A changed message is rendered at the position of its first record; a new message goes
     right after the message before it (at the start: just before the first original one).
-    Strategies never reorder messages, so sorting by these positions is the output order.
+    Strategies never reorder messages, so sorting by these positions is the output order;
+    messages that share a position (the items of a Codex ``compacted`` line's history) keep
+    their message order.
     """
     render = DIALECTS[conversation.dialect].render_message
-    items: list[tuple[tuple[int, int, int], Any]] = [
-        ((i, 0, 0), conversation.records[i]) for i in conversation.passthrough
+    items: list[tuple[tuple[int, int, int, int], Any]] = [
+        ((i, 0, 0, 0), conversation.records[i]) for i in conversation.passthrough
     ]
     # New messages before any kept one go where the first message of the file was: after
     # leading non-message records (a Claude Code compact boundary), before trailing ones.
@@ -443,10 +445,10 @@ def conversation_records(conversation: Conversation) -> list[Any]:
     )
     cursor = first_message - 1 if first_message is not None else len(conversation.records)
     seq = 0
-    for message in conversation.messages:
+    for n, message in enumerate(conversation.messages):
         if message.source is not None and not message.changed:
             items.extend(
-                ((i, 0, 0), r) for i, r in zip(message.source.indices, message.source.records, strict=True)
+                ((i, 1, n, 0), r) for i, r in zip(message.source.indices, message.source.records, strict=True)
             )
             cursor = max(message.source.indices)
         elif message.source is not None:
@@ -462,12 +464,12 @@ def conversation_records(conversation: Conversation) -> list[Any]:
             for j, record in enumerate(render(message)):
                 uid = record.get("uuid") if isinstance(record, Mapping) else None
                 index = by_id.get(id(record), by_uuid.get(uid, first))
-                items.append(((index, 0, j), record))
+                items.append(((index, 1, n, j), record))
             cursor = max(message.source.indices)
         else:
             for record in render(message):
                 seq += 1
-                items.append(((cursor, 1, seq), record))
+                items.append(((cursor, 1, n, seq), record))
     items.sort(key=lambda item: item[0])
     records = [record for _, record in items]
     finalize = getattr(DIALECTS[conversation.dialect], "finalize_records", None)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ctxcompact.dialects import anthropic, claude_code, openai
+from ctxcompact.dialects import anthropic, claude_code, codex, openai
 from ctxcompact.dialects.common import Parsed
 
 DIALECTS: dict[str, ModuleType] = {
     anthropic.NAME: anthropic,
     openai.NAME: openai,
     claude_code.NAME: claude_code,
+    codex.NAME: codex,
 }
 
 __all__ = ["DIALECTS", "Parsed"]
