@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxcompact.dialects import codex
+from ctxcompact.dialects.codex.files import command_files, relative_to, touched_files
 from ctxcompact.dialects.codex.history import compacted_history, recorded_usage
 from ctxcompact.dialects.codex.read import CODEX_SUMMARY_PREFIX, live_history, truncate_middle
 from ctxcompact.ir import Message, new_message, text_of, tool_pairs
@@ -389,3 +390,46 @@ def test_generated_rollouts_pair_edit_in_place_and_compact(records: list[Any], d
     back = write(conv, compacted)
     assert back[:-1] == records
     assert [text_of(m) for m in conversation(back).messages] == [text_of(m) for m in compacted]
+
+
+# --- files read and patched (restore-files) ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("script", "workdir", "expected"),
+    [
+        ("sed -n '1,80p' app.py", None, ["app.py"]),
+        ("sed -n -e '1p' a.py b.py", None, ["a.py", "b.py"]),
+        ("sed -i 's/a/b/' f.py", None, []),
+        (
+            "cat a.txt b.md 2>/dev/null; head -n 20 x.py && tail -50 y.py",
+            None,
+            ["a.txt", "b.md", "x.py", "y.py"],
+        ),
+        ("cd src && nl -ba main.py | sed -n '1,40p'", "/repo", ["/repo/src/main.py"]),
+        ('rg -n "foo|bar" src/ lib/x.ts -g "*.py"', None, ["lib/x.ts"]),
+        ("rg -n bug", None, []),
+        ("git status --short", None, []),
+        (
+            "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: a.py\n@@\n*** End Patch\nEOF",
+            "/r",
+            ["/r/a.py"],
+        ),
+    ],
+)
+def test_shell_reads_are_recognised(script: str, workdir: str | None, expected: list[str]) -> None:
+    assert command_files(script, workdir) == expected
+
+
+def test_tool_calls_name_their_files_relative_to_the_session() -> None:
+    shell = {"name": "shell", "input": {"command": ["bash", "-lc", "cat README.md"], "workdir": "/r"}}
+    assert touched_files(shell) == ["/r/README.md"]
+    patch = "*** Begin Patch\n*** Add File: n.py\n+x\n*** Update File: o.py\n*** Move to: p.py\n*** End Patch"
+    assert touched_files({"name": "apply_patch", "input": {"input": patch}}) == ["n.py", "o.py", "p.py"]
+    assert relative_to("/r/src/a.py", "/r") == "src/a.py"
+    assert relative_to("/elsewhere/a.py", "/r") == "/elsewhere/a.py"
+    conv = conversation(sample())
+    found = [
+        f for m in conv.messages for b in m.content if b.get("type") == "tool_use" for f in touched_files(b)
+    ]
+    assert found == ["app.py", "app.py"]  # sed -n, then the patch (rg without a file path: none)
