@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxcompact.dialects import DEFAULT_DIALECT
 from ctxcompact.ir import Message
-from ctxcompact.models import DEFAULT_RATIO, Budget, BudgetCheck, make_budget, resolve_model
+from ctxcompact.models import DEFAULT_RATIO, Budget, BudgetCheck, ModelInfo, make_budget, resolve_model
 from ctxcompact.tokens import TokenCounter, TokenReport, count_tokens, make_counter, scale_report
 from ctxcompact.transcript import Conversation, load_messages
 from ctxcompact.validate import Violation, errors_only, validate_messages
@@ -26,7 +27,7 @@ def as_conversation(messages: MessagesLike, *, dialect: str | None = None) -> Co
         return messages
     items = list(messages)
     if items and all(isinstance(m, Message) for m in items):
-        return Conversation("messages", dialect or "anthropic", (), tuple(items))  # type: ignore[arg-type]
+        return Conversation("messages", dialect or DEFAULT_DIALECT.name, (), tuple(items))  # type: ignore[arg-type]
     return load_messages(items, dialect=dialect)  # type: ignore[arg-type]
 
 
@@ -63,9 +64,9 @@ def budget_for(
     return make_budget(info, output_reserve=output_reserve, ratio=ratio)
 
 
-def unknown_model_warning(budget: Budget) -> str | None:
-    """The warning to show when the budget's window is the default, not the model's own."""
-    info = budget.model
+def unknown_model_warning(info: ModelInfo) -> str | None:
+    """The one warning ``count``, ``check`` and ``compact`` show when a model's window is the
+    default, not the model's own (``budget.model`` for a budget)."""
     if info.known:
         return None
     name = info.model or "no --model given"
@@ -147,7 +148,7 @@ def check_budget(
     model: str | None = None,
     context_window: int | None = None,
     output_reserve: int | None = None,
-    threshold: float = 0.6,
+    threshold: float = DEFAULT_RATIO,
     counter: str | TokenCounter = "tiktoken",
     registry: Mapping[str, int] | None = None,
     validate: bool = True,

@@ -23,10 +23,14 @@ if TYPE_CHECKING:
 
     from ctxcompact.transcript import Transcript
 
-from ctxcompact.errors import CtxcompactError, InputError, WorkFailedError
+from ctxcompact.dialects import DIALECT_NAMES
+from ctxcompact.errors import CtxcompactError, InputError
 from ctxcompact.models import DEFAULT_RATIO
+from ctxcompact.names import CounterName
+from ctxcompact.status import ExitStatus
+from ctxcompact.tokens import DEFAULT_ENCODING
+from ctxcompact.transcript import DEFAULT_MAX_INPUT_BYTES
 
-EXIT_INTERNAL = 70
 TRACEBACK_ENV = "CTXCOMPACT_TRACEBACK"
 TRANSCRIPT_SUFFIXES = (".json", ".jsonl")
 OFFLOAD_MANIFEST = "offload-manifest.json"  # offload's own bookkeeping, not a transcript
@@ -34,33 +38,14 @@ OFFLOAD_MANIFEST = "offload-manifest.json"  # offload's own bookkeeping, not a t
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Format(StrEnum):
-    anthropic = "anthropic"
-    openai = "openai"
-    claude_code = "claude-code"
+if TYPE_CHECKING:
 
+    class Format(StrEnum):
+        """A registered dialect's name (members made from the registry at run time)."""
 
-class SummarizerName(StrEnum):
-    auto = "auto"
-    anthropic = "anthropic"
-    extractive = "extractive"
-
-
-class OnFailure(StrEnum):
-    fallback = "fallback"
-    skip = "skip"
-    error = "error"
-
-
-class LocalCounterName(StrEnum):
-    tiktoken = "tiktoken"
-    estimate = "estimate"
-
-
-class CounterName(StrEnum):
-    tiktoken = "tiktoken"
-    estimate = "estimate"
-    anthropic = "anthropic"
+else:
+    #: The ``--format`` choices: the registered dialects, in the registry's order.
+    Format = StrEnum("Format", [(name, name) for name in DIALECT_NAMES])
 
 
 class Streams:
@@ -102,7 +87,7 @@ def error_line(message: str) -> None:
     )
 
 
-def error(message: str, code: int) -> typer.Exit:
+def error(message: str, code: ExitStatus) -> typer.Exit:
     error_line(message)
     return typer.Exit(code)
 
@@ -117,6 +102,11 @@ def write_stdout(text: str) -> None:
         _silence_stdout()
 
 
+def traceback_wanted() -> bool:
+    """Whether bugs should keep their traceback (``CTXCOMPACT_TRACEBACK=1``), not become exit 70."""
+    return bool(os.environ.get(TRACEBACK_ENV))
+
+
 def reports_errors(func: F) -> F:
     """Map core errors to messages and exit codes; keep bugs distinguishable from both."""
 
@@ -127,19 +117,19 @@ def reports_errors(func: F) -> F:
         except CtxcompactError as exc:
             raise error(str(exc), exc.exit_code) from None
         except KeyboardInterrupt:
-            raise typer.Exit(130) from None
+            raise typer.Exit(ExitStatus.INTERRUPTED) from None
         except BrokenPipeError:
             _silence_stdout()
-            raise typer.Exit(0) from None
+            raise typer.Exit(ExitStatus.SUCCESS) from None
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except Exception as exc:
-            if os.environ.get(TRACEBACK_ENV):
+            if traceback_wanted():
                 raise
             raise error(
                 f"internal error: {type(exc).__name__}: {exc}. This is a bug in ctxcompact; "
                 f"rerun with {TRACEBACK_ENV}=1 for the traceback and report it.",
-                EXIT_INTERNAL,
+                ExitStatus.INTERNAL_ERROR,
             ) from None
 
     return wrapper  # type: ignore[return-value]
@@ -194,16 +184,13 @@ def write_output(data: bytes, output: Path | None) -> None:
 
     A failed write is exit 3 (the work could not be done); the old file, if any, is intact.
     """
-    from ctxcompact.fileio import write_atomic
+    from ctxcompact.fileio import write_file
 
     if output is None or str(output) == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
-    try:
-        write_atomic(output, data)
-    except OSError as exc:
-        raise WorkFailedError(f"{output}: cannot write it ({exc.strerror or exc}).") from None
+    write_file(output, data)
 
 
 def ensure_writable_dir(path: Path | None, option: str) -> None:
@@ -234,7 +221,7 @@ class Loaded:
     failed: int = 0
 
 
-def load_all(paths: Sequence[Path] | None, fmt: Format | None) -> Loaded:
+def load_all(paths: Sequence[Path] | None, fmt: Format | None, *, max_bytes: int) -> Loaded:
     """Every input read. With one input a bad one is the command's error; with several each
     bad one is reported on stderr and the others are still read (exit 2 at the end)."""
     from ctxcompact.transcript import load_transcript
@@ -243,7 +230,9 @@ def load_all(paths: Sequence[Path] | None, fmt: Format | None) -> Loaded:
     loaded = Loaded([])
     for path in inputs:
         try:
-            loaded.transcripts.append(load_transcript(path, dialect=fmt.value if fmt else None))
+            loaded.transcripts.append(
+                load_transcript(path, dialect=fmt.value if fmt else None, max_bytes=max_bytes)
+            )
         except InputError as exc:
             if len(inputs) == 1:
                 raise
@@ -261,6 +250,13 @@ FILES_ARG = typer.Argument(
 FORMAT_OPT = typer.Option(
     None, "--format", "-f", help="Force the dialect instead of detecting it.", case_sensitive=False
 )
+MAX_INPUT_BYTES_OPT = typer.Option(
+    DEFAULT_MAX_INPUT_BYTES,
+    "--max-input-bytes",
+    min=1,
+    show_default=False,
+    help="Refuse an input larger than this (bytes) without reading it all [default: 512 MiB].",
+)
 COUNTER_OPT = typer.Option(
     CounterName.tiktoken,
     "--counter",
@@ -268,7 +264,7 @@ COUNTER_OPT = typer.Option(
     case_sensitive=False,
 )
 ENCODING_OPT = typer.Option(
-    "cl100k_base",
+    DEFAULT_ENCODING,
     "--encoding",
     help="tiktoken encoding; cl100k_base is bundled, others only from tiktoken's cache.",
 )
@@ -287,30 +283,25 @@ STATS_JSON_OPT = typer.Option(None, "--stats-json", help="Write the stats as JSO
 QUIET_OPT = typer.Option(False, "--quiet", "-q", help="No stats on stderr.")
 
 # The budget, shared by check and compact --auto (threshold = (window − reserve) × ratio).
-BUDGET_PANEL = "Budget"
 CONTEXT_WINDOW_OPT = typer.Option(
     None,
     "--context-window",
     "-w",
     help="Override the model's context window (tokens).",
-    rich_help_panel=BUDGET_PANEL,
 )
 OUTPUT_RESERVE_OPT = typer.Option(
     None,
     "--output-reserve",
     help="Tokens kept free for the reply [default: 32000; a quarter of the window under 64K].",
-    rich_help_panel=BUDGET_PANEL,
 )
 THRESHOLD_OPT = typer.Option(
     DEFAULT_RATIO,
     "--threshold",
     "-t",
     help="Compact at this share of (window − reserve): 0.4–0.9. ≤0.6 cost-first, ≤0.75 balanced, else retention.",
-    rich_help_panel=BUDGET_PANEL,
 )
 MODELS_FILE_OPT = typer.Option(
     None,
     "--models-file",
     help="Extra models: JSON/TOML of id → context window.",
-    rich_help_panel=BUDGET_PANEL,
 )

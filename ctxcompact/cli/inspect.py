@@ -14,11 +14,11 @@ from ctxcompact.cli.common import (
     FILES_ARG,
     FORMAT_OPT,
     JSON_OPT,
+    MAX_INPUT_BYTES_OPT,
     MODEL_OPT,
     MODELS_FILE_OPT,
     OUTPUT_RESERVE_OPT,
     THRESHOLD_OPT,
-    CounterName,
     Format,
     Streams,
     load_all,
@@ -26,6 +26,8 @@ from ctxcompact.cli.common import (
     write_stdout,
 )
 from ctxcompact.models import load_registry, resolve_model
+from ctxcompact.names import CounterName
+from ctxcompact.status import ExitStatus
 
 
 def _counter(name: CounterName, encoding: str, model: str | None) -> Any:
@@ -42,6 +44,7 @@ def _counter(name: CounterName, encoding: str, model: str | None) -> Any:
 def count(
     files: list[Path] | None = FILES_ARG,
     fmt: Format | None = FORMAT_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
     counter: CounterName = COUNTER_OPT,
     encoding: str = ENCODING_OPT,
     model: str | None = MODEL_OPT,
@@ -63,16 +66,17 @@ def count(
     import orjson
 
     from ctxcompact.reports import CountRow, count_to_json
-    from ctxcompact.usage import conversation_model, measure
+    from ctxcompact.usage import conversation_model, measure, unknown_model_warning
 
     streams = Streams()
     registry = load_registry(models_file)
     rows: list[CountRow] = []
     warnings: list[str] = []
-    loaded = load_all(files, fmt)
+    loaded = load_all(files, fmt, max_bytes=max_input_bytes)
     info = resolve_model(model, registry=registry) if model is not None else None
-    if info is not None and not info.known:
-        warnings.append(f"unknown model {model!r}: assuming a {info.context_window:,}-token window.")
+    warning = unknown_model_warning(info) if info is not None else None
+    if warning:
+        warnings.append(warning)
     for transcript in loaded.transcripts:
         for conv in transcript.conversations:
             chosen = _counter(counter, encoding, model or conversation_model(conv))
@@ -90,7 +94,7 @@ def count(
 
         render_count(rows, streams.out, top=top)
     if loaded.failed:
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.BAD_INPUT)
 
 
 @reports_errors
@@ -104,6 +108,7 @@ def check(
         True, "--validate/--no-validate", help="Also check API invariants (tool pairs, ids, roles)."
     ),
     fmt: Format | None = FORMAT_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
     counter: CounterName = COUNTER_OPT,
     encoding: str = ENCODING_OPT,
     models_file: Path | None = MODELS_FILE_OPT,
@@ -131,7 +136,7 @@ def check(
     results = []
     budget = None
     warnings: list[str] = []
-    loaded = load_all(files, fmt)
+    loaded = load_all(files, fmt, max_bytes=max_input_bytes)
     for transcript in loaded.transcripts:
         for conv in transcript.conversations:
             budget = budget_for(
@@ -142,7 +147,7 @@ def check(
                 ratio=threshold,
                 registry=registry,
             )
-            warning = unknown_model_warning(budget)
+            warning = unknown_model_warning(budget.model)
             if warning:
                 warnings.append(warning)
             info = budget.model
@@ -160,6 +165,6 @@ def check(
 
         render_check(results, budget, streams.out)
     if loaded.failed or any(r.errors for r in results):
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.BAD_INPUT)
     if any(r.needs_compaction for r in results):
-        raise typer.Exit(1)
+        raise typer.Exit(ExitStatus.OVER_THRESHOLD)

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from ctxcompact.cli.common import (
     FILES_ARG,
     FORMAT_OPT,
+    MAX_INPUT_BYTES_OPT,
     OUTPUT_OPT,
     QUIET_OPT,
     STATS_JSON_OPT,
     Format,
-    LocalCounterName,
     Streams,
     expand_inputs,
     reports_errors,
@@ -21,10 +22,11 @@ from ctxcompact.cli.common import (
     write_output,
 )
 from ctxcompact.errors import UsageError
-from ctxcompact.offload import DEFAULT_MIN_CHARS
+from ctxcompact.names import LocalCounterName
+from ctxcompact.offload import DEFAULT_MIN_CHARS, DEFAULT_OUT_DIR
 
-DEFAULT_OUT_DIR = Path(".ctxcompact/offload")
-
+if TYPE_CHECKING:
+    from ctxcompact.transcript import Transcript
 
 # Option declarations at module level (typer reads them; ruff's B008 prefers them here).
 OUT_DIR_OPT = typer.Option(
@@ -83,6 +85,7 @@ def offload(
     stats_json: Path | None = STATS_JSON_OPT,
     quiet: bool = QUIET_OPT,
     fmt: Format | None = FORMAT_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
     counter: LocalCounterName = LOCAL_COUNTER_OPT,
 ) -> None:
     """Move large tool results to files and leave a path reference; --undo puts them back.
@@ -105,19 +108,9 @@ def offload(
       ctxcompact offload session.jsonl --preview 200 --protect-loop -q > lean.jsonl
       ctxcompact offload --clean-orphans --out-dir .ctx/offload
     """
-    from ctxcompact.offload import (
-        OffloadResult,
-        RestoreResult,
-        discard_offload,
-        offload_tool_results,
-        restore_offloaded,
-    )
-    from ctxcompact.render_tools import (
-        offload_stats_json,
-        render_offload_stats,
-        render_restore_stats,
-        restore_stats_json,
-    )
+    from ctxcompact.offload import OffloadResult, discard_offload, offload_tool_results
+    from ctxcompact.render_tools import render_offload_stats
+    from ctxcompact.reports import offload_stats_json
     from ctxcompact.tokens import make_counter
     from ctxcompact.transcript import dump_transcript, load_transcript
 
@@ -131,19 +124,10 @@ def offload(
             f"offload rewrites one transcript per run, got {len(inputs)} inputs; run it once per file "
             '(e.g. for f in sessions/*.jsonl; do ctxcompact offload "$f" -o "lean/${f##*/}"; done).'
         )
-    transcript = load_transcript(inputs[0], dialect=fmt.value if fmt else None)
+    transcript = load_transcript(inputs[0], dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)
 
     if undo:
-        restored: list[RestoreResult] = [
-            restore_offloaded(conv.messages, out_dir=out_dir) for conv in transcript.conversations
-        ]
-        convs = [
-            conv.with_messages(r.messages) if r.changed else conv
-            for conv, r in zip(transcript.conversations, restored, strict=True)
-        ]
-        write_output(dump_transcript(transcript.with_conversations(convs)), output)
-        render_restore_stats(transcript.name, restored, streams.err)
-        write_json_file(stats_json, restore_stats_json(transcript.name, restored))
+        _undo(transcript, out_dir=out_dir, output=output, stats_json=stats_json, streams=streams)
         return
 
     chosen = make_counter(counter.value)
@@ -174,15 +158,35 @@ def offload(
     write_json_file(stats_json, offload_stats_json(transcript.name, results))
 
 
+def _undo(
+    transcript: Transcript, *, out_dir: Path, output: Path | None, stats_json: Path | None, streams: Streams
+) -> None:
+    """``--undo``: every conversation's offloaded contents put back, or nothing (exit 3)."""
+    from ctxcompact.offload import undo_offload
+    from ctxcompact.render_tools import render_undo_stats
+    from ctxcompact.reports import undo_stats_json
+    from ctxcompact.transcript import dump_transcript
+
+    undone = [undo_offload(conv.messages, out_dir=out_dir) for conv in transcript.conversations]
+    convs = [
+        conv.with_messages(r.messages) if r.changed else conv
+        for conv, r in zip(transcript.conversations, undone, strict=True)
+    ]
+    write_output(dump_transcript(transcript.with_conversations(convs)), output)
+    render_undo_stats(transcript.name, undone, streams.err)
+    write_json_file(stats_json, undo_stats_json(transcript.name, undone))
+
+
 def _clean_orphans(
     files: list[Path] | None, *, out_dir: Path, undo: bool, stats_json: Path | None, streams: Streams
 ) -> None:
     """``offload --clean-orphans``: the removed names on stderr (and in --stats-json)."""
     from ctxcompact.offload_store import clean_orphans
     from ctxcompact.render_tools import render_orphan_cleanup
+    from ctxcompact.reports import orphan_cleanup_stats_json
 
     if files or undo:
         raise UsageError("--clean-orphans works on --out-dir alone: give it no transcript and no --undo.")
     result = clean_orphans(out_dir)
     render_orphan_cleanup(result, streams.err)
-    write_json_file(stats_json, result.to_stats())
+    write_json_file(stats_json, orphan_cleanup_stats_json(result))
