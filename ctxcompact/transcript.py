@@ -33,6 +33,7 @@ from typing import Any, BinaryIO
 from ctxcompact.dialects import DEFAULT_DIALECT, dialect_named, file_dialect, message_dialect
 from ctxcompact.dialects.common import RequestBody, json_kind
 from ctxcompact.dialects.foreign import refuse_foreign_body, refuse_foreign_lines, refuse_foreign_object
+from ctxcompact.dialects.recorded import RecordedUsage
 from ctxcompact.errors import InputError
 from ctxcompact.fileio import read_capped, special_file_kind
 from ctxcompact.ir import Block, Message
@@ -74,6 +75,8 @@ class Conversation:
 
     #: The messages as read, to tell whether a rewrite changed anything.
     read_messages: tuple[Message, ...] = ()
+    #: The usage the API reported for the newest call, when the session log records it.
+    recorded: RecordedUsage | None = None
 
     @property
     def unchanged(self) -> bool:
@@ -345,11 +348,12 @@ def _conversation(
         messages=parsed.messages,
         read_messages=parsed.messages,
         passthrough=parsed.passthrough,
-        system=request.system,
+        system=request.system or parsed.system,
         tools=request.tools,
-        model=request.model,
+        model=request.model or parsed.model,
         thinking=request.thinking,
         warnings=parsed.warnings,
+        recorded=parsed.recorded,
     )
 
 

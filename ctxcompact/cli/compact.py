@@ -40,7 +40,7 @@ from ctxcompact.models import load_registry, validate_ratio
 from ctxcompact.names import LocalCounterName, OnFailure, SummarizerName
 from ctxcompact.strategies import DEFAULT_STRATEGIES, STRATEGY_NAMES, check_strategy_names
 from ctxcompact.strategies.clean_tools import DEFAULT_ROUNDS, CleanToolsOptions
-from ctxcompact.strategies.full import DEFAULT_SUMMARY_MAX_WORDS, FullOptions
+from ctxcompact.strategies.full import DEFAULT_KEEP_USER_TOKENS, DEFAULT_SUMMARY_MAX_WORDS, FullOptions
 from ctxcompact.strategies.prune import DEFAULT_CLEAR_AT_LEAST, DEFAULT_KEEP, PruneOptions
 from ctxcompact.summarize.llm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
@@ -121,6 +121,11 @@ def compact(
         "--keep-loop",
         help="Keep the last user request and its tool loop verbatim after the summary, so the result is a request you can send.",
     ),
+    keep_user_tokens: int = typer.Option(
+        DEFAULT_KEEP_USER_TOKENS,
+        "--keep-user-tokens",
+        help="Codex sessions: the newest user messages kept verbatim before the summary, up to this many tokens (bytes/4, Codex's rule).",
+    ),
     archive_dir: Path | None = typer.Option(
         None,
         "--archive-dir",
@@ -199,6 +204,7 @@ def compact(
             max_retries=max_retries,
             restore=restore,
             keep_loop=keep_loop,
+            keep_user_tokens=keep_user_tokens,
             read_tools=read_tools(read_tool),
             max_files=max_files,
             max_tokens_per_file=max_tokens_per_file,

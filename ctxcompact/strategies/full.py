@@ -32,6 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ctxcompact.dialects import dialect_named
+from ctxcompact.dialects.codex.read import KEEP_USER_TOKENS as DEFAULT_KEEP_USER_TOKENS
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Message, block_start_at, current_loop_start, new_message
 from ctxcompact.markers import RESTORED_ACK, SUMMARY_ACK, SUMMARY_PREFIX
@@ -73,6 +75,9 @@ class FullOptions:
     max_retries: int = DEFAULT_MAX_RETRIES
     restore: bool = True
     keep_loop: bool = False
+    #: For an agent that lays out its own compacted history (Codex): the newest user messages
+    #: kept verbatim after the summary, up to this many approximate tokens (Codex's 20,000).
+    keep_user_tokens: int = DEFAULT_KEEP_USER_TOKENS
     read_tools: tuple[ReadTool, ...] | None = None
     max_files: int = DEFAULT_MAX_FILES
     max_tokens_per_file: int = DEFAULT_MAX_TOKENS_PER_FILE
@@ -92,6 +97,7 @@ class FullOptions:
             "max_tokens_per_file",
             "max_tokens_total",
             "max_retries",
+            "keep_user_tokens",
         ):
             if getattr(self, name) < 0:
                 raise UsageError(f"--{name.replace('_', '-')} must not be negative.")
@@ -242,9 +248,15 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
     warnings.extend(f"file not restored: {s.path} ({s.reason})" for s in restored.skipped)
     if not summary.text.strip():
         warnings.append("the summary is empty")
-    out = assemble(part.head, summary.text, restored)
-    if kept_tail and kept_tail[0].role == "assistant":
-        out = out[:-1]  # the kept assistant turn answers the summary in place of the last ack
+    layout = dialect_named(context.dialect).summary_layout(
+        messages[: len(messages) - len(kept_tail)], summary.text, keep_user_tokens=options.keep_user_tokens
+    )
+    if layout is not None:
+        out = (*layout, *restored_pairs(restored))
+    else:
+        out = assemble(part.head, summary.text, restored)
+        if kept_tail and kept_tail[0].role == "assistant":
+            out = out[:-1]  # the kept assistant turn answers the summary in place of the last ack
     details = FullDetails(len(part.rest), len(kept_tail), len(part.head), restored, summary, failure)
     return StrategyResult(
         out + kept_tail,

@@ -39,23 +39,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxcompact.dialects.codex.files import relative_to, touched_files
 from ctxcompact.dialects.common import Parsed, json_kind
 from ctxcompact.errors import InputError
-from ctxcompact.ir import Block, Message, Role, Source
-from ctxcompact.markers import SUMMARY_PREFIX
+from ctxcompact.ir import READ_PATHS, Block, Message, Role, Source
+from ctxcompact.markers import CODEX_SUMMARY_PREFIX, SUMMARY_PREFIX
 
 NAME = "codex"
 #: The rollout line types Codex writes.
 LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
-#: Codex's own summary prefix (``codex-rs/core/templates/compact/summary_prefix.md``): the
-#: compacted history's summary message is this, a newline, and the summary.
-CODEX_SUMMARY_PREFIX = (
-    "Another language model started to solve this problem and produced a summary of its "
-    "thinking process. You also have access to the state of the tools that were used by that "
-    "language model. Use this to build on the work that has already been done and avoid "
-    "duplicating work. Here is the summary produced by the other language model, use the "
-    "information in this summary to  assist with your own analysis:"
-)
 #: Codex keeps the newest user messages up to this many approximate tokens when it compacts.
 KEEP_USER_TOKENS = 20_000
 
@@ -75,7 +67,10 @@ def looks_like(records: Sequence[Any], body: Mapping[str, Any] | None = None) ->
 
 
 def _is_line(record: Any) -> bool:
-    return isinstance(record, Mapping) and record.get("type") in LINE_TYPES and "payload" in record
+    if not isinstance(record, Mapping) or "payload" not in record:
+        return False
+    kind = record.get("type")
+    return isinstance(kind, str) and kind in LINE_TYPES
 
 
 # --- the live history ---------------------------------------------------------------------------
@@ -215,6 +210,7 @@ def legacy_history(live: Sequence[LiveItem], summary: str) -> list[dict[str, Any
 
 def parse_records(records: Sequence[Any]) -> Parsed:
     live = live_history(records)
+    cwds = _cwd_by_line(records)
     groups: list[list[LiveItem]] = []
     sides: list[str] = []
     for item in live:
@@ -224,7 +220,7 @@ def parse_records(records: Sequence[Any]) -> Parsed:
             continue
         groups.append([item])
         sides.append(side)
-    messages = tuple(_message(group, side) for group, side in zip(groups, sides, strict=True))
+    messages = tuple(_message(group, side, cwds) for group, side in zip(groups, sides, strict=True))
     used = {item.index for item in live}
     passthrough = frozenset(i for i in range(len(records)) if i not in used)
     # A compacted line holds the live items of its history: it is written back as it is.
@@ -238,24 +234,40 @@ def _side(payload: Mapping[str, Any]) -> str:
         return "outputs"
     if kind == "message":
         role = payload.get("role")
-        if role in _SYSTEM_ROLES:
+        if isinstance(role, str) and role in _SYSTEM_ROLES:
             return "system"
         if role == "user":
             return "user"
     return "assistant"
 
 
-def _message(group: Sequence[LiveItem], side: str) -> Message:
+def _cwd_by_line(records: Sequence[Any]) -> list[str | None]:
+    """The session's working directory in effect at each line (``session_meta`` /
+    ``turn_context`` ``cwd``)."""
+    out: list[str | None] = []
+    cwd: str | None = None
+    for record in records:
+        if isinstance(record, Mapping) and record.get("type") in ("session_meta", "turn_context"):
+            payload = record.get("payload")
+            value = payload.get("cwd") if isinstance(payload, Mapping) else None
+            cwd = value if isinstance(value, str) and value else cwd
+        out.append(cwd)
+    return out
+
+
+def _message(group: Sequence[LiveItem], side: str, cwds: Sequence[str | None]) -> Message:
     role: Role = "system" if side == "system" else "assistant" if side == "assistant" else "user"
     blocks: list[Block] = []
     for item in group:
-        blocks.extend(item_blocks(item.payload, f"line {item.index + 1}"))
+        blocks.extend(item_blocks(item.payload, f"line {item.index + 1}", cwd=cwds[item.index]))
     source = Source(tuple(item.record for item in group), tuple(item.index for item in group))
     return Message(role, tuple(blocks), source)
 
 
-def item_blocks(payload: Mapping[str, Any], where: str) -> tuple[Block, ...]:
-    """The IR blocks of one response item (at least one, so items and blocks stay aligned)."""
+def item_blocks(payload: Mapping[str, Any], where: str, *, cwd: str | None = None) -> tuple[Block, ...]:
+    """The IR blocks of one response item (at least one, so items and blocks stay aligned).
+    A call's ``read_paths`` are the files it read or patched (:mod:`.files`), relative to
+    ``cwd`` (the session's) when inside it."""
     kind = payload.get("type")
     if kind == "message":
         parts = payload.get("content")
@@ -266,16 +278,18 @@ def item_blocks(payload: Mapping[str, Any], where: str) -> tuple[Block, ...]:
     if kind == "reasoning":
         return _reasoning_blocks(payload)
     if kind in _CALL_KINDS:
-        return (_call_block(payload, where),)
+        block = _call_block(payload, where)
+        paths = [relative_to(p, cwd) for p in touched_files(block)]
+        return ({**block, READ_PATHS: paths} if paths else block,)
     if kind in _OUTPUT_KINDS:
-        block: dict[str, Any] = {
+        result: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": _call_id(payload, where),
             "content": _output_content(payload.get("output")),
         }
         if kind != "function_call_output":
-            block[KIND_KEY] = kind
-        return (block,)
+            result[KIND_KEY] = kind
+        return (result,)
     return (payload,)
 
 
@@ -376,4 +390,15 @@ def session_cwd(records: Sequence[Any]) -> str | None:
             cwd = payload.get("cwd") if isinstance(payload, Mapping) else None
             if isinstance(cwd, str) and cwd:
                 return cwd
+    return None
+
+
+def session_model(records: Sequence[Any]) -> str | None:
+    """The model of the newest turn (``turn_context`` ``model``)."""
+    for record in reversed(records):
+        if isinstance(record, Mapping) and record.get("type") == "turn_context":
+            payload = record.get("payload")
+            model = payload.get("model") if isinstance(payload, Mapping) else None
+            if isinstance(model, str) and model:
+                return model
     return None

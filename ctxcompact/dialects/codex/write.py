@@ -23,7 +23,7 @@ from ctxcompact.dialects.codex.read import (
     live_history,
     message_text,
 )
-from ctxcompact.ir import Block, Message
+from ctxcompact.ir import READ_PATHS, Block, Message
 from ctxcompact.markers import SUMMARY_PREFIX
 
 
@@ -58,7 +58,7 @@ def render_message(message: Message) -> list[Any]:
     for template, before, after in zip(templates, originals, slices, strict=True):
         if not after:
             continue
-        if len(after) == len(before) and all(a is b for a, b in zip(after, before, strict=True)):
+        if len(after) == len(before) and all(_same(a, b) for a, b in zip(after, before, strict=True)):
             out.append(template)
             continue
         payload = _payload_of(template)
@@ -69,6 +69,16 @@ def render_message(message: Message) -> list[Any]:
         else:
             out.append(_rendered(_wrap(template, changed), template))
     return out
+
+
+def _same(new: Block, original: Block) -> bool:
+    """True when a rewrite left a block as it was read (parsing again makes equal, not
+    identical, blocks; the read paths a call was annotated with do not count)."""
+    if new is original:
+        return True
+    return {k: v for k, v in new.items() if k != READ_PATHS} == {
+        k: v for k, v in original.items() if k != READ_PATHS
+    }
 
 
 def _payload_of(record: Any) -> Mapping[str, Any]:
@@ -102,7 +112,7 @@ def _assign_by_identity(originals: Sequence[tuple[Block, ...]], new: Sequence[Bl
 def _rebuild(payload: Mapping[str, Any], blocks: Sequence[Block]) -> dict[str, Any] | None:
     """``payload`` with ``blocks`` as its new content, or None when they no longer fit it."""
     kind = payload.get("type")
-    kinds = {b.get("type") for b in blocks}
+    kinds = {str(b.get("type")) for b in blocks}
     out = dict(payload)
     if kind == "message" and kinds <= {"text", "image_url", "input_text", "output_text", "input_image"}:
         out["content"] = [_part(payload.get("role"), b) for b in blocks]
@@ -235,6 +245,7 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
         elif id(record) in live_ids or id(record) not in line_ids:
             after.append((_payload_of(record), record))
         # else: a line that is not live history (metadata, events, dead items): kept as it is
+    after = _in_history_order(before, after)
     edits = _in_place_edits(before, after, records)
     if edits is None:
         return [*original, _compacted_line(original, [p for p, _ in after])]
@@ -243,6 +254,27 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
     stamp = _last_timestamp(original)
     out.extend({"timestamp": stamp, **_line(p)} if stamp else _line(p) for p in appended)
     return out
+
+
+def _in_history_order(
+    before: Sequence[LiveItem], after: Sequence[tuple[Mapping[str, Any], Any]]
+) -> list[tuple[Mapping[str, Any], Any]]:
+    """``after`` in the order of the items they stand for. The writer places a changed item
+    by its message's first record, so within a message a changed item can land before kept
+    ones; rewrites never reorder items, so the order read is the order to write. A new item
+    stays after the item it followed."""
+    position = {id(item.record): k for k, item in enumerate(before)}
+    keyed: list[tuple[tuple[int, int, int], tuple[Mapping[str, Any], Any]]] = []
+    last = -1
+    for seq, entry in enumerate(after):
+        origin = entry[1]
+        if origin is not None and id(origin) in position:
+            last = position[id(origin)]
+            keyed.append(((last, 0, seq), entry))
+        else:
+            keyed.append(((last, 1, seq), entry))
+    keyed.sort(key=lambda pair: pair[0])
+    return [entry for _, entry in keyed]
 
 
 def _in_place_edits(
