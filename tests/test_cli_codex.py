@@ -180,3 +180,9 @@ def test_a_developer_message_mid_session_is_valid_for_codex(tmp_path: Path) -> N
     ]
     run("check", jsonl(tmp_path / "r.jsonl", records), "--no-validate")
     run("check", jsonl(tmp_path / "r.jsonl", records))
+
+
+def test_format_codex_on_bare_messages_is_refused_by_line(tmp_path: Path) -> None:
+    path = jsonl(tmp_path / "m.jsonl", [{"role": "user", "content": "hi"}])
+    result = run("count", path, "--format", "codex", code=2)
+    assert "line 1 is not a rollout line; expected a Codex rollout line" in result.stderr

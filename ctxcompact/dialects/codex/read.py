@@ -95,8 +95,16 @@ def live_history(records: Sequence[Any]) -> list[LiveItem]:
     """The history Codex would send after these lines (see the module docstring)."""
     live: list[LiveItem] = []
     for i, record in enumerate(records):
-        if not isinstance(record, Mapping):
-            raise InputError(f"line {i + 1} is a JSON {json_kind(record)}, expected a Codex rollout line.")
+        if (
+            not isinstance(record, Mapping)
+            or not isinstance(record.get("type"), str)
+            or "payload" not in record
+        ):
+            # Only reachable with --format codex: anything else would be read as no message at all.
+            what = f"a JSON {json_kind(record)}" if not isinstance(record, Mapping) else "not a rollout line"
+            raise InputError(
+                f"line {i + 1} is {what}; expected a Codex rollout line ({{timestamp, type, payload}})."
+            )
         kind = record.get("type")
         payload = record.get("payload")
         if kind == "response_item":
