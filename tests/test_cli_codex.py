@@ -186,3 +186,46 @@ def test_format_codex_on_bare_messages_is_refused_by_line(tmp_path: Path) -> Non
     path = jsonl(tmp_path / "m.jsonl", [{"role": "user", "content": "hi"}])
     result = run("count", path, "--format", "codex", code=2)
     assert "line 1 is not a rollout line; expected a Codex rollout line" in result.stderr
+
+
+def test_compacting_twice_appends_a_second_compacted_line_with_one_summary(
+    rollout: Path, tmp_path: Path
+) -> None:
+    once, twice = tmp_path / "once.jsonl", tmp_path / "twice.jsonl"
+    run(
+        "compact",
+        rollout,
+        "--summarizer",
+        "extractive",
+        "--no-restore",
+        "-o",
+        once,
+        "-q",
+        "--work-dir",
+        tmp_path,
+    )
+    more = [*lines(once), item(user("now add a test")), item(assistant("added"))]
+    jsonl(once, more)
+    run(
+        "compact",
+        once,
+        "--summarizer",
+        "extractive",
+        "--no-restore",
+        "-o",
+        twice,
+        "-q",
+        "--work-dir",
+        tmp_path,
+    )
+    after = lines(twice)
+    assert after[:-1] == more and after[-1]["type"] == "compacted"
+    history = after[-1]["payload"]["replacement_history"]
+    summaries = [
+        h
+        for h in history
+        if h.get("role") == "user" and h["content"][0]["text"].startswith(CODEX_SUMMARY_PREFIX)
+    ]
+    assert len(summaries) == 1 and history[-1] == summaries[0]
+    users = [h["content"][0]["text"] for h in history if h.get("role") == "user"]
+    assert users[-3:-1] == ["fix the bug in app.py", "now add a test"]
