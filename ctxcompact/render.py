@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ctxcompact.models import Budget
-from ctxcompact.reports import CountRow
+from ctxcompact.reports import CountRow, recorded_text
 from ctxcompact.usage import CheckResult
 
 if TYPE_CHECKING:
@@ -104,6 +104,8 @@ def _render_count_detail(row: CountRow, console: Console, *, top: int) -> None:
             f" · {_pct(report.total, row.model.context_window)} of {row.model.model or 'default'}'s "
             f"{_n(row.model.context_window)}-token window"
         )
+    if row.recorded is not None:
+        head.append(f"\n{recorded_text(row.recorded)}")
     console.print(head, soft_wrap=True)
 
     roles = Table(title="By role", title_justify="left")
@@ -196,13 +198,17 @@ def render_check(results: Sequence[CheckResult], budget: Budget, console: Consol
             else f"{_n(-remaining)} tokens over the threshold"
         )
         lines = [
-            Text.assemble(usage_bar(r.report.total, budget.threshold, model.context_window), "  ", verdict),
+            Text.assemble(usage_bar(r.status.tokens, budget.threshold, model.context_window), "  ", verdict),
             Text(
-                f"{_n(r.report.total)} tokens = {r.status.usage:.1%} of the threshold, "
+                f"{_n(r.status.tokens)} tokens = {r.status.usage:.1%} of the threshold, "
                 f"{r.status.window_share:.1%} of the window; {remain_text}"
                 + (" (exact)" if r.report.exact_total else f" (counter: {r.report.counter})")
             ),
         ]
+        if r.recorded is not None:
+            lines.append(
+                Text(f"{recorded_text(r.recorded)}; counted here: {_n(r.report.total)}", style="dim")
+            )
         for v in r.violations:
             style = "red" if v.severity == "error" else "yellow"
             lines.append(Text(f"{v.severity}: {v}", style=style))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ctxcompact.dialects.recorded import RecordedUsage
 from ctxcompact.models import Budget, ModelInfo
 from ctxcompact.tokens import TokenReport
 from ctxcompact.usage import CheckResult
@@ -33,6 +34,8 @@ class CountRow:
     dialect: str
     report: TokenReport
     model: ModelInfo | None = None
+    #: The usage the agent recorded for its newest API call (Codex), shown beside our count.
+    recorded: RecordedUsage | None = None
 
 
 # --- count -----------------------------------------------------------------------------------
@@ -77,6 +80,8 @@ def _count_row_json(row: CountRow, *, top: int) -> dict[str, Any]:
         out["model"] = row.model.model
         out["context_window"] = row.model.context_window
         out["window_share"] = round(report.total / row.model.context_window, 4)
+    if row.recorded is not None:
+        out["recorded_usage"] = row.recorded.to_dict()
     return out
 
 
@@ -95,7 +100,7 @@ def check_to_json(results: Sequence[CheckResult], budget: Budget) -> dict[str, A
         "transcripts": [
             {
                 "label": r.label,
-                "tokens": r.report.total,
+                "tokens": r.status.tokens,
                 "counter": r.report.counter,
                 "exact_total": r.report.exact_total,
                 "remaining": r.status.remaining,
@@ -111,6 +116,7 @@ def check_to_json(results: Sequence[CheckResult], budget: Budget) -> dict[str, A
                     }
                     for v in r.violations
                 ],
+                **_recorded_json(r),
             }
             for r in results
         ],
@@ -248,3 +254,21 @@ def orphan_cleanup_stats_json(result: OrphanCleanup) -> dict[str, Any]:
         "removed": list(result.removed),
         "referencedCount": result.referenced,
     }
+
+
+def recorded_text(recorded: RecordedUsage) -> str:
+    """One line on the usage an agent recorded: ``count`` and ``check`` show it."""
+    last = recorded.last
+    window = f" of a {recorded.context_window:,}-token window" if recorded.context_window else ""
+    return (
+        f"recorded by the agent (line {recorded.line + 1}): {recorded.context_tokens:,} tokens in context"
+        f"{window} — last call {last.input_tokens:,} input ({last.cached_input_tokens:,} cached)"
+        f" + {last.output_tokens:,} output"
+    )
+
+
+def _recorded_json(result: CheckResult) -> dict[str, Any]:
+    """``check --json``'s account of a decision made from the agent's recorded usage."""
+    if result.recorded is None:
+        return {}
+    return {"counted_tokens": result.report.total, "recorded_usage": result.recorded.to_dict()}

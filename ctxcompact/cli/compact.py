@@ -178,7 +178,7 @@ def compact(
     pin: list[str] | None = PIN_OPT,
     pin_first: bool | None = PIN_FIRST_OPT,
     keep_recent_tokens: int | None = KEEP_RECENT_TOKENS_OPT,
-    keep_user_tokens: int = KEEP_USER_TOKENS_OPT,
+    keep_user_tokens: int | None = KEEP_USER_TOKENS_OPT,
     verbose: bool = VERBOSE_OPT,
 ) -> None:
     """Rewrite a transcript to fit: summarize history and restore recent files, or prune locally.
