@@ -1,7 +1,9 @@
 """Running a batch's inputs in worker processes (``compact --jobs N``).
 
-Workers are *spawned* (a fresh interpreter each: no lock or tokenizer thread state inherited
-from the parent), each told the batch's shared bound on summary requests
+Workers come from a *fork server* where the platform has one (a clean single-threaded process
+that imported ctxcompact once, so a worker starts in milliseconds and inherits no lock or
+thread from the parent), else are spawned; each is told the batch's shared bound on summary
+requests
 (:mod:`ctxcompact.summarize.gate`). At most ``2 × jobs`` inputs are in flight at once, so the
 parent's memory stays flat however many files the batch has; results come back as they
 complete and the caller files each under its input's index, so reports keep input order.
@@ -33,6 +35,14 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _context() -> multiprocessing.context.BaseContext:
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["ctxcompact.batch"])
+    return context
+
+
 def _init_worker(gate: AbstractContextManager[Any]) -> None:
     from ctxcompact.summarize.gate import install_request_gate
 
@@ -52,7 +62,7 @@ def run_in_workers(
     when a task is queued, ``on_done(index, result)`` as each completes (in completion order).
     ``work`` and the tasks must pickle (a module-level function, plain data). An exception
     ``work`` raises propagates here after the queued tasks are cancelled."""
-    context = multiprocessing.get_context("spawn")
+    context = _context()
     gate = context.BoundedSemaphore(max(1, llm_concurrency))
     pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(gate,))
     pending: dict[Future[R], int] = {}
