@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import AbstractContextManager
@@ -46,6 +47,10 @@ def _context() -> multiprocessing.context.BaseContext:
 def _init_worker(gate: AbstractContextManager[Any]) -> None:
     from ctxcompact.summarize.gate import install_request_gate
 
+    # Ctrl-C is the parent's to handle: it stops queuing, cancels what has not started and
+    # exits 130; a worker finishes the file it is writing (atomically) instead of dying with a
+    # traceback each. That file is not in the journal, so --resume simply does it again.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     install_request_gate(gate)
 
 
