@@ -91,6 +91,33 @@ def batch_inputs(
     return inputs
 
 
+def is_batch(
+    inputs: list[str | None],
+    *,
+    output: Path | None,
+    out_dir: Path | None,
+    in_place: bool,
+    dry_run: bool,
+    shard: str | None = None,
+) -> bool:
+    """Whether this run is a batch (several inputs, --out-dir or --shard); refuses outputs that
+    contradict each other or leave some result without a file."""
+    if output is not None and out_dir is not None:
+        raise UsageError(
+            "-o/--output names one output file and --out-dir a directory for several: give one of them."
+        )
+    if output is not None and in_place:
+        raise UsageError("--in-place rewrites each input file: it does not combine with -o/--output.")
+    batch = len(inputs) > 1 or out_dir is not None or shard is not None
+    if batch and out_dir is None and not in_place and not dry_run:
+        raise UsageError("several inputs: give --out-dir DIR (or --in-place) so each result has a file.")
+    if output is not None and batch:
+        raise UsageError("-o/--output takes one input; use --out-dir for several.")
+    if in_place and None in inputs:
+        raise UsageError("--in-place needs files, not stdin.")
+    return batch
+
+
 def journal_path(*, out_dir: Path | None, in_place: bool, report: Path | None, dry_run: bool) -> Path | None:
     """Where a batch keeps its journal: in ``--out-dir``; with ``--in-place``, beside the
     report (``REPORT.journal``); none for a dry run."""

@@ -16,6 +16,7 @@ from ctxcompact.cli.batch import (
     RESUME_OPT,
     SHARD_OPT,
     batch_inputs,
+    is_batch,
     run_batch,
 )
 from ctxcompact.cli.common import (
@@ -37,6 +38,21 @@ from ctxcompact.cli.common import (
     write_json_file,
     write_output,
 )
+from ctxcompact.cli.local_options import (
+    FALLBACK_ROUNDS_OPT,
+    KEEP_RECENT_TOKENS_OPT,
+    KEEP_USER_TOKENS_OPT,
+    MIN_RECENT_OPT,
+    PIN_FIRST_OPT,
+    PIN_OPT,
+    RULES_OPT,
+    TARGET_USAGE_OPT,
+    VERBOSE_OPT,
+    local_strategy_options,
+    pin_options,
+    render_lines,
+    timeline,
+)
 from ctxcompact.cli.restore import (
     MAX_FILES_OPT,
     MAX_TOKENS_PER_FILE_OPT,
@@ -48,7 +64,7 @@ from ctxcompact.cli.restore import (
 from ctxcompact.errors import UsageError
 from ctxcompact.models import load_registry, validate_ratio
 from ctxcompact.names import LocalCounterName, OnFailure, SummarizerName
-from ctxcompact.strategies import DEFAULT_STRATEGIES, STRATEGY_NAMES, check_strategy_names
+from ctxcompact.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, STRATEGY_NAMES, check_strategy_names
 from ctxcompact.strategies.clean_tools import DEFAULT_ROUNDS, CleanToolsOptions
 from ctxcompact.strategies.full import DEFAULT_SUMMARY_MAX_WORDS, FullOptions
 from ctxcompact.strategies.prune import DEFAULT_CLEAR_AT_LEAST, DEFAULT_KEEP, PruneOptions
@@ -58,11 +74,12 @@ from ctxcompact.summarize.llm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 @reports_errors
 def compact(
     files: list[Path] | None = FILES_ARG,
-    strategy: str = typer.Option(
-        ",".join(DEFAULT_STRATEGIES),
+    strategy: str | None = typer.Option(
+        None,
         "--strategy",
         "-s",
-        help=f"One or more of {', '.join(STRATEGY_NAMES)}, comma-separated, run in order (e.g. prune,full).",
+        help=f"One or more of {', '.join(STRATEGY_NAMES)}, comma-separated, run in order (e.g. prune,full). "
+        f"Default {','.join(DEFAULT_STRATEGIES)}; with --auto {','.join(AUTO_STRATEGIES)}.",
     ),
     output: Path | None = OUTPUT_OPT,
     out_dir: Path | None = typer.Option(
@@ -172,6 +189,15 @@ def compact(
         "--include-loop",
         help="Let prune clear inside the current tool loop too (as the API's own edit does).",
     ),
+    rules: Path | None = RULES_OPT,
+    target_usage: float = TARGET_USAGE_OPT,
+    min_recent: int = MIN_RECENT_OPT,
+    fallback_rounds: int = FALLBACK_ROUNDS_OPT,
+    pin: list[str] | None = PIN_OPT,
+    pin_first: bool | None = PIN_FIRST_OPT,
+    keep_recent_tokens: int | None = KEEP_RECENT_TOKENS_OPT,
+    keep_user_tokens: int = KEEP_USER_TOKENS_OPT,
+    verbose: bool = VERBOSE_OPT,
 ) -> None:
     """Rewrite a transcript to fit: summarize history and restore recent files, or prune locally.
 
@@ -205,8 +231,14 @@ def compact(
     )
     if archive_dir is None and out_dir is not None:
         archive_dir = out_dir / ARCHIVE_IN_OUT_DIR
+    selective, key_messages = local_strategy_options(
+        rules=rules, target_usage=target_usage, min_recent=min_recent, fallback_rounds=fallback_rounds
+    )
+    chosen = (
+        strategy.split(",") if strategy is not None else (AUTO_STRATEGIES if auto else DEFAULT_STRATEGIES)
+    )
     options = CompactOptions(
-        strategies=check_strategy_names(s.strip() for s in strategy.split(",") if s.strip()),
+        strategies=check_strategy_names(s.strip() for s in chosen if s.strip()),
         work_dir=work_dir,
         archive_dir=archive_dir,
         full=FullOptions(
@@ -223,6 +255,8 @@ def compact(
             max_files=max_files,
             max_tokens_per_file=max_tokens_per_file,
             max_tokens_total=max_tokens_total,
+            keep_recent_tokens=keep_recent_tokens,
+            keep_user_tokens=keep_user_tokens,
         ),
         prune=PruneOptions(
             keep=keep,
@@ -233,6 +267,9 @@ def compact(
             include_loop=include_loop,
         ),
         clean_tools=CleanToolsOptions(rounds=rounds),
+        selective=selective,
+        key_messages=key_messages,
+        pins=pin_options(pin, pin_first),
     )
     files_options = FileOptions(
         compact=options,
@@ -250,8 +287,7 @@ def compact(
     exclude = (out_dir, report, stats_json, archive_dir)
     found = batch_inputs(files, from_list=from_list, globs=globs, shard=shard, exclude=exclude)
     inputs = [i.path for i in found]
-    batch = _is_batch(inputs, output=output, out_dir=out_dir, in_place=in_place, dry_run=dry_run)
-    batch = batch or shard is not None
+    batch = is_batch(inputs, output=output, out_dir=out_dir, in_place=in_place, dry_run=dry_run, shard=shard)
     for option, target in (("--stats-json", stats_json), ("--report", report)):
         ensure_writable_dir(target, option)
     if not batch:
@@ -266,6 +302,9 @@ def compact(
             else:
                 write_output(data, output)
         render_file_stats(done, streams.err)
+        if verbose or dry_run:
+            for r in done.results:
+                render_lines(timeline(r.stats.steps), streams.err)
         write_json_file(stats_json, file_stats_json(done))
         if report is not None:
             shown = path if in_place else (str(output) if output else None)
@@ -284,27 +323,6 @@ def compact(
         resume=resume,
         streams=streams,
     )
-
-
-def _is_batch(
-    inputs: list[str | None], *, output: Path | None, out_dir: Path | None, in_place: bool, dry_run: bool
-) -> bool:
-    """Whether this run is a batch (several inputs, or --out-dir); refuses outputs that
-    contradict each other or leave some result without a file."""
-    if output is not None and out_dir is not None:
-        raise UsageError(
-            "-o/--output names one output file and --out-dir a directory for several: give one of them."
-        )
-    if output is not None and in_place:
-        raise UsageError("--in-place rewrites each input file: it does not combine with -o/--output.")
-    batch = len(inputs) > 1 or out_dir is not None
-    if batch and out_dir is None and not in_place and not dry_run:
-        raise UsageError("several inputs: give --out-dir DIR (or --in-place) so each result has a file.")
-    if output is not None and batch:
-        raise UsageError("-o/--output takes one input; use --out-dir for several.")
-    if in_place and None in inputs:
-        raise UsageError("--in-place needs files, not stdin.")
-    return batch
 
 
 def _non_negative_int(value: str, option: str) -> int:
