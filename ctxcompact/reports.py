@@ -179,17 +179,19 @@ def file_report_json(done: FileCompaction, *, output: str | None) -> dict[str, A
     return {"inputs": [row], "compacted": int(done.status == "compacted"), "failed": 0}
 
 
-def batch_item_json(item: BatchItem) -> dict[str, Any]:
+def batch_item_json(item: BatchItem, *, fail_over: float | None = None) -> dict[str, Any]:
     """One input of a batch: its figures once it was compacted, its output once written,
-    its error and exit code when it failed (a failed write keeps the figures)."""
+    its error and exit code when it failed (a failed write keeps the figures); ``resumed``
+    when an earlier run finished it (figures from the journal, no stats)."""
     row: dict[str, Any] = {"input": item.input, "status": item.status}
+    if item.before is not None:
+        row.update(before=item.before, after=item.after, ratio=item.ratio)
     if item.stats is not None:
-        row.update(
-            before=item.before,
-            after=item.after,
-            ratio=item.ratio,
-            stats=[compact_stats_json(s) for s in item.stats],
-        )
+        row["stats"] = [compact_stats_json(s) for s in item.stats]
+    if item.resumed:
+        row["resumed"] = True
+    if fail_over is not None:
+        row["over_fail_over"] = item.over_ratio(fail_over)
     if item.output is not None:
         row["output"] = item.output
     if item.error is not None:
@@ -197,13 +199,18 @@ def batch_item_json(item: BatchItem) -> dict[str, Any]:
     return row
 
 
-def batch_report_json(batch: BatchResult) -> dict[str, Any]:
-    """``compact --report`` (and ``--stats-json``) of a batch: every input, then the counts."""
-    return {
-        "inputs": [batch_item_json(item) for item in batch.items],
+def batch_report_json(batch: BatchResult, *, fail_over: float | None = None) -> dict[str, Any]:
+    """``compact --report`` (and ``--stats-json``) of a batch: every input, then the counts
+    and, with ``--fail-over``, the limit, the files above it and the exit code it gives."""
+    out: dict[str, Any] = {
+        "inputs": [batch_item_json(item, fail_over=fail_over) for item in batch.items],
         "compacted": batch.compacted,
         "failed": batch.failed,
     }
+    if fail_over is not None:
+        out.update(fail_over=fail_over, over_fail_over=len(batch.over_ratio(fail_over)))
+    out["exit_code"] = int(batch.gate(fail_over))
+    return out
 
 
 # --- restore-files ----------------------------------------------------------------------------
