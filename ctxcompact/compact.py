@@ -30,7 +30,7 @@ from ctxcompact.retention import RetentionReport, check_retention
 from ctxcompact.strategies import STRATEGY_NAMES
 from ctxcompact.strategies.base import StrategyResult
 from ctxcompact.summarize import Summarizer
-from ctxcompact.tokens import TokenCounter, make_counter
+from ctxcompact.tokens import TokenCounter, cached, make_counter
 from ctxcompact.transcript import Conversation, conversation_records
 from ctxcompact.usage import MessagesLike, as_conversation, measure
 from ctxcompact.validate import errors_only, validate_messages
@@ -256,7 +256,9 @@ def compact_conversation(
     inject fakes; agent loops inject their own). Never mutates ``conversation``.
     """
     options = options or CompactOptions()
-    counter = counter or make_counter()
+    # One cache for the run: the before and after figures and the strategies share it, so
+    # each distinct block is encoded once.
+    counter = cached(counter or make_counter())
     label = ",".join(options.strategies)
     if auto and budget is None:
         raise UsageError("--auto needs a budget: give --model or --context-window.")

@@ -70,7 +70,7 @@ from ctxcompact.offload_store import (
     resolved_dir,
     sha256_hex,
 )
-from ctxcompact.tokens import TokenCounter, block_tokens, make_counter
+from ctxcompact.tokens import TokenCounter, block_tokens, cached, make_counter
 
 REFERENCE_PREFIX = "[Content offloaded to: "
 DEFAULT_MIN_CHARS = 100
@@ -340,7 +340,10 @@ def _store(
 def _tokens_freed(plans: Sequence[_Plan], counter: TokenCounter | None) -> int:
     if not plans:
         return 0
-    counts = block_tokens([p.block for p in plans] + [p.new_block for p in plans], counter or make_counter())
+    # Through a per-run cache: identical contents (a command run twice) are encoded once.
+    counts = block_tokens(
+        [p.block for p in plans] + [p.new_block for p in plans], cached(counter or make_counter())
+    )
     return sum(counts[: len(plans)]) - sum(counts[len(plans) :])
 
 
