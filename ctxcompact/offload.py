@@ -13,7 +13,8 @@ Beyond the seed, and why (file I/O, names, the manifest and its lock live in
 * **Safe names.** Ids are sanitized (:func:`~ctxcompact.offload_store.safe_id`) and every path is checked to resolve
   inside ``out_dir``: a hostile id such as ``../../x`` can never write elsewhere.
 * **Never overwrite, idempotent.** A file is created with a no-clobber link of a fully
-  written, fsynced temp file. An existing file with the *same* bytes is reused (so running
+  written temp file; the batch is made durable at once (one sync, then the manifest) before
+  the transcript is emitted. An existing file with the *same* bytes is reused (so running
   the same offload twice writes nothing new); one with different bytes is left alone and the
   next suffix is tried. Content that already is a reference is skipped, so ``offload`` on its
   own output offloads nothing.
@@ -247,12 +248,19 @@ def _store_all(writer: OffloadWriter, root: Path, plans: Sequence[_Plan], *, pre
             }
             done.append(plan)
         # Entries of earlier runs stay; ours are added. A run that only reused files writes
-        # nothing at all, not even the manifest.
+        # nothing at all, not even the manifest. Like a database commit: every file is
+        # written, then made durable at once (the files, then the directory), then the
+        # manifest that names them; the transcript is emitted only after that.
         updates = {p.entry.file_name: p.entry.to_json() for p in done if p.entry is not None}
+        try:
+            writer.sync(root)
+        except OSError as exc:
+            raise WorkFailedError(f"cannot sync the offload files in {root}: {os_reason(exc)}.") from None
         if any(manifest.get(name) != record for name, record in updates.items()):
             manifest.update(updates)
             try:
                 writer.replace(root / MANIFEST_NAME, manifest_bytes(manifest))
+                writer.sync(root)
             except OSError as exc:
                 raise WorkFailedError(f"cannot write {root / MANIFEST_NAME}: {os_reason(exc)}.") from None
     except BaseException:
