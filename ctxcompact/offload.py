@@ -12,9 +12,10 @@ Beyond the seed, and why (file I/O, names, the manifest and its lock live in
 
 * **Safe names.** Ids are sanitized (:func:`~ctxcompact.offload_store.safe_id`) and every path is checked to resolve
   inside ``out_dir``: a hostile id such as ``../../x`` can never write elsewhere.
-* **Never overwrite, idempotent.** A file is created with a no-clobber link of a fully
-  written temp file; the batch is made durable at once (one sync, then the manifest) before
-  the transcript is emitted. An existing file with the *same* bytes is reused (so running
+* **Never overwrite, idempotent.** A file is created with ``O_CREAT | O_EXCL`` (never
+  replacing anything, never through a symlink); the batch is made durable at once (one sync,
+  then the manifest that names the files) before the transcript that refers to them is
+  emitted, and a failure removes the files the run created. An existing file with the *same* bytes is reused (so running
   the same offload twice writes nothing new); one with different bytes is left alone and the
   next suffix is tried. Content that already is a reference is skipped, so ``offload`` on its
   own output offloads nothing.
@@ -327,12 +328,12 @@ def _store(
             return None
         path = path_inside(root, name)
         try:
-            existing = writer.read(path)
-            if existing is None and writer.create(path, plan.data):
+            # Create first (no-clobber): the common case costs one open, not a check and then
+            # a create; a name already taken is read and compared.
+            if writer.create(path, plan.data):
                 created.append(path)
                 return ManifestEntry(name, str(path), tool_use_id, digest, plan.stored_as, plan.chars)
-            if existing is None:
-                existing = writer.read(path)  # lost a race: someone created it meanwhile
+            existing = writer.read(path)
         except OSError as exc:
             raise WorkFailedError(f"cannot write offload file {path}: {os_reason(exc)}.") from None
         known = manifest.get(name)

@@ -4,8 +4,8 @@ Split from :mod:`ctxcompact.offload` (which decides *what* to offload and rewrit
 messages): this module only knows files.
 
 * Writes go through :class:`OffloadWriter` so tests can inject failures; :class:`DiskWriter`
-  creates a file by hard-linking a fully written temp file into place, which can never
-  replace an existing file; :meth:`DiskWriter.sync` then makes the whole batch durable at once.
+  creates a file with ``O_EXCL``, which can never replace an existing file;
+  :meth:`DiskWriter.sync` then makes the whole batch durable at once.
 * :func:`safe_id` turns any tool_use id into a file-name-safe one (``A-Z a-z 0-9 _ . -``, no
   leading dot, at most 100 characters, plus a short hash whenever anything was changed, so two
   ids never share a name); :func:`path_inside` refuses any name that resolves outside the
@@ -115,7 +115,8 @@ class OffloadWriter(Protocol):
         """The bytes of ``path``, or None when it does not exist; never through a symlink."""
 
     def create(self, path: Path, data: bytes) -> bool:
-        """Write a new file atomically; False (and nothing written) when ``path`` exists."""
+        """Write a new file, never replacing one; False (and nothing written) when ``path``
+        exists. A failed write leaves no file behind."""
 
     def replace(self, path: Path, data: bytes) -> None:
         """Write ``path`` atomically, replacing it if it exists (the manifest)."""
@@ -133,8 +134,8 @@ class OffloadWriter(Protocol):
 
 
 class DiskWriter:
-    """The real file system: temp file in the same directory, then link or rename, so a
-    reader never sees half a file and a failure leaves no partial file behind.
+    """The real file system: new files created exclusively, the manifest through a temp file
+    and a rename; a failure leaves no partial file behind.
 
     Like a database commit, files are not fsynced one by one: :meth:`sync` makes the batch
     durable at once (the files, then the directory) before anyone is told they exist.
@@ -159,22 +160,23 @@ class DiskWriter:
             return None
 
     def create(self, path: Path, data: bytes) -> bool:
-        tmp = write_temp(path, data, sync=False)
+        # O_EXCL: never replaces a file and never follows a symlink, even against a race; one
+        # open per file (a temp file linked into place costs three directory operations).
+        # Nobody reads the file before the manifest and the transcript name it, which happens
+        # only after sync(); a failed write removes it.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
         try:
-            try:
-                # link() refuses to replace an existing file: no-clobber even against a race.
-                os.link(tmp, path)
-            except FileExistsError:
-                return False
-            except OSError:
-                # File systems without hard links: check, then rename (best effort).
-                if path.exists():
-                    return False
-                os.replace(tmp, path)
-            self._unsynced().append(path)
-            return True
-        finally:
-            unlink_quietly(tmp)
+            fd = os.open(path, flags, 0o666)
+        except FileExistsError:
+            return False
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+        except BaseException:
+            unlink_quietly(path)
+            raise
+        self._unsynced().append(path)
+        return True
 
     def replace(self, path: Path, data: bytes) -> None:
         tmp = write_temp(path, data, sync=False)
