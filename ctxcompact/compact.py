@@ -32,7 +32,7 @@ from ctxcompact.strategies.base import StrategyResult
 from ctxcompact.summarize import Summarizer
 from ctxcompact.tokens import TokenCounter, cached, make_counter
 from ctxcompact.transcript import Conversation, conversation_records
-from ctxcompact.usage import MessagesLike, as_conversation, measure
+from ctxcompact.usage import MessagesLike, as_conversation, measure_total
 from ctxcompact.validate import errors_only, validate_messages
 
 SummarizerName = Literal["auto", "anthropic", "extractive"]
@@ -262,7 +262,7 @@ def compact_conversation(
     label = ",".join(options.strategies)
     if auto and budget is None:
         raise UsageError("--auto needs a budget: give --model or --context-window.")
-    before = measure(conversation, counter).total
+    before = measure_total(conversation, counter)
     threshold = budget.threshold if budget else None
 
     def unchanged(
@@ -315,7 +315,7 @@ def compact_conversation(
 
     _assert_valid(conversation, messages)
     rewritten = conversation.with_messages(messages)
-    after = measure(rewritten, counter).total
+    after = measure_total(rewritten, counter)
     if after >= before:
         warnings.append(f"the result is not smaller than the input ({after:,} ≥ {before:,} tokens)")
         if auto:

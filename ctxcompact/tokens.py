@@ -341,6 +341,31 @@ def count_tokens(
     )
 
 
+def total_tokens(
+    messages: Sequence[Message],
+    *,
+    counter: TokenCounter | None = None,
+    system: Sequence[Block] = (),
+    tools: Sequence[Any] = (),
+) -> int:
+    """``count_tokens(...).total`` without the breakdown (no rows, no previews): what the
+    before and after figures of a compaction need."""
+    counter = counter or make_counter()
+    texts: list[str] = [_json(tool) for tool in tools]
+    fixed = 0
+    for block in system:
+        pieces, extra = block_pieces(block)
+        texts.extend(pieces)
+        fixed += extra
+    for message in messages:
+        for block in message.content:
+            pieces, extra = block_pieces(block)
+            texts.extend(pieces)
+            fixed += extra
+    counted = sum(counter.count_batch(texts)) if texts else 0
+    return counted + fixed + MESSAGE_OVERHEAD * len(messages)
+
+
 def _message_preview(message: Message) -> str:
     for block in message.content:
         kind = block.get("type")

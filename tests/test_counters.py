@@ -24,7 +24,7 @@ from ctxcompact.counters import (
     make_counter,
 )
 from ctxcompact.offload import offload_tool_results
-from ctxcompact.tokens import block_pieces, count_tokens, preview
+from ctxcompact.tokens import block_pieces, count_tokens, preview, total_tokens
 from ctxcompact.transcript import load_messages, load_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -206,3 +206,14 @@ def test_bpe_long_inputs_never_hit_its_limit() -> None:
     one_line = "word " * (BPE_MAX_CHARS // 4)  # no safe boundary: tiktoken counts it
     mixed = "\n".join([with_lines, one_line, "tail\n" * 10])
     _assert_same_counts([with_lines, one_line, mixed])
+
+
+def test_total_tokens_is_the_reports_total() -> None:
+    convs = [c for p in sorted(SAMPLES.glob("*.json*")) for c in load_transcript(p).conversations]
+    convs.append(load_messages(generate(20_000, seed=5)))
+    for conv in convs:
+        for counter in (EstimateCounter(), make_counter()):
+            report = count_tokens(conv.messages, counter=counter, system=conv.system, tools=conv.tools)
+            assert total_tokens(conv.messages, counter=counter, system=conv.system, tools=conv.tools) == (
+                report.total
+            )
