@@ -63,7 +63,7 @@ def _session() -> Any:
 @pytest.mark.parametrize("strategy", ["full", "prune", "prune,full", "clean-tools"])
 def test_a_compaction_encodes_each_distinct_string_once(strategy: str, tmp_path: Path) -> None:
     spy = SpyCounter()
-    options = CompactOptions(
+    options = CompactOptions.from_keywords(
         strategies=tuple(strategy.split(",")), summarizer="extractive", archive_dir=tmp_path, keep=1
     )
     result = compact_conversation(_session(), options=options, counter=spy, dry_run=True)
