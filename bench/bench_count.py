@@ -98,6 +98,7 @@ class Run:
     seconds: float
     max_rss_kb: int
     stdout: bytes
+    cpu_seconds: float = 0.0  # user + system: steadier than wall time on a busy machine
 
 
 def child_env(workdir: Path) -> dict[str, str]:
@@ -129,7 +130,7 @@ def run_once(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) -> Run:
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{err.decode(errors='replace')}")
         out.seek(0)
-        return Run(elapsed, int(usage.ru_maxrss), out.read())
+        return Run(elapsed, int(usage.ru_maxrss), out.read(), usage.ru_utime + usage.ru_stime)
 
 
 def ctxcompact_argv() -> list[str]:

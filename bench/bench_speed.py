@@ -17,7 +17,9 @@ processes are timed, interleaved, ``--runs`` times each (default 5), after one w
 
 Then, once: ``python -c pass`` against ``ctxcompact --version``.
 
-Targets (issue 12), printed as PASS/FAIL with the ratio; exit status 1 when one is missed:
+Each command's median wall time, median CPU time (user + system, from ``wait4``: steadier
+than wall time when other processes share the cores; the targets use wall time) and peak RSS
+are printed beside the floor's. Targets (issue 12), printed as PASS/FAIL with the ratio; exit status 1 when one is missed:
 count ≤ 1.1× floor; count-fast ≤ 0.7× floor; compact, prune, clean-tools, offload ≤ 1.3×
 floor; peak RSS of each ≤ 1.15× the floor's; ``--version`` ≤ 2.5× bare Python; beside ttok:
 count ≤ 1.2× ttok and count-fast < ttok. The machine is shared: compare ratios of one run.
@@ -149,6 +151,10 @@ def med(runs: Sequence[Run]) -> float:
     return statistics.median(r.seconds for r in runs)
 
 
+def cpu(runs: Sequence[Run]) -> float:
+    return statistics.median(r.cpu_seconds for r in runs)
+
+
 def rss(runs: Sequence[Run]) -> int:
     return max(r.max_rss_kb for r in runs)
 
@@ -161,10 +167,14 @@ def report_size(
         f"-- {tokens:,}-token target: {info['bytes'] / 1e6:.1f} MB, floor encodes {info['floor']:,} tokens, "
         f"count reports {info['count']:,}"
     )
-    print(f"   {'command':<12} {'median':>9} {'/ floor':>8} {'peak RSS':>9} {'/ floor':>8}")
+    floor_cpu = cpu(results["floor"])
+    print(
+        f"   {'command':<12} {'median':>9} {'/ floor':>8} {'CPU time':>9} {'/ floor':>8} {'peak RSS':>9} {'/ floor':>8}"
+    )
     for name, rs in results.items():
         print(
             f"   {name:<12} {med(rs) * 1000:7.0f}ms {med(rs) / floor_s:7.2f}x "
+            f"{cpu(rs) * 1000:7.0f}ms {cpu(rs) / floor_cpu:7.2f}x "
             f"{rss(rs) / 1024:7.0f}MB {rss(rs) / floor_rss:7.2f}x"
         )
     label = f"{tokens // 1000:,}K"

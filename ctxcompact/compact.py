@@ -119,7 +119,7 @@ def compact_conversation(
     options = options or CompactOptions()
     # One cache for the run: the before and after figures and the strategies share it, so
     # each distinct block is encoded once.
-    counter = cached(counter or make_counter())
+    counter = cached(counter)
     if auto and budget is None:
         raise UsageError("--auto needs a budget: give --model or --context-window.")
     before = measure_total(conversation, counter)

@@ -195,9 +195,15 @@ class CachedCounter:
         return [counts[t] for t in texts]
 
 
-def cached(counter: TokenCounter) -> TokenCounter:
-    """``counter`` behind a per-run cache (itself when it already is one)."""
-    return counter if isinstance(counter, CachedCounter) else CachedCounter(counter)
+def cached(counter: TokenCounter | None = None) -> CachedCounter:
+    """A fresh per-run cache in front of ``counter`` (default: :func:`make_counter`'s).
+
+    A :class:`CachedCounter` given is unwrapped first, so a counter an agent loop keeps
+    across many runs never accumulates every string it has seen: each run starts empty.
+    """
+    if counter is None:
+        return CachedCounter(exact_counter())
+    return CachedCounter(counter.inner if isinstance(counter, CachedCounter) else counter)
 
 
 def make_counter(name: str = "tiktoken", *, encoding: str = DEFAULT_ENCODING) -> TokenCounter:

@@ -72,7 +72,7 @@ from ctxcompact.offload_store import (
     resolved_dir,
     sha256_hex,
 )
-from ctxcompact.tokens import TokenCounter, block_tokens, cached, make_counter
+from ctxcompact.tokens import TokenCounter, block_tokens, cached
 
 REFERENCE_PREFIX = "[Content offloaded to: "
 DEFAULT_MIN_CHARS = 100
@@ -334,9 +334,7 @@ def _tokens_freed(plans: Sequence[_Plan], counter: TokenCounter | None) -> int:
     if not plans:
         return 0
     # Through a per-run cache: identical contents (a command run twice) are encoded once.
-    counts = block_tokens(
-        [p.block for p in plans] + [p.new_block for p in plans], cached(counter or make_counter())
-    )
+    counts = block_tokens([p.block for p in plans] + [p.new_block for p in plans], cached(counter))
     return sum(counts[: len(plans)]) - sum(counts[len(plans) :])
 
 

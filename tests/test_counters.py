@@ -101,7 +101,9 @@ def test_the_cache_answers_like_its_counter_and_only_asks_for_new_strings() -> N
     assert counter.count_batch(texts) == EstimateCounter().count_batch(texts)
     assert counter.count_batch(["gamma", "delta"]) == EstimateCounter().count_batch(["gamma", "delta"])
     assert spy.encoded == ["alpha beta", "gamma", "", "delta"]
-    assert cached(counter) is counter
+    # a fresh cache per run, in front of the same counter: nothing kept from the last run
+    again = cached(counter)
+    assert again is not counter and again.inner is spy and again.counts == {}
     assert make_counter("estimate").name == "estimate"
 
 
@@ -217,3 +219,12 @@ def test_total_tokens_is_the_reports_total() -> None:
             assert total_tokens(conv.messages, counter=counter, system=conv.system, tools=conv.tools) == (
                 report.total
             )
+
+
+def test_a_counter_kept_across_runs_keeps_no_strings(tmp_path: Path) -> None:
+    """An agent loop may pass one counter to every compaction: each run caches on its own."""
+    kept = make_counter("estimate")
+    options = CompactOptions.from_keywords(strategies=("prune",), archive_dir=tmp_path, keep=1)
+    for _ in range(2):
+        assert compact_conversation(_session(), options=options, counter=kept, dry_run=True).compacted
+    assert isinstance(kept, CachedCounter) and kept.counts == {}
