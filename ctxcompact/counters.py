@@ -269,8 +269,8 @@ def load_bpe(encoding: str) -> Any | None:
                 module = importlib.util.module_from_spec(module_spec)
                 module_spec.loader.exec_module(module)
                 return module.tokenizer_for_encoding(encoding)
-            except Exception:  # a broken or incompatible build: tiktoken serves instead
-                return None
+            except (ImportError, OSError, AttributeError, ValueError, RuntimeError):
+                return None  # a broken or incompatible build: tiktoken serves instead
     return None
 
 
