@@ -55,6 +55,7 @@ def _count_row_json(row: CountRow, *, top: int) -> dict[str, Any]:
         "dialect": row.dialect,
         "counter": report.counter,
         "encoding": report.encoding,
+        "tokenizer": report.tokenizer,
         "total": report.total,
         "exact_total": report.exact_total,
         "per_message_approximate": report.per_message_approximate,

@@ -15,7 +15,14 @@ from ctxcompact.dialects import DEFAULT_DIALECT
 from ctxcompact.dialects.recorded import RecordedUsage
 from ctxcompact.ir import Message
 from ctxcompact.models import DEFAULT_RATIO, Budget, BudgetCheck, ModelInfo, make_budget, resolve_model
-from ctxcompact.tokens import TokenCounter, TokenReport, count_tokens, make_counter, scale_report
+from ctxcompact.tokens import (
+    TokenCounter,
+    TokenReport,
+    count_tokens,
+    make_counter,
+    scale_report,
+    total_tokens,
+)
 from ctxcompact.transcript import Conversation, load_messages
 from ctxcompact.validate import Violation, errors_only, validate_messages
 
@@ -91,6 +98,16 @@ def measure(conversation: Conversation, counter: TokenCounter | Any) -> TokenRep
         )
         return scale_report(local, exact, counter.name)
     return count_tokens(
+        conversation.messages, counter=counter, system=conversation.system, tools=conversation.tools
+    )
+
+
+def measure_total(conversation: Conversation, counter: TokenCounter | Any) -> int:
+    """``measure(conversation, counter).total``, without building the per-message report
+    when the counter is local (a compaction's before and after figures)."""
+    if hasattr(counter, "count_request"):
+        return measure(conversation, counter).total
+    return total_tokens(
         conversation.messages, counter=counter, system=conversation.system, tools=conversation.tools
     )
 
