@@ -45,9 +45,9 @@ from ctxcompact.retention import RetentionReport, check_retention
 from ctxcompact.strategies import AUTO_STRATEGIES, STRATEGIES, TARGETED, StrategyContext, StrategyResult
 from ctxcompact.strategies.ladder import auto_recent_tokens, ladder_if_over
 from ctxcompact.summarize import Summarizer
-from ctxcompact.tokens import TokenCounter, make_counter
+from ctxcompact.tokens import TokenCounter, cached, make_counter
 from ctxcompact.transcript import Conversation, conversation_records
-from ctxcompact.usage import MessagesLike, as_conversation, budget_for, measure
+from ctxcompact.usage import MessagesLike, as_conversation, budget_for, measure, measure_total
 from ctxcompact.validate import errors_only, validate_messages
 
 T = TypeVar("T")
@@ -129,7 +129,10 @@ def compact_conversation(
     ``summarizer`` overrides the one ``options.full`` names (tests inject fakes; agent loops
     inject their own). Never mutates ``conversation``.
     """
-    options, counter, started = options or CompactOptions(), counter or make_counter(), monotonic()
+    options, started = options or CompactOptions(), monotonic()
+    # One cache for the run: the before and after figures and the strategies share it, so
+    # each distinct block is encoded once.
+    counter = cached(counter)
     if auto and budget is None:
         raise UsageError("--auto needs a budget: give --model or --context-window.")
     report = measure(conversation, counter)
@@ -150,7 +153,7 @@ def compact_conversation(
     messages = layout.messages if layout else messages
     _assert_valid(conversation, messages)
     rewritten = conversation.with_messages(messages)
-    after = measure(rewritten, counter).total
+    after = measure_total(rewritten, counter)
     if layout:
         rewritten = layout.mark(rewritten, auto=auto, before=before, after=after, started=started)
     if after >= before:
@@ -164,17 +167,10 @@ def compact_conversation(
             f"still over the threshold after compaction ({after:,} ≥ {budget.threshold:,} tokens)"
         )
 
-    kept = {id(m) for m in messages}
-    replaced = tuple(m for m in conversation.messages if id(m) not in kept)
-    replacement = "\n".join(text_of(m, include_tool_results=True) for m in messages if m.is_new or m.changed)
-    retention = check_retention(replaced, replacement) if replaced else None
-    if retention is not None and retention.last_request is False:
-        warnings.append(
-            "the retention check did not find the last user request in the result: read the summary"
-        )
-
     # Appended as a point, the history stays in the file: nothing to archive.
-    archive_path = _archive(replaced, conversation, options) if not (dry_run or layout) else None
+    replaced, retention, archive_path = _check_and_archive(
+        conversation, messages, options, dry_run=dry_run or layout is not None, warnings=warnings
+    )
     stats = replace(
         _counters(
             results, messages, replaced, strategy=",".join(options.strategies), before=before, after=after
@@ -190,17 +186,34 @@ def compact_conversation(
     return CompactResult(rewritten, stats, replaced)
 
 
-def _archive(replaced: Sequence[Message], conversation: Conversation, options: CompactOptions) -> str | None:
-    """The archive of the replaced messages (F-007), written before anything is emitted."""
-    if not replaced:
-        return None
-    return str(
-        write_archive(replaced, dialect=conversation.dialect, archive_dir=options.resolved_archive_dir)
-    )
-
-
 def _same_objects(a: Sequence[Message], b: Sequence[Message]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _check_and_archive(
+    conversation: Conversation,
+    messages: Sequence[Message],
+    options: CompactOptions,
+    *,
+    dry_run: bool,
+    warnings: list[str],
+) -> tuple[tuple[Message, ...], RetentionReport | None, str | None]:
+    """The messages a rewrite replaced, the retention check of what replaced them, and where
+    their raw records were archived (F-007: before anything is emitted; not on a dry run)."""
+    kept = {id(m) for m in messages}
+    replaced = tuple(m for m in conversation.messages if id(m) not in kept)
+    replacement = "\n".join(text_of(m, include_tool_results=True) for m in messages if m.is_new or m.changed)
+    retention = check_retention(replaced, replacement) if replaced else None
+    if retention is not None and retention.last_request is False:
+        warnings.append(
+            "the retention check did not find the last user request in the result: read the summary"
+        )
+    archive_path = None
+    if replaced and not dry_run:
+        archive_path = str(
+            write_archive(replaced, dialect=conversation.dialect, archive_dir=options.resolved_archive_dir)
+        )
+    return replaced, retention, archive_path
 
 
 def _context(

@@ -45,7 +45,7 @@ from typing import Protocol
 from ctxcompact.dialects import dialect_named
 from ctxcompact.errors import UsageError
 from ctxcompact.fileio import FileTooLargeError, NotRegularFileError, SymlinkRefusedError, read_beneath
-from ctxcompact.ir import Message
+from ctxcompact.ir import READ_PATHS, Message
 from ctxcompact.markers import restored_file_path, restored_text
 from ctxcompact.tokens import TokenCounter, estimate_tokens
 
@@ -218,6 +218,11 @@ def find_recent_reads(
         for block in message.content:
             if block.get("type") != "tool_use":
                 continue
+            for value in block.get(READ_PATHS) or ():
+                if isinstance(value, str) and value.strip():
+                    last_read.pop(value, None)
+                    last_read[value] = order
+                    order += 1
             names = fields_by_tool.get(str(block.get("name")))
             tool_input = block.get("input")
             if not names or not isinstance(tool_input, Mapping):
@@ -259,8 +264,10 @@ def map_path(path: str, path_map: PathMap) -> str:
 
 @dataclass(frozen=True, slots=True)
 class WorkDir:
-    """Where files are restored from, and a sentence when a session's own folder was looked
-    for and not found (the current directory is used instead)."""
+    """Where files are restored from. For a session that records its folder, ``note`` says
+    what to tell the user when no file could be restored: the folder used, or the one looked
+    for and not found (the current directory is used instead); None for other transcripts,
+    whose skipped files are reported one by one."""
 
     path: Path
     note: str | None = None
@@ -269,13 +276,13 @@ class WorkDir:
 def session_work_dir(given: Path | None, recorded_cwd: str | None, path_map: PathMap = ()) -> WorkDir:
     """``given`` (``--work-dir``) when set; else the session's ``cwd`` (mapped by
     ``path_map``) when that folder exists; else the current directory, with a note."""
-    if given is not None:
-        return WorkDir(given)
     if recorded_cwd is None:
-        return WorkDir(Path("."))
+        return WorkDir(given if given is not None else Path("."))
+    if given is not None:
+        return WorkDir(given, f"looked in --work-dir {given}")
     cwd = map_path(recorded_cwd, path_map)
     if Path(cwd).is_dir():
-        return WorkDir(Path(cwd))
+        return WorkDir(Path(cwd), f"looked in the session's folder {cwd}")
     return WorkDir(
         Path("."),
         f"the session's folder {cwd} does not exist here, so files were looked up in the current "

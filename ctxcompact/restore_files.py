@@ -50,12 +50,12 @@ class RestoreFilesResult:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """Said when files were found but none could be restored (the exit status stays 0)."""
+        """Said for a session when files were found but none could be restored (exit status 0)."""
         from ctxcompact.strategies.full import nothing_restored_warning
 
-        if self.restore.files or not self.restore.skipped:
+        if self.restore.files or not self.restore.skipped or not self.work_dir.note:
             return ()
-        return (nothing_restored_warning(len(self.restore.skipped), self.work_dir.path, self.work_dir.note),)
+        return (nothing_restored_warning(len(self.restore.skipped), self.work_dir.note),)
 
 
 def restore_files(

@@ -31,6 +31,7 @@ from ctxcompact.compaction_points import AppendedCompaction, apply_latest_point
 from ctxcompact.dialects import DEFAULT_DIALECT, dialect_named, file_dialect, message_dialect
 from ctxcompact.dialects.common import RequestBody, json_kind
 from ctxcompact.dialects.foreign import refuse_foreign_body, refuse_foreign_lines, refuse_foreign_object
+from ctxcompact.dialects.recorded import RecordedUsage
 from ctxcompact.errors import InputError
 from ctxcompact.fileio import DEFAULT_MAX_INPUT_BYTES as DEFAULT_MAX_INPUT_BYTES
 from ctxcompact.fileio import STDIN_NAME as STDIN_NAME
@@ -73,6 +74,8 @@ class Conversation:
     #: Set when a summary compaction is written after the history (a compaction point):
     #: ``messages`` are then the live context, appended after ``records``.
     appended: AppendedCompaction | None = None
+    #: The usage the API reported for the newest call, when the session log records it.
+    recorded: RecordedUsage | None = None
 
     @property
     def unchanged(self) -> bool:
@@ -298,11 +301,12 @@ def _conversation(
         messages=messages,
         read_messages=messages,
         passthrough=passthrough,
-        system=request.system,
+        system=request.system or parsed.system,
         tools=request.tools,
-        model=request.model,
+        model=request.model or parsed.model,
         thinking=request.thinking,
         warnings=parsed.warnings,
+        recorded=parsed.recorded,
     )
 
 
@@ -316,7 +320,9 @@ def conversation_records(conversation: Conversation) -> list[Any]:
     that are not messages keep theirs, so an untouched conversation is written back exactly.
     A changed message is rendered at the position of its first record; a new message goes
     right after the message before it (at the start: just before the first original one).
-    Strategies never reorder messages, so sorting by these positions is the output order.
+    Strategies never reorder messages, so sorting by these positions is the output order;
+    messages that share a position (the items of a Codex ``compacted`` line's history) keep
+    their message order.
     """
     if conversation.appended is not None:
         from ctxcompact.appended import appended_records
@@ -324,8 +330,8 @@ def conversation_records(conversation: Conversation) -> list[Any]:
         return [*conversation.records, *appended_records(conversation)]
     adapter = dialect_named(conversation.dialect)
     render = adapter.render
-    items: list[tuple[tuple[int, int, int], Any]] = [
-        ((i, 0, 0), conversation.records[i]) for i in conversation.passthrough
+    items: list[tuple[tuple[int, int, int, int], Any]] = [
+        ((i, 0, 0, 0), conversation.records[i]) for i in conversation.passthrough
     ]
     # New messages before any kept one go where the first message of the file was: after
     # leading non-message records (a Claude Code compact boundary), before trailing ones.
@@ -334,10 +340,10 @@ def conversation_records(conversation: Conversation) -> list[Any]:
     )
     cursor = first_message - 1 if first_message is not None else len(conversation.records)
     seq = 0
-    for message in conversation.messages:
+    for n, message in enumerate(conversation.messages):
         if message.source is not None and not message.changed:
             items.extend(
-                ((i, 0, 0), r) for i, r in zip(message.source.indices, message.source.records, strict=True)
+                ((i, 1, n, 0), r) for i, r in zip(message.source.indices, message.source.records, strict=True)
             )
             cursor = max(message.source.indices)
         elif message.source is not None:
@@ -354,12 +360,12 @@ def conversation_records(conversation: Conversation) -> list[Any]:
                 uid = record.get("uuid") if isinstance(record, Mapping) else None
                 uid = uid if isinstance(uid, str) else None
                 index = by_id.get(id(record), by_uuid.get(uid, first))
-                items.append(((index, 0, j), record))
+                items.append(((index, 1, n, j), record))
             cursor = max(message.source.indices)
         else:
             for record in render(message):
                 seq += 1
-                items.append(((cursor, 1, seq), record))
+                items.append(((cursor, 1, n, seq), record))
     items.sort(key=lambda item: item[0])
     records = [record for _, record in items]
     return adapter.finalize(records, conversation.records)

@@ -98,9 +98,11 @@ def run_case(case: Case) -> dict[str, object]:
 
     with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(ROOT):
         argv = COMMANDS[case.command](os.path.relpath(case.path, ROOT), tmp)
-        result = run_cli(
-            *argv, env={"COLUMNS": "100", "ANTHROPIC_API_KEY": "", "SOURCE_DATE_EPOCH": "1700000000"}
-        )
+        # The tokenizer is pinned: `count --json` names it, and bpe-openai (same counts) is
+        # optional, so the digests must not depend on whether it is installed.
+        env = {"COLUMNS": "100", "ANTHROPIC_API_KEY": "", "CTXCOMPACT_TOKENIZER": "tiktoken"}
+        # A fixed clock: a compaction point records its time (compact_boundary's timestamp).
+        result = run_cli(*argv, env={**env, "SOURCE_DATE_EPOCH": "1700000000"})
         stderr = _TIMESTAMP.sub(b"<TS>", result.stderr_bytes.replace(tmp.encode(), b"<TMP>"))
         # A session's offload references name the out dir by its absolute path: that path is
         # masked, and so are the token figures, which depend on how the random name tokenizes.

@@ -75,7 +75,7 @@ class StrategyContext:
     configured: tuple[object, ...] = ()
     #: ``--path-map`` prefixes re-rooting the paths a session recorded.
     path_map: tuple[tuple[str, str], ...] = ()
-    #: Why ``work_dir`` is not the session's own folder, if it was looked for and is missing.
+    #: For a session: where its files were looked for (said when none could be restored).
     work_dir_note: str | None = None
     #: Tokens of the system prompt and tool definitions outside the message list: a strategy
     #: that aims at ``target_tokens`` aims its messages at ``target_tokens - fixed_tokens``.

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ctxcompact.dialects import dialect_named
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Message, block_start_at, current_loop_start, new_message
 from ctxcompact.markers import RESTORED_ACK, SUMMARY_ACK, SUMMARY_PREFIX
@@ -83,10 +83,13 @@ class FullOptions:
     #: Newest tokens kept verbatim after the summary (None: 0, or 20 % of the threshold under
     #: ``--auto``, see :data:`ctxcompact.compact.AUTO_RECENT_SHARE`).
     keep_recent_tokens: int | None = None
-    keep_user_tokens: int = 0
+    #: The newest real user messages kept verbatim after the summary, up to this many tokens.
+    #: None: the dialect's rule — 0 (off) for message lists, Codex's 20,000 (bytes/4) for
+    #: Codex rollouts, which lay out their own compacted history.
+    keep_user_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        if (self.keep_recent_tokens or 0) < 0 or self.keep_user_tokens < 0:
+        if (self.keep_recent_tokens or 0) < 0 or (self.keep_user_tokens or 0) < 0:
             raise UsageError("--keep-recent-tokens and --keep-user-tokens must not be negative.")
         # Library callers pass plain strings: take them as the enum, or refuse them clearly.
         for name, kind in (("summarizer", SummarizerName), ("on_failure", OnFailure)):
@@ -253,17 +256,25 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
 
     restored = _restore(messages, options, context)
     warnings.extend(f"file not restored: {s.path} ({s.reason})" for s in restored.skipped)
-    if restored.skipped and not restored.files:
-        warnings.append(
-            nothing_restored_warning(len(restored.skipped), context.work_dir, context.work_dir_note)
-        )
+    if restored.skipped and not restored.files and context.work_dir_note:  # a session's
+        warnings.append(nothing_restored_warning(len(restored.skipped), context.work_dir_note))
     if not summary.text.strip():
         warnings.append("the summary is empty")
-    rest = range(len(part.head), len(part.head) + len(part.rest))
-    middle = kept_verbatim(
-        messages, rest, pins=context.pins, keep_user_tokens=options.keep_user_tokens, counter=context.counter
+    layout = dialect_named(context.dialect).summary_layout(
+        messages[: len(messages) - len(kept_tail)], summary.text, keep_user_tokens=options.keep_user_tokens
     )
-    out = insert_after_summary(assemble(part.head, summary.text, restored), len(part.head), middle)
+    if layout is not None:
+        out = (*layout, *restored_pairs(restored))
+    else:
+        rest = range(len(part.head), len(part.head) + len(part.rest))
+        middle = kept_verbatim(
+            messages,
+            rest,
+            pins=context.pins,
+            keep_user_tokens=options.keep_user_tokens or 0,
+            counter=context.counter,
+        )
+        out = insert_after_summary(assemble(part.head, summary.text, restored), len(part.head), middle)
     if kept_tail and kept_tail[0].role == "assistant" and out[-1].meta.get("kind") in ACK_KINDS:
         out = out[:-1]  # the kept assistant turn answers the summary in place of the last ack
     details = FullDetails(len(part.rest), len(kept_tail), len(part.head), restored, summary, failure)
@@ -307,7 +318,7 @@ def _restore(messages: Sequence[Message], options: FullOptions, context: Strateg
     )
 
 
-def nothing_restored_warning(skipped: int, work_dir: Path, note: str | None) -> str:
-    """The sentence saying no file came back (the exit status stays 0: the summary stands)."""
-    where = f"; {note}" if note else f" (work dir: {work_dir})"
-    return f"no file could be restored: all {skipped} recently read files were skipped{where}"
+def nothing_restored_warning(skipped: int, note: str) -> str:
+    """The sentence saying no file of a session came back (the exit status stays 0: the
+    summary stands), and where the files were looked for."""
+    return f"no file could be restored: all {skipped} recently read files were skipped; {note}"
