@@ -82,8 +82,8 @@ def test_files_edited_through_the_shell_are_listed_as_edited() -> None:
         msg("user", result("t2", "")),
     ]
     out = summary(messages)
-    assert "- `pkg/mod.py` — edited" in out
-    assert "- `pkg/new.py` — written" in out
+    assert "- edited: `pkg/mod.py`" in out
+    assert "- written: `pkg/new.py`" in out
     assert "console.log" not in out.split("## File Operations")[1].split("## Tool Calls")[0]
 
 

@@ -78,7 +78,7 @@ def build_sections(facts: Facts, messages: Sequence[Message]) -> list[Section]:
     goals, files, tools, status, errors = DIMENSIONS
     return [
         Section(goals, _goal_parts(facts)),
-        Section(files, (Part(None, _file_lines(facts), "last"),)),
+        Section(files, (Part(None, _file_lines(facts), "first"),)),
         Section(tools, (Part(None, _tool_lines(facts), "first"),)),
         Section(status, _status_parts(facts, messages), priority=True),
         Section(errors, (Part(None, tuple(_error_line(e) for e in facts.errors), "last"),)),
@@ -118,17 +118,26 @@ def _earlier_units(summaries: Sequence[str]) -> list[str]:
 
 
 def _file_lines(facts: Facts) -> tuple[str, ...]:
-    # Oldest touch first, so trimming ("last") keeps the files worked on most recently.
+    """One line per combination of operations (``edited, read: `a`, `b```), paths in the
+    order last touched — a path costs one word, so many files fit. Changed files first."""
+    groups: dict[str, list[str]] = {}
+    for path, entry in sorted(facts.files.items(), key=lambda kv: (kv[1].last, kv[0])):
+        groups.setdefault(", ".join(sorted(entry.ops, key=_op_rank)), []).append(path)
     lines = [
-        f"- `{path}` — {', '.join(entry.ops)}"
-        for path, entry in sorted(facts.files.items(), key=lambda kv: (kv[1].last, kv[0]))
+        f"- {ops}: " + ", ".join(f"`{p}`" for p in paths)
+        for ops, paths in sorted(groups.items(), key=lambda kv: (_op_rank(kv[0].split(", ")[0]), kv[0]))
     ]
     mentioned = [p for p, _ in sorted(facts.mentioned.items(), key=lambda kv: (kv[1], kv[0]))]
     if mentioned:
-        lines.append("- Mentioned in commands: " + ", ".join(f"`{p}`" for p in mentioned))
+        lines.append("- mentioned in commands: " + ", ".join(f"`{p}`" for p in mentioned))
     if facts.restored:
-        lines.append("- Restored by an earlier compaction: " + ", ".join(f"`{p}`" for p in facts.restored))
+        lines.append("- restored by an earlier compaction: " + ", ".join(f"`{p}`" for p in facts.restored))
     return tuple(lines)
+
+
+def _op_rank(op: str) -> int:
+    order = ("edited", "written", "deleted", "read")
+    return order.index(op) if op in order else len(order)
 
 
 def _tool_lines(facts: Facts) -> tuple[str, ...]:
