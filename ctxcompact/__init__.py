@@ -41,20 +41,38 @@ _EXPORTS = {
     "CompactOptions": "ctxcompact.compact",
     "CompactResult": "ctxcompact.compact",
     "CompactStats": "ctxcompact.compact",
+    "compact_file": "ctxcompact.batch",
+    "compact_files": "ctxcompact.batch",
+    "FileOptions": "ctxcompact.batch",
+    "FileCompaction": "ctxcompact.batch",
+    "BatchItem": "ctxcompact.batch",
+    "BatchResult": "ctxcompact.batch",
+    "SummarizerName": "ctxcompact.names",
+    "OnFailure": "ctxcompact.names",
+    "CounterName": "ctxcompact.names",
+    "ExitStatus": "ctxcompact.status",
     "CtxcompactError": "ctxcompact.errors",
     "InputError": "ctxcompact.errors",
     "WorkFailedError": "ctxcompact.errors",
 }
 
 __all__ = [
+    "BatchItem",
+    "BatchResult",
     "CheckResult",
     "CompactOptions",
     "CompactResult",
     "CompactStats",
     "Conversation",
+    "CounterName",
     "CtxcompactError",
+    "ExitStatus",
+    "FileCompaction",
+    "FileOptions",
     "InputError",
     "Message",
+    "OnFailure",
+    "SummarizerName",
     "TokenReport",
     "Transcript",
     "Violation",
@@ -63,6 +81,8 @@ __all__ = [
     "acompact_messages",
     "check_budget",
     "compact_conversation",
+    "compact_file",
+    "compact_files",
     "compact_messages",
     "count_message_tokens",
     "count_tokens",
@@ -77,6 +97,14 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from ctxcompact.batch import (
+        BatchItem,
+        BatchResult,
+        FileCompaction,
+        FileOptions,
+        compact_file,
+        compact_files,
+    )
     from ctxcompact.compact import (
         CompactOptions,
         CompactResult,
@@ -87,6 +115,8 @@ if TYPE_CHECKING:
     from ctxcompact.errors import CtxcompactError, InputError, WorkFailedError
     from ctxcompact.ir import Message
     from ctxcompact.models import make_budget, resolve_model
+    from ctxcompact.names import CounterName, OnFailure, SummarizerName
+    from ctxcompact.status import ExitStatus
     from ctxcompact.tokens import TokenReport, count_tokens, estimate_tokens, make_counter
     from ctxcompact.transcript import (
         Conversation,

@@ -5,8 +5,11 @@ call (seed 000 §4.3). Steps:
 
 1. count the conversation (system prompt and tools included);
 2. with ``auto``, stop here when it is under the threshold: the output is the input;
-3. run the strategies in order (``("prune", "full")`` masks old tool output, then
-   summarizes what is left — masking first makes the summary cheaper);
+3. run the strategies in order, each found by name in the table
+   (:data:`ctxcompact.strategies.STRATEGIES`) and given its own options and one shared
+   :class:`~ctxcompact.strategies.StrategyContext` (target budget, summarizer, counter...);
+   ``("prune", "full")`` masks old tool output, then summarizes what is left — masking first
+   makes the summary cheaper. The run's figures are the steps' typed counters;
 4. validate the result: a rewrite that breaks an API invariant is a bug, never output;
 5. count again; with ``auto``, a result that is not smaller is dropped (never emit a larger
    transcript); the stats always say plainly when the result is not smaller or still over;
@@ -16,85 +19,28 @@ call (seed 000 §4.3). Steps:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache, partial
+from typing import Any, TypeVar
 
-from ctxcompact.archive import DEFAULT_ARCHIVE_SUBDIR, write_archive
+from ctxcompact.archive import write_archive
+from ctxcompact.compact_options import CompactOptions as CompactOptions  # re-exported
 from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Message, text_of
-from ctxcompact.models import Budget
-from ctxcompact.restore import FileReader, ReadTool, read_tools_for
+from ctxcompact.models import DEFAULT_RATIO, Budget
+from ctxcompact.names import SummarizerName
+from ctxcompact.restore import FileReader
 from ctxcompact.retention import RetentionReport, check_retention
-from ctxcompact.strategies import STRATEGY_NAMES
-from ctxcompact.strategies.base import StrategyResult
+from ctxcompact.strategies import STRATEGIES, StrategyContext, StrategyResult
 from ctxcompact.summarize import Summarizer
 from ctxcompact.tokens import TokenCounter, make_counter
 from ctxcompact.transcript import Conversation, conversation_records
 from ctxcompact.usage import MessagesLike, as_conversation, measure
 from ctxcompact.validate import errors_only, validate_messages
 
-SummarizerName = Literal["auto", "anthropic", "extractive"]
-
-
-@dataclass(frozen=True, slots=True)
-class CompactOptions:
-    """Every knob of every strategy, with the seeds' defaults. Zero configuration works."""
-
-    strategies: tuple[str, ...] = ("full",)
-    # full (seed 000)
-    summarizer: SummarizerName = "auto"
-    summary_model: str | None = None
-    summary_max_words: int = 1200
-    instructions: str | None = None
-    on_failure: Literal["fallback", "skip", "error"] = "fallback"
-    timeout: float = 60.0
-    max_retries: int = 2
-    restore: bool = True
-    keep_loop: bool = False
-    work_dir: Path = Path(".")
-    read_tools: tuple[ReadTool, ...] | None = None  # None: by dialect (restore.read_tools_for)
-    max_files: int = 5
-    max_tokens_per_file: int = 5000
-    max_tokens_total: int = 50_000
-    archive_dir: Path | None = None  # default: <work_dir>/.ctxcompact/archive
-    # prune (Anthropic clear_tool_uses semantics)
-    keep: int = 3
-    clear_at_least: int = 0
-    exclude_tools: tuple[str, ...] = ()
-    clear_tool_inputs: bool = False
-    keep_thinking: int | None = None
-    include_loop: bool = False
-    # clean-tools (seed 003)
-    rounds: int = 2
-
-    def __post_init__(self) -> None:
-        unknown = [s for s in self.strategies if s not in STRATEGY_NAMES]
-        if unknown or not self.strategies:
-            raise UsageError(
-                f"unknown strategy {', '.join(unknown) or '(none)'}; expected one or more of {', '.join(STRATEGY_NAMES)} (comma-separated)."
-            )
-        for name in (
-            "summary_max_words",
-            "max_files",
-            "max_tokens_per_file",
-            "max_tokens_total",
-            "keep",
-            "clear_at_least",
-            "rounds",
-            "max_retries",
-        ):
-            if getattr(self, name) < 0:
-                raise UsageError(f"--{name.replace('_', '-')} must not be negative.")
-        if self.summary_max_words < 1:
-            raise UsageError("--summary-max-words must be at least 1.")
-        if self.timeout <= 0:
-            raise UsageError("--timeout must be positive.")
-
-    @property
-    def resolved_archive_dir(self) -> Path:
-        return self.archive_dir if self.archive_dir is not None else self.work_dir / DEFAULT_ARCHIVE_SUBDIR
+T = TypeVar("T")
+D = TypeVar("D")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,38 +73,10 @@ class CompactStats:
         return None if self.threshold is None else self.compacted_tokens >= self.threshold
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, with the seed's camelCase names for its fields."""
-        out: dict[str, Any] = {
-            "strategy": self.strategy,
-            "compacted": self.compacted,
-            "reason": self.reason,
-            "originalTokenCount": self.original_tokens,
-            "compactedTokenCount": self.compacted_tokens,
-            "compactionRatio": round(self.compaction_ratio, 4),
-            "compactedMessageCount": self.compacted_message_count,
-            "retainedMessageCount": self.retained_message_count,
-            "restoredFileCount": self.restored_file_count,
-            "restoredTokenCount": self.restored_token_count,
-            "summarizer": self.summarizer,
-            "attempts": self.attempts,
-            "retries": max(0, self.attempts - 1) if self.attempts else 0,
-            "archivePath": self.archive_path,
-            "threshold": self.threshold,
-            "stillOverThreshold": self.still_over_threshold,
-            "warnings": list(self.warnings),
-            "steps": [dict(s) for s in self.steps],
-        }
-        if self.retention is not None:
-            r = self.retention
-            out["retention"] = {
-                "summary": r.summary_line(),
-                "paths": [r.paths_found, r.paths_total],
-                "errors": [r.errors_found, r.errors_total],
-                "lastRequest": r.last_request,
-                "missingPaths": list(r.missing_paths),
-                "missingErrors": list(r.missing_errors),
-            }
-        return out
+        """JSON-ready, with the seed's camelCase names (built by :mod:`ctxcompact.reports`)."""
+        from ctxcompact.reports import compact_stats_json
+
+        return compact_stats_json(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,66 +97,6 @@ class CompactResult:
         return self.stats.compacted
 
 
-def _run_strategy(
-    name: str,
-    messages: Sequence[Message],
-    options: CompactOptions,
-    *,
-    summarizer: Summarizer | None,
-    reader: FileReader | None,
-    counter: TokenCounter,
-    original: Sequence[Message],
-    dialect: str,
-) -> StrategyResult:
-    if name == "full":
-        from ctxcompact.strategies.full import full_compaction
-        from ctxcompact.summarize import make_summarizer
-        from ctxcompact.summarize.extractive import ExtractiveSummarizer
-
-        primary = summarizer or make_summarizer(
-            options.summarizer,
-            model=options.summary_model,
-            timeout=options.timeout,
-            max_retries=options.max_retries,
-        )
-        fallback = None if primary.name == "extractive" else ExtractiveSummarizer()
-        return full_compaction(
-            messages,
-            read_scan=original,
-            summarizer=primary,
-            fallback=fallback,
-            on_failure=options.on_failure,
-            max_words=options.summary_max_words,
-            instructions=options.instructions,
-            restore=options.restore,
-            keep_loop=options.keep_loop,
-            work_dir=options.work_dir,
-            read_tools=options.read_tools or read_tools_for(dialect),
-            max_files=options.max_files,
-            max_tokens_per_file=options.max_tokens_per_file,
-            max_tokens_total=options.max_tokens_total,
-            reader=reader,
-        )
-    if name == "prune":
-        from ctxcompact.strategies.prune import prune_tool_outputs
-
-        return prune_tool_outputs(
-            messages,
-            keep=options.keep,
-            clear_at_least=options.clear_at_least,
-            exclude_tools=options.exclude_tools,
-            clear_tool_inputs=options.clear_tool_inputs,
-            keep_thinking=options.keep_thinking,
-            protect_loop=not options.include_loop,
-            counter=counter,
-        )
-    if name == "clean-tools":
-        from ctxcompact.strategies.clean_tools import clean_tool_calls
-
-        return clean_tool_calls(messages, rounds=options.rounds)
-    raise UsageError(f"unknown strategy {name!r}")
-
-
 def compact_conversation(
     conversation: Conversation,
     *,
@@ -252,62 +110,27 @@ def compact_conversation(
 ) -> CompactResult:
     """Compact one conversation (see the module docstring for the steps).
 
-    ``auto`` needs ``budget``. ``summarizer`` overrides the one ``options`` names (tests
-    inject fakes; agent loops inject their own). Never mutates ``conversation``.
+    ``auto`` needs ``budget``; its threshold is the target every strategy is given. The
+    strategies run from the table (:data:`ctxcompact.strategies.STRATEGIES`), each with its own
+    options from ``options`` and one shared :class:`~ctxcompact.strategies.StrategyContext`.
+    ``summarizer`` overrides the one ``options.full`` names (tests inject fakes; agent loops
+    inject their own). Never mutates ``conversation``.
     """
     options = options or CompactOptions()
     counter = counter or make_counter()
-    label = ",".join(options.strategies)
     if auto and budget is None:
         raise UsageError("--auto needs a budget: give --model or --context-window.")
     before = measure(conversation, counter).total
     threshold = budget.threshold if budget else None
-
-    def unchanged(
-        reason: str, warnings: Sequence[str] = (), steps: Sequence[Mapping[str, Any]] = ()
-    ) -> CompactResult:
-        stats = CompactStats(
-            label,
-            False,
-            before,
-            before,
-            threshold=threshold,
-            reason=reason,
-            warnings=tuple(warnings),
-            steps=tuple(steps),
-        )
-        return CompactResult(conversation, stats)
-
+    unchanged = partial(_unchanged, conversation, ",".join(options.strategies), before, threshold)
     if auto and budget is not None and before < budget.threshold:
         return unchanged(f"under the threshold ({before:,} < {budget.threshold:,} tokens): nothing to do")
 
-    messages: tuple[Message, ...] = conversation.messages
-    warnings: list[str] = []
-    steps: list[dict[str, Any]] = []
-    merged: dict[str, Any] = {}
-    for name in options.strategies:
-        result = _run_strategy(
-            name,
-            messages,
-            options,
-            summarizer=summarizer,
-            reader=reader,
-            counter=counter,
-            original=conversation.messages,
-            dialect=conversation.dialect,
-        )
-        warnings.extend(result.warnings)
-        step = {
-            "strategy": name,
-            "changed": result.changed,
-            **{k: v for k, v in result.stats.items() if k != "summary"},
-        }
-        steps.append(step)
-        merged.update(result.stats)
-        messages = result.messages
-
-    if all(a is b for a, b in zip(messages, conversation.messages, strict=False)) and len(messages) == len(
-        conversation.messages
+    context = _context(conversation, options, budget, summarizer=summarizer, reader=reader, counter=counter)
+    messages, results, steps = _run_strategies(conversation.messages, options.strategies, context)
+    warnings = [w for r in results for w in r.warnings]
+    if len(messages) == len(conversation.messages) and all(
+        a is b for a, b in zip(messages, conversation.messages, strict=True)
     ):
         return unchanged("no strategy changed anything", warnings, steps)
 
@@ -339,23 +162,10 @@ def compact_conversation(
         archive_path = str(
             write_archive(replaced, dialect=conversation.dialect, archive_dir=options.resolved_archive_dir)
         )
-
-    stats = CompactStats(
-        strategy=label,
-        compacted=True,
-        original_tokens=before,
-        compacted_tokens=after,
-        compacted_message_count=int(merged.get("compacted_message_count", len(replaced))),
-        retained_message_count=int(merged.get("kept_loop_message_count", 0))
-        + int(
-            merged.get(
-                "retained_message_count", len(messages) - sum(1 for m in messages if m.is_new or m.changed)
-            )
+    stats = replace(
+        _counters(
+            results, messages, replaced, strategy=",".join(options.strategies), before=before, after=after
         ),
-        restored_file_count=int(merged.get("restored_file_count", 0)),
-        restored_token_count=int(merged.get("restored_token_count", 0)),
-        summarizer=merged.get("summarizer"),
-        attempts=merged.get("attempts"),
         archive_path=archive_path,
         retention=retention,
         threshold=threshold,
@@ -364,6 +174,103 @@ def compact_conversation(
         steps=tuple(steps),
     )
     return CompactResult(rewritten, stats, replaced)
+
+
+def _context(
+    conversation: Conversation,
+    options: CompactOptions,
+    budget: Budget | None,
+    *,
+    summarizer: Summarizer | None,
+    reader: FileReader | None,
+    counter: TokenCounter,
+) -> StrategyContext:
+    """What every strategy of this run shares; the summarizer is made once, when first asked."""
+    return StrategyContext(
+        counter=counter,
+        summarizer=(lambda: summarizer) if summarizer is not None else cache(options.full.make_summarizer),
+        target_tokens=budget.threshold if budget else None,
+        budget=budget,
+        reader=reader,
+        original=conversation.messages,
+        dialect=conversation.dialect,
+        work_dir=options.work_dir,
+        configured=options.strategy_options,
+    )
+
+
+def _unchanged(
+    conversation: Conversation,
+    label: str,
+    before: int,
+    threshold: int | None,
+    reason: str,
+    warnings: Sequence[str] = (),
+    steps: Sequence[Mapping[str, Any]] = (),
+) -> CompactResult:
+    """The input passed through, and why."""
+    stats = CompactStats(
+        label,
+        False,
+        before,
+        before,
+        threshold=threshold,
+        reason=reason,
+        warnings=tuple(warnings),
+        steps=tuple(steps),
+    )
+    return CompactResult(conversation, stats)
+
+
+def _counters(
+    results: Sequence[StrategyResult],
+    messages: Sequence[Message],
+    replaced: Sequence[Message],
+    *,
+    strategy: str,
+    before: int,
+    after: int,
+) -> CompactStats:
+    """The run's figures: each the last one a step reported, else derived from the messages."""
+    untouched = len(messages) - sum(1 for m in messages if m.is_new or m.changed)
+    return CompactStats(
+        strategy=strategy,
+        compacted=True,
+        original_tokens=before,
+        compacted_tokens=after,
+        compacted_message_count=_last_reported((r.compacted_message_count for r in results), len(replaced)),
+        retained_message_count=_last_reported((r.kept_loop_message_count for r in results), 0)
+        + _last_reported((r.retained_message_count for r in results), untouched),
+        restored_file_count=_last_reported((r.restored_file_count for r in results), 0),
+        restored_token_count=_last_reported((r.restored_token_count for r in results), 0),
+        summarizer=_last_reported((r.summarizer for r in results), None),
+        attempts=_last_reported((r.attempts for r in results), None),
+    )
+
+
+def _run_strategies(
+    messages: tuple[Message, ...], names: Sequence[str], context: StrategyContext
+) -> tuple[tuple[Message, ...], list[StrategyResult], list[dict[str, Any]]]:
+    """Run each named strategy of the table on the previous one's output: the final list,
+    every step's result, and the steps as ``--stats-json`` shows them."""
+    results: list[StrategyResult] = []
+    steps: list[dict[str, Any]] = []
+    for name in names:
+        strategy = STRATEGIES[name]
+        result = strategy.run(messages, context.options_for(strategy.options), context)
+        steps.append({"strategy": name, "changed": result.changed, **result.details.to_dict()})
+        results.append(result)
+        messages = result.messages
+    return messages, results, steps
+
+
+def _last_reported(values: Iterable[T | None], default: D) -> T | D:
+    """The last figure a step reported (a later step's replaces an earlier one's)."""
+    found: T | D = default
+    for value in values:
+        if value is not None:
+            found = value
+    return found
 
 
 def _assert_valid(original: Conversation, messages: Sequence[Message]) -> None:
@@ -393,7 +300,7 @@ def compact_messages(
     model: str | None = None,
     auto: bool = False,
     context_window: int | None = None,
-    threshold: float = 0.6,
+    threshold: float = DEFAULT_RATIO,
     output_reserve: int | None = None,
     summarizer: Summarizer | SummarizerName | None = None,
     reader: FileReader | None = None,
@@ -406,8 +313,10 @@ def compact_messages(
 
     ``messages`` are raw dicts in either dialect (or a :class:`Conversation`); the result's
     ``messages`` come back in the same dialect, ``stats`` says what happened. Any
-    :class:`CompactOptions` field can be passed as a keyword (``strategies=("prune", "full")``,
-    ``work_dir=...``, ``max_files=...``). With no API key the offline extractive summarizer is
+    :class:`CompactOptions` field, or field of a strategy's options (``FullOptions``,
+    ``PruneOptions``, ``CleanToolsOptions``), can be passed as a flat keyword
+    (``strategies=("prune", "full")``, ``work_dir=...``, ``max_files=...``, ``keep=...``); an
+    unknown one is a :class:`~ctxcompact.errors.UsageError`. With no API key the offline extractive summarizer is
     used. Raises :class:`~ctxcompact.errors.CtxcompactError` subclasses on bad input or failure.
 
     >>> from ctxcompact import compact_messages
@@ -424,7 +333,7 @@ def compact_messages(
     if "strategy" in options:
         value = options.pop("strategy")
         options["strategies"] = tuple(value.split(",")) if isinstance(value, str) else tuple(value)
-    opts = CompactOptions(**options)
+    opts = CompactOptions.from_keywords(**options)
     budget = None
     if auto or model or context_window:
         budget = budget_for(

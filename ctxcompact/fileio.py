@@ -20,6 +20,8 @@ import stat
 import tempfile
 from pathlib import Path, PurePath
 
+from ctxcompact.errors import WorkFailedError
+
 
 def _default_mode() -> int:
     umask = os.umask(0)
@@ -73,6 +75,15 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     except BaseException:
         unlink_quietly(tmp)
         raise
+
+
+def write_file(path: str | os.PathLike[str], data: bytes) -> None:
+    """:func:`write_atomic` for a command's product: a failure is exit 3 (the work could not
+    be done) with a message naming the file; the old file, if any, is intact."""
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        raise WorkFailedError(f"{path}: cannot write it ({exc.strerror or exc}).") from None
 
 
 def unlink_quietly(path: str | os.PathLike[str]) -> None:

@@ -235,6 +235,17 @@ def tool_interaction_blocks(messages: Sequence[Message]) -> list[Span]:
     return spans
 
 
+def block_start_at(messages: Sequence[Message], index: int) -> int:
+    """Where the tool interaction block holding message ``index`` starts; ``index`` itself when
+    no block holds it or one starts there. Cutting a list at ``index`` keeps every tool pair
+    whole only when this returns ``index``: a user message that answers a tool_use *and* adds
+    text opens a round, yet its results belong with the assistant message before it."""
+    for span in tool_interaction_blocks(messages):
+        if span.start < index < span.end:
+            return span.start
+    return index
+
+
 @dataclass(frozen=True, slots=True)
 class ToolPair:
     """One tool use and the results answering it, as ``(message index, block index)``

@@ -20,7 +20,7 @@ Beyond the seed, and why (file I/O, names, the manifest and its lock live in
 * **Reversible.** ``offload-manifest.json`` in ``out_dir`` records, per file name, the
   tool_use id, the sha256 of the file and how the content is stored (``text``: the file *is*
   the string, UTF-8; ``json``: the file is the JSON of the content, used for block lists and for
-  strings that UTF-8 cannot hold). :func:`restore_offloaded` puts every referenced content
+  strings that UTF-8 cannot hold). :func:`undo_offload` puts every referenced content
   back, identical to what was offloaded, and refuses (naming the files) when a file is
   missing, changed, or unknown to the manifest.
 * **All or nothing, one run at a time.** A write failure removes the files this call created
@@ -74,6 +74,8 @@ from ctxcompact.tokens import TokenCounter, block_tokens, make_counter
 
 REFERENCE_PREFIX = "[Content offloaded to: "
 DEFAULT_MIN_CHARS = 100
+#: Where offload writes its files and manifest unless told otherwise (relative to the cwd).
+DEFAULT_OUT_DIR = Path(".ctxcompact/offload")
 
 #: What a reference looks like: the seed's line, optionally followed by a preview.
 REFERENCE_RE = re.compile(r"\[Content offloaded to: \./(?P<name>tool-result-[A-Za-z0-9_.-]+\.md)\](?:\n|\Z)")
@@ -104,19 +106,9 @@ class OffloadResult:
     def changed(self) -> bool:
         return self.offloaded_count > 0
 
-    def to_stats(self) -> dict[str, Any]:
-        """The stats under the seed's names (``offloadedCount``, ``freedChars``, ``files``)."""
-        return {
-            "offloadedCount": self.offloaded_count,
-            "freedChars": self.freed_chars,
-            "files": list(self.files),
-            "tokensFreed": self.tokens_freed,
-            "outDir": self.out_dir,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class RestoreResult:
+class UndoResult:
     """``messages`` with every offloaded content put back; ``files`` the absolute paths read."""
 
     messages: tuple[Message, ...]
@@ -128,14 +120,6 @@ class RestoreResult:
     @property
     def changed(self) -> bool:
         return self.restored_count > 0
-
-    def to_stats(self) -> dict[str, Any]:
-        return {
-            "restoredCount": self.restored_count,
-            "restoredChars": self.restored_chars,
-            "files": list(self.files),
-            "outDir": self.out_dir,
-        }
 
 
 # --- pure helpers ----------------------------------------------------------------------------
@@ -361,12 +345,12 @@ def discard_offload(results: Sequence[OffloadResult], *, writer: OffloadWriter |
 # --- undo ------------------------------------------------------------------------------------
 
 
-def restore_offloaded(
+def undo_offload(
     messages: Sequence[Message],
     *,
     out_dir: str | os.PathLike[str],
     writer: OffloadWriter | None = None,
-) -> RestoreResult:
+) -> UndoResult:
     """Put offloaded tool_result contents back from the files in ``out_dir`` (``--undo``).
 
     Every reference must name a file the manifest knows for the same tool_use id, and the
@@ -387,7 +371,7 @@ def restore_offloaded(
             if match:
                 found.append((i, j, match.group("name")))
     if not found:
-        return RestoreResult(tuple(messages), out_dir=str(root))
+        return UndoResult(tuple(messages), out_dir=str(root))
 
     manifest = read_manifest(writer, root)
     problems: list[str] = []
@@ -408,7 +392,7 @@ def restore_offloaded(
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
         raise WorkFailedError(f"cannot undo the offload, nothing was restored: {shown}.")
-    return RestoreResult(replace_blocks(messages, restored), len(found), chars, tuple(files), str(root))
+    return UndoResult(replace_blocks(messages, restored), len(found), chars, tuple(files), str(root))
 
 
 def _read_offloaded(

@@ -353,14 +353,6 @@ class OrphanCleanup:
     removed: tuple[str, ...] = ()
     referenced: int = 0
 
-    def to_stats(self) -> dict[str, Any]:
-        return {
-            "outDir": self.out_dir,
-            "removedCount": len(self.removed),
-            "removed": list(self.removed),
-            "referencedCount": self.referenced,
-        }
-
 
 def clean_orphans(out_dir: str | os.PathLike[str], *, writer: OffloadWriter | None = None) -> OrphanCleanup:
     """Remove the offload files of ``out_dir`` that no manifest entry names — what a run killed

@@ -1,14 +1,16 @@
-"""How results look: Rich tables and panels for people, plain dicts for ``--json``.
+"""How results look: Rich tables, panels and progress bars for people (JSON shapes are
+:mod:`ctxcompact.reports`'s).
 
-The only module that imports ``rich`` (the CLI's progress bars aside). Functions take result
-objects and a console; they decide nothing about the results themselves.
+With :mod:`ctxcompact.render_tools`, the only module that imports ``rich``. Functions take
+result objects and a console; they decide nothing about the results themselves.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -18,6 +20,9 @@ from rich.text import Text
 from ctxcompact.models import Budget
 from ctxcompact.reports import CountRow
 from ctxcompact.usage import CheckResult
+
+if TYPE_CHECKING:
+    from ctxcompact.batch import BatchProgress, BatchResult, FileCompaction, ProgressCallback
 
 
 class _PipeSafeConsole(Console):
@@ -325,7 +330,37 @@ def render_compact_stats(stats: Any, console: Console, *, label: str | None = No
     )
 
 
-def render_batch(rows: Sequence[Mapping[str, Any]], console: Console) -> None:
+def render_file_stats(done: FileCompaction, console: Console) -> None:
+    """One stats panel per conversation, labelled when the file holds several."""
+    for r in done.results:
+        render_compact_stats(r.stats, console, label=r.conversation.label if len(done.results) > 1 else None)
+
+
+@contextmanager
+def batch_progress(console: Console, total: int) -> Iterator[ProgressCallback]:
+    """A transient progress bar for a batch; yields the callback that drives it."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("compacting", total=total)
+
+        def update(event: BatchProgress) -> None:
+            if event.item is None:
+                progress.update(task, description=f"compacting {os.path.basename(event.input)}")
+            else:
+                progress.advance(task)
+
+        yield update
+
+
+def render_batch(batch: BatchResult, console: Console) -> None:
     table = Table(title="Batch compaction", title_justify="left")
     for column, justify in (
         ("input", "left"),
@@ -336,16 +371,15 @@ def render_batch(rows: Sequence[Mapping[str, Any]], console: Console) -> None:
         ("output", "left"),
     ):
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for row in rows:
-        status = row["status"]
-        style = "red" if status == "failed" else ("green" if status == "compacted" else "")
+    for item in batch.items:
+        style = "red" if item.status == "failed" else ("green" if item.status == "compacted" else "")
         table.add_row(
-            row["input"],
-            Text(status, style=style),
-            _n(row["before"]) if row.get("before") is not None else "-",
-            _n(row["after"]) if row.get("after") is not None else "-",
-            f"{row['ratio']:.1%}" if row.get("ratio") is not None else "-",
-            row.get("output") or row.get("error") or "",
+            item.input,
+            Text(item.status, style=style),
+            _n(item.before) if item.before is not None else "-",
+            _n(item.after) if item.after is not None else "-",
+            f"{item.ratio:.1%}" if item.ratio is not None else "-",
+            item.output or item.error or "",
         )
     console.print(table)
 

@@ -9,43 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
-from ctxcompact.offload import OffloadResult, RestoreResult
+from ctxcompact.offload import OffloadResult, UndoResult
 from ctxcompact.offload_store import OrphanCleanup
+from ctxcompact.reports import offload_stats_json, undo_stats_json
 
 MAX_LISTED_FILES = 10
 
 
 def _n(value: int) -> str:
     return f"{value:,}"
-
-
-def offload_stats_json(label: str, results: Sequence[OffloadResult]) -> dict[str, Any]:
-    """The ``--stats-json`` payload under the seed's names, summed over conversations."""
-    return {
-        "input": label,
-        "offloadedCount": sum(r.offloaded_count for r in results),
-        "freedChars": sum(r.freed_chars for r in results),
-        "files": [f for r in results for f in r.files],
-        "tokensFreed": sum(r.tokens_freed for r in results),
-        "reusedFiles": sum(1 for r in results for e in r.entries if e.reused),
-        "outDir": results[0].out_dir if results else "",
-    }
-
-
-def restore_stats_json(label: str, results: Sequence[RestoreResult]) -> dict[str, Any]:
-    return {
-        "input": label,
-        "restoredCount": sum(r.restored_count for r in results),
-        "restoredChars": sum(r.restored_chars for r in results),
-        "files": [f for r in results for f in r.files],
-        "outDir": results[0].out_dir if results else "",
-    }
 
 
 def render_offload_stats(
@@ -89,8 +66,8 @@ def render_offload_stats(
     )
 
 
-def render_restore_stats(label: str, results: Sequence[RestoreResult], console: Console) -> None:
-    stats = restore_stats_json(label, results)
+def render_undo_stats(label: str, results: Sequence[UndoResult], console: Console) -> None:
+    stats = undo_stats_json(label, results)
     if stats["restoredCount"]:
         line = Text.assemble(
             ("restored ", "dim"),

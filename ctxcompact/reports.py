@@ -1,5 +1,8 @@
-"""The JSON shapes of ``count --json`` and ``check --json``: plain data, no rich.
+"""Every JSON shape ctxcompact writes, in one place: plain data, no rich.
 
+``count --json`` and ``check --json`` on stdout; the ``--stats-json`` of ``compact``,
+``restore-files`` and ``offload`` (with ``--undo``); ``compact --report``. Result objects
+stay free of serialization: each shape is built here from them, under the seeds' names.
 Kept apart from :mod:`ctxcompact.render` so that a ``--json`` run never imports a terminal
 library it does not use (start-up time is most of a ``count``).
 """
@@ -8,11 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxcompact.models import Budget, ModelInfo
 from ctxcompact.tokens import TokenReport
 from ctxcompact.usage import CheckResult
+
+if TYPE_CHECKING:
+    from ctxcompact.batch import BatchItem, BatchResult, FileCompaction
+    from ctxcompact.compact import CompactStats
+    from ctxcompact.offload import OffloadResult, UndoResult
+    from ctxcompact.offload_store import OrphanCleanup
+    from ctxcompact.restore import RestoreResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,4 +114,137 @@ def check_to_json(results: Sequence[CheckResult], budget: Budget) -> dict[str, A
             }
             for r in results
         ],
+    }
+
+
+# --- compact --------------------------------------------------------------------------------
+
+
+def compact_stats_json(stats: CompactStats) -> dict[str, Any]:
+    """One conversation's compaction stats, with the seed's camelCase names for its fields."""
+    out: dict[str, Any] = {
+        "strategy": stats.strategy,
+        "compacted": stats.compacted,
+        "reason": stats.reason,
+        "originalTokenCount": stats.original_tokens,
+        "compactedTokenCount": stats.compacted_tokens,
+        "compactionRatio": round(stats.compaction_ratio, 4),
+        "compactedMessageCount": stats.compacted_message_count,
+        "retainedMessageCount": stats.retained_message_count,
+        "restoredFileCount": stats.restored_file_count,
+        "restoredTokenCount": stats.restored_token_count,
+        "summarizer": stats.summarizer,
+        "attempts": stats.attempts,
+        "retries": max(0, stats.attempts - 1) if stats.attempts else 0,
+        "archivePath": stats.archive_path,
+        "threshold": stats.threshold,
+        "stillOverThreshold": stats.still_over_threshold,
+        "warnings": list(stats.warnings),
+        "steps": [dict(s) for s in stats.steps],
+    }
+    if stats.retention is not None:
+        r = stats.retention
+        out["retention"] = {
+            "summary": r.summary_line(),
+            "paths": [r.paths_found, r.paths_total],
+            "errors": [r.errors_found, r.errors_total],
+            "lastRequest": r.last_request,
+            "missingPaths": list(r.missing_paths),
+            "missingErrors": list(r.missing_errors),
+        }
+    return out
+
+
+def file_stats_json(done: FileCompaction) -> dict[str, Any] | list[dict[str, Any]]:
+    """``compact --stats-json`` for one input: its conversation's stats, or a list of them
+    when the file holds several conversations."""
+    payload = [compact_stats_json(s) for s in done.stats]
+    return payload[0] if len(payload) == 1 else payload
+
+
+def file_report_json(done: FileCompaction, *, output: str | None) -> dict[str, Any]:
+    """``compact --report`` for one input (no batch): the report of a one-item batch."""
+    row = {
+        "input": done.input,
+        "status": done.status,
+        "output": output,
+        "stats": [compact_stats_json(s) for s in done.stats],
+    }
+    return {"inputs": [row], "compacted": int(done.status == "compacted"), "failed": 0}
+
+
+def batch_item_json(item: BatchItem) -> dict[str, Any]:
+    """One input of a batch: its figures once it was compacted, its output once written,
+    its error and exit code when it failed (a failed write keeps the figures)."""
+    row: dict[str, Any] = {"input": item.input, "status": item.status}
+    if item.stats is not None:
+        row.update(
+            before=item.before,
+            after=item.after,
+            ratio=item.ratio,
+            stats=[compact_stats_json(s) for s in item.stats],
+        )
+    if item.output is not None:
+        row["output"] = item.output
+    if item.error is not None:
+        row.update(error=item.error, exit_code=item.exit_code)
+    return row
+
+
+def batch_report_json(batch: BatchResult) -> dict[str, Any]:
+    """``compact --report`` (and ``--stats-json``) of a batch: every input, then the counts."""
+    return {
+        "inputs": [batch_item_json(item) for item in batch.items],
+        "compacted": batch.compacted,
+        "failed": batch.failed,
+    }
+
+
+# --- restore-files ----------------------------------------------------------------------------
+
+
+def restore_files_stats_json(result: RestoreResult) -> dict[str, Any]:
+    """``restore-files --stats-json``: what was restored, and what was skipped and why."""
+    return {
+        "restoredFileCount": len(result.files),
+        "restoredTokenCount": result.tokens,
+        "files": [{"path": f.path, "resolved": str(f.resolved), "tokens": f.tokens} for f in result.files],
+        "skipped": [{"path": s.path, "reason": s.reason} for s in result.skipped],
+    }
+
+
+# --- offload ----------------------------------------------------------------------------------
+
+
+def offload_stats_json(label: str, results: Sequence[OffloadResult]) -> dict[str, Any]:
+    """``offload --stats-json`` under the seed's names, summed over conversations."""
+    return {
+        "input": label,
+        "offloadedCount": sum(r.offloaded_count for r in results),
+        "freedChars": sum(r.freed_chars for r in results),
+        "files": [f for r in results for f in r.files],
+        "tokensFreed": sum(r.tokens_freed for r in results),
+        "reusedFiles": sum(1 for r in results for e in r.entries if e.reused),
+        "outDir": results[0].out_dir if results else "",
+    }
+
+
+def undo_stats_json(label: str, results: Sequence[UndoResult]) -> dict[str, Any]:
+    """``offload --undo --stats-json``: what was put back, summed over conversations."""
+    return {
+        "input": label,
+        "restoredCount": sum(r.restored_count for r in results),
+        "restoredChars": sum(r.restored_chars for r in results),
+        "files": [f for r in results for f in r.files],
+        "outDir": results[0].out_dir if results else "",
+    }
+
+
+def orphan_cleanup_stats_json(result: OrphanCleanup) -> dict[str, Any]:
+    """``offload --clean-orphans --stats-json``: the files removed, and how many are still named."""
+    return {
+        "outDir": result.out_dir,
+        "removedCount": len(result.removed),
+        "removed": list(result.removed),
+        "referencedCount": result.referenced,
     }

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxcompact.ir import Message
-from ctxcompact.models import DEFAULT_RATIO, Budget, BudgetCheck, make_budget, resolve_model
+from ctxcompact.models import DEFAULT_RATIO, Budget, BudgetCheck, ModelInfo, make_budget, resolve_model
 from ctxcompact.tokens import TokenCounter, TokenReport, count_tokens, make_counter, scale_report
 from ctxcompact.transcript import Conversation, load_messages
 from ctxcompact.validate import Violation, errors_only, validate_messages
@@ -63,9 +63,9 @@ def budget_for(
     return make_budget(info, output_reserve=output_reserve, ratio=ratio)
 
 
-def unknown_model_warning(budget: Budget) -> str | None:
-    """The warning to show when the budget's window is the default, not the model's own."""
-    info = budget.model
+def unknown_model_warning(info: ModelInfo) -> str | None:
+    """The one warning ``count``, ``check`` and ``compact`` show when a model's window is the
+    default, not the model's own (``budget.model`` for a budget)."""
     if info.known:
         return None
     name = info.model or "no --model given"
@@ -147,7 +147,7 @@ def check_budget(
     model: str | None = None,
     context_window: int | None = None,
     output_reserve: int | None = None,
-    threshold: float = 0.6,
+    threshold: float = DEFAULT_RATIO,
     counter: str | TokenCounter = "tiktoken",
     registry: Mapping[str, int] | None = None,
     validate: bool = True,

@@ -93,13 +93,11 @@ def _digest(data: bytes) -> str:
 
 def run_case(case: Case) -> dict[str, object]:
     """Run one case in-process; the exit code and the digests of both streams."""
-    from typer.testing import CliRunner
-
-    from ctxcompact.cli import app
+    from cli_helpers import run_cli
 
     with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(ROOT):
         argv = COMMANDS[case.command](os.path.relpath(case.path, ROOT), tmp)
-        result = CliRunner().invoke(app, argv, env={"COLUMNS": "100", "ANTHROPIC_API_KEY": ""})
+        result = run_cli(*argv, env={"COLUMNS": "100", "ANTHROPIC_API_KEY": ""})
         stderr = _TIMESTAMP.sub(b"<TS>", result.stderr_bytes.replace(tmp.encode(), b"<TMP>"))
         return {
             "exit": result.exit_code,

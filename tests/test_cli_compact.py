@@ -7,14 +7,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from cli_helpers import run_cli
 from conftest import SAMPLES
 from fake_anthropic import FakeAnthropicServer
-from typer.testing import CliRunner
 
-from ctxcompact.cli import app
 from ctxcompact.transcript import load_transcript, parse_transcript
 from ctxcompact.validate import errors_only, validate_messages
 
@@ -22,16 +20,12 @@ SESSION = SAMPLES / "anthropic-session.json"
 WORKSPACE = SAMPLES / "workspace"
 
 
-def run(*args: str, input: bytes | None = None) -> Any:
-    return CliRunner().invoke(app, list(args), input=input)
-
-
 def offline(tmp_path: Path, *extra: str) -> list[str]:
     return ["--summarizer", "extractive", "--archive-dir", str(tmp_path / "archive"), *extra]
 
 
 def test_stdout_is_only_the_transcript_and_stats_go_to_stderr(tmp_path: Path) -> None:
-    result = run("compact", str(SESSION), "--work-dir", str(WORKSPACE), *offline(tmp_path))
+    result = run_cli("compact", str(SESSION), "--work-dir", str(WORKSPACE), *offline(tmp_path))
     assert result.exit_code == 0, result.stderr
     out = json.loads(result.stdout)
     assert out[1]["content"].startswith("[Conversation compressed]\n\n")
@@ -39,14 +33,14 @@ def test_stdout_is_only_the_transcript_and_stats_go_to_stderr(tmp_path: Path) ->
     assert "originals archived to" in result.stderr and "retention check" in result.stderr
     reloaded = parse_transcript(result.stdout_bytes)
     assert not errors_only(validate_messages(reloaded.messages))
-    quiet = run("compact", str(SESSION), "-q", *offline(tmp_path))
+    quiet = run_cli("compact", str(SESSION), "-q", *offline(tmp_path))
     assert quiet.exit_code == 0 and quiet.stderr == ""
 
 
 def test_output_file_stats_json_and_no_key_means_extractive(tmp_path: Path) -> None:
     target = tmp_path / "small.json"
     stats = tmp_path / "stats.json"
-    result = run(
+    result = run_cli(
         "compact", str(SESSION), "-o", str(target), "--stats-json", str(stats), "--work-dir", str(WORKSPACE),
         "--archive-dir", str(tmp_path / "archive"),
     )  # fmt: skip
@@ -63,7 +57,7 @@ def test_output_file_stats_json_and_no_key_means_extractive(tmp_path: Path) -> N
 def test_in_place_keeps_a_backup(tmp_path: Path) -> None:
     copy = tmp_path / "t.json"
     copy.write_bytes(SESSION.read_bytes())
-    result = run("compact", str(copy), "--in-place", "--no-restore", *offline(tmp_path))
+    result = run_cli("compact", str(copy), "--in-place", "--no-restore", *offline(tmp_path))
     assert result.exit_code == 0, result.stderr
     assert (tmp_path / "t.json.bak").read_bytes() == SESSION.read_bytes()
     assert json.loads(copy.read_text())[1]["content"].startswith("[Conversation compressed]")
@@ -71,7 +65,7 @@ def test_in_place_keeps_a_backup(tmp_path: Path) -> None:
 
 def test_dry_run_writes_nothing(tmp_path: Path) -> None:
     target = tmp_path / "out.json"
-    result = run("compact", str(SESSION), "--dry-run", "-o", str(target), *offline(tmp_path))
+    result = run_cli("compact", str(SESSION), "--dry-run", "-o", str(target), *offline(tmp_path))
     assert result.exit_code == 0, result.stderr
     assert not target.exists() and not (tmp_path / "archive").exists()
     assert result.stdout == ""
@@ -79,7 +73,7 @@ def test_dry_run_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_auto_under_threshold_passes_input_through(tmp_path: Path) -> None:
-    result = run(
+    result = run_cli(
         "compact", "--auto", "--model", "claude-sonnet-4-5", *offline(tmp_path), input=SESSION.read_bytes()
     )
     assert result.exit_code == 0, result.stderr
@@ -89,7 +83,7 @@ def test_auto_under_threshold_passes_input_through(tmp_path: Path) -> None:
 
 
 def test_auto_over_threshold_compacts(tmp_path: Path) -> None:
-    result = run(
+    result = run_cli(
         "compact",
         "--auto",
         "--model",
@@ -109,7 +103,7 @@ def test_batch_directory_with_a_bad_file(tmp_path: Path) -> None:
     (inputs / "c.json").write_text('[{"role": "user", "content": "x"}, {"content": "no role"}]')
     out_dir = tmp_path / "compacted"
     report = tmp_path / "report.json"
-    result = run(
+    result = run_cli(
         "compact",
         str(inputs),
         "--out-dir",
@@ -131,15 +125,17 @@ def test_batch_directory_with_a_bad_file(tmp_path: Path) -> None:
 
 
 def test_several_inputs_need_an_out_dir(tmp_path: Path) -> None:
-    result = run("compact", str(SESSION), str(SAMPLES / "openai-chat.json"), *offline(tmp_path))
+    result = run_cli("compact", str(SESSION), str(SAMPLES / "openai-chat.json"), *offline(tmp_path))
     assert result.exit_code == 2
     assert "--out-dir" in result.stderr
 
 
 def test_bad_options_exit_2(tmp_path: Path) -> None:
-    assert run("compact", str(SESSION), "--strategy", "magic", *offline(tmp_path)).exit_code == 2
-    assert run("compact", str(SESSION), "--on-failure", "shrug", *offline(tmp_path)).exit_code == 2
-    assert run("compact", str(SESSION), "--auto", "--threshold", "0.95", *offline(tmp_path)).exit_code == 2
+    assert run_cli("compact", str(SESSION), "--strategy", "magic", *offline(tmp_path)).exit_code == 2
+    assert run_cli("compact", str(SESSION), "--on-failure", "shrug", *offline(tmp_path)).exit_code == 2
+    assert (
+        run_cli("compact", str(SESSION), "--auto", "--threshold", "0.95", *offline(tmp_path)).exit_code == 2
+    )
 
 
 def test_llm_failure_with_on_failure_error_exits_3_and_writes_nothing(
@@ -177,14 +173,14 @@ def test_llm_summary_through_the_fake_server(tmp_path: Path, fake_api: FakeAnthr
 
 
 def test_restore_files_prints_pairs_and_appends(tmp_path: Path) -> None:
-    result = run("restore-files", str(SESSION), "--work-dir", str(WORKSPACE))
+    result = run_cli("restore-files", str(SESSION), "--work-dir", str(WORKSPACE))
     assert result.exit_code == 0, result.stderr
     pairs = json.loads(result.stdout)
     assert pairs[0]["content"].startswith("[Restored after compact] ")
     assert pairs[1] == {"role": "assistant", "content": "Noted, file content restored."}
     assert "src/invoice/legacy.py" in result.stderr and "missing" in result.stderr
 
-    appended = run("restore-files", str(SESSION), "--work-dir", str(WORKSPACE), "--append")
+    appended = run_cli("restore-files", str(SESSION), "--work-dir", str(WORKSPACE), "--append")
     assert appended.exit_code == 0
     records = json.loads(appended.stdout)
     original = json.loads(SESSION.read_text())
@@ -213,7 +209,7 @@ def test_restore_files_never_reads_outside_the_work_dir(tmp_path: Path) -> None:
             "content": [{"type": "tool_result", "tool_use_id": i, "content": "x"} for i in "abc"],
         },
     ]
-    result = run("restore-files", "--work-dir", str(work), input=json.dumps(records).encode())
+    result = run_cli("restore-files", "--work-dir", str(work), input=json.dumps(records).encode())
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout) == []
     assert "TOP SECRET" not in result.stdout
@@ -222,7 +218,7 @@ def test_restore_files_never_reads_outside_the_work_dir(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", ["compact", "restore-files"])
 def test_help_teaches_with_examples(command: str) -> None:
-    result = run(command, "--help")
+    result = run_cli(command, "--help")
     assert result.exit_code == 0
     assert "Examples:" in result.stdout
 

@@ -1,6 +1,6 @@
 """``ctxcompact count`` and ``check`` end to end: stdout, stderr and exit codes kept apart.
 
-Typer's ``CliRunner`` (0.29: no ``mix_stderr``; ``result.stdout`` and ``result.stderr`` are
+``run_cli`` (tests/cli_helpers.py: Typer's ``CliRunner``, ``stdout`` and ``stderr`` kept
 separate) runs the app in-process; what needs a fresh interpreter (imports, closed pipes) runs
 ``python -m ctxcompact`` in a subprocess.
 """
@@ -16,26 +16,15 @@ from typing import Any
 
 import orjson
 import pytest
+from cli_helpers import run_cli
 from fake_anthropic import COUNT_TOKENS_PATH, FakeAnthropicServer, Reply
-from typer.testing import CliRunner, Result
 
 from ctxcompact import __version__
-from ctxcompact.cli import app
 from ctxcompact.usage import count_message_tokens
-
-RUNNER = CliRunner()
-
-
-def run(*args: str | Path, input: bytes | str | None = None, env: dict[str, str] | None = None) -> Result:
-    result = RUNNER.invoke(app, [str(a) for a in args], input=input, env=env)
-    assert "Traceback" not in result.stderr
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result
 
 
 def run_json(*args: str | Path, input: bytes | str | None = None, code: int = 0) -> dict[str, Any]:
-    result = run(*args, "--json", input=input)
+    result = run_cli(*args, "--json", input=input)
     assert result.exit_code == code, result.stderr
     data: dict[str, Any] = orjson.loads(result.stdout)
     return data
@@ -109,7 +98,7 @@ def long_session(turns: int) -> list[dict[str, Any]]:
 
 def test_count_table(session: Path) -> None:
     expected = count_message_tokens(SESSION, counter="estimate")
-    result = run("count", session, "--counter", "estimate", "--model", "claude-sonnet-4-5")
+    result = run_cli("count", session, "--counter", "estimate", "--model", "claude-sonnet-4-5")
     assert result.exit_code == 0
     assert result.stderr == ""
     out = result.stdout
@@ -180,7 +169,7 @@ def test_several_files_give_a_row_each_and_a_total(session: Path) -> None:
     assert [t["label"] for t in data["transcripts"]] == [str(session), str(other)]
     assert data["total"] == sum(t["total"] for t in data["transcripts"])
 
-    table = run("count", session, other, "--counter", "estimate").stdout
+    table = run_cli("count", session, other, "--counter", "estimate").stdout
     assert "Tokens per transcript" in table
     rows = {line.split("│")[1].strip(): line for line in table.splitlines() if line.startswith("│")}
     assert {str(session), str(other), "total"} <= set(rows)
@@ -200,7 +189,7 @@ def test_directories_expand_to_their_transcripts(tmp_path: Path) -> None:
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    result = run("count", empty)
+    result = run_cli("count", empty)
     assert result.exit_code == 2
     assert "directory has no .json or .jsonl files" in result.stderr
 
@@ -215,7 +204,7 @@ def test_stdin_with_no_path_and_with_dash() -> None:
 
 def test_format_option_forces_the_dialect(session: Path) -> None:
     assert run_json("count", session, "--format", "openai")["transcripts"][0]["dialect"] == "openai"
-    result = run("count", session, "--format", "gemini")
+    result = run_cli("count", session, "--format", "gemini")
     assert result.exit_code == 2
     assert "gemini" in result.stderr
 
@@ -225,26 +214,27 @@ def test_empty_list_counts_zero_tokens(tmp_path: Path) -> None:
     data = run_json("count", path)
     assert data["total"] == 0
     assert data["transcripts"][0]["message_count"] == 0
-    check = run("check", path, "--model", "gpt-4o")
+    check = run_cli("check", path, "--model", "gpt-4o")
     assert check.exit_code == 0
 
 
 def test_unknown_model_warns_on_stderr_and_keeps_stdout_clean(session: Path) -> None:
-    result = run("count", session, "--model", "my-local-llm", "--json")
+    result = run_cli("count", session, "--model", "my-local-llm", "--json")
     assert result.exit_code == 0
-    assert "warning: unknown model 'my-local-llm': assuming a 96,000-token window." in result.stderr
+    warning = "warning: unknown model (my-local-llm): assuming a 96,000-token window; pass --model or --context-window."
+    assert result.stderr == warning + "\n"  # one warning, worded as check and compact word it
     assert orjson.loads(result.stdout)["transcripts"][0]["context_window"] == 96_000
 
-    check = run("check", session, "--model", "my-local-llm")
+    check = run_cli("check", session, "--model", "my-local-llm")
     assert check.exit_code == 0
-    assert "warning: unknown model (my-local-llm): assuming a 96,000-token window" in check.stderr
+    assert warning in check.stderr
     assert "(unknown: default window)" in check.stdout
 
 
 def test_uncached_encoding_is_a_clear_error(session: Path, tmp_path: Path) -> None:
     cache = tmp_path / "empty-cache"
     cache.mkdir()
-    result = run("count", session, "--encoding", "o200k_base", env={"TIKTOKEN_CACHE_DIR": str(cache)})
+    result = run_cli("count", session, "--encoding", "o200k_base", env={"TIKTOKEN_CACHE_DIR": str(cache)})
     assert result.exit_code == 2
     assert "tiktoken encoding 'o200k_base' is not available offline" in result.stderr
     assert result.stdout == ""
@@ -253,7 +243,7 @@ def test_uncached_encoding_is_a_clear_error(session: Path, tmp_path: Path) -> No
 def test_count_with_the_exact_anthropic_counter(session: Path, fake_api: FakeAnthropicServer) -> None:
     fake_api.enqueue(Reply(body={"input_tokens": 4321}), path=COUNT_TOKENS_PATH)
     env = {"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake_api.base_url}
-    result = run(
+    result = run_cli(
         "count", session, "--counter", "anthropic", "--model", "claude-sonnet-4-5", "--json", env=env
     )
     assert result.exit_code == 0, result.stderr
@@ -269,12 +259,12 @@ def test_count_with_the_exact_anthropic_counter(session: Path, fake_api: FakeAnt
     assert request.body["system"] == "You are a coding agent."
     assert "test-key" not in result.stdout + result.stderr
 
-    table = run("count", session, "--counter", "anthropic", env=env)
+    table = run_cli("count", session, "--counter", "anthropic", env=env)
     assert "exact total; parts approximate" in table.stdout
 
 
 def test_exact_counter_without_a_key(session: Path) -> None:
-    result = run("count", session, "--counter", "anthropic")
+    result = run_cli("count", session, "--counter", "anthropic")
     assert result.exit_code == 2
     assert "ANTHROPIC_API_KEY" in result.stderr
 
@@ -283,7 +273,7 @@ def test_exact_counter_without_a_key(session: Path) -> None:
 
 
 def test_check_within_budget_exits_0(session: Path) -> None:
-    result = run("check", session, "--model", "claude-sonnet-4-5")
+    result = run_cli("check", session, "--model", "claude-sonnet-4-5")
     assert result.exit_code == 0
     assert result.stderr == ""
     out = result.stdout
@@ -298,7 +288,9 @@ def test_check_within_budget_exits_0(session: Path) -> None:
 
 
 def test_check_over_threshold_exits_1(session: Path) -> None:
-    result = run("check", session, "--context-window", "300", "--output-reserve", "0", "--threshold", "0.4")
+    result = run_cli(
+        "check", session, "--context-window", "300", "--output-reserve", "0", "--threshold", "0.4"
+    )
     assert result.exit_code == 1
     assert "compaction needed" in result.stdout
     assert "tokens over the threshold" in result.stdout
@@ -322,7 +314,7 @@ def test_check_json(session: Path) -> None:
 
 @pytest.mark.parametrize("ratio", ["0.39", "0.91", "1.5"])
 def test_threshold_out_of_range_exits_2(session: Path, ratio: str) -> None:
-    result = run("check", session, "--threshold", ratio)
+    result = run_cli("check", session, "--threshold", ratio)
     assert result.exit_code == 2
     assert f"--threshold must be between 0.4 and 0.9, got {float(ratio)}" in result.stderr
     assert result.stdout == ""
@@ -330,7 +322,7 @@ def test_threshold_out_of_range_exits_2(session: Path, ratio: str) -> None:
 
 @pytest.mark.parametrize("ratio", ["0.4", "0.9"])
 def test_threshold_bounds_are_accepted(session: Path, ratio: str) -> None:
-    assert run("check", session, "--threshold", ratio, "-m", "gpt-4o").exit_code == 0
+    assert run_cli("check", session, "--threshold", ratio, "-m", "gpt-4o").exit_code == 0
 
 
 def test_check_validation_errors_exit_2_unless_disabled(tmp_path: Path) -> None:
@@ -343,7 +335,7 @@ def test_check_validation_errors_exit_2_unless_disabled(tmp_path: Path) -> None:
             {"role": "assistant", "content": "ok"},
         ],
     )
-    result = run("check", broken, "-m", "gpt-4o")
+    result = run_cli("check", broken, "-m", "gpt-4o")
     assert result.exit_code == 2
     assert "error: message 2: tool_result zzz answers no tool_use" in result.stdout
     assert "[unanswered_tool_use]" in result.stdout
@@ -353,7 +345,7 @@ def test_check_validation_errors_exit_2_unless_disabled(tmp_path: Path) -> None:
         "orphan_tool_result",
         "unanswered_tool_use",
     }
-    assert run("check", broken, "-m", "gpt-4o", "--no-validate").exit_code == 0
+    assert run_cli("check", broken, "-m", "gpt-4o", "--no-validate").exit_code == 0
 
 
 def test_check_several_files_exit_1_if_any_needs_compaction() -> None:
@@ -370,7 +362,7 @@ def test_a_registry_file_adds_models(tmp_path: Path, session: Path) -> None:
     assert (data["context_window"], data["model_match"]) == (50_000, "prefix")
     bad = tmp_path / "bad.json"
     bad.write_text("{", encoding="utf-8")
-    result = run("check", session, "--models-file", bad)
+    result = run_cli("check", session, "--models-file", bad)
     assert result.exit_code == 2
     assert "bad.json: not valid JSON" in result.stderr
 
@@ -382,7 +374,7 @@ def test_invalid_json_names_file_line_and_column(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_bytes(b'[{"role": "user", "content": "hi"},\n {"role": "assistant", "content": "x",}\n]')
     for command in ("count", "check"):
-        result = run(command, path)
+        result = run_cli(command, path)
         assert result.exit_code == 2
         assert result.stdout == ""
         assert f"ctxcompact: error: {path}: invalid JSON at line 2, column 39" in result.stderr
@@ -391,7 +383,7 @@ def test_invalid_json_names_file_line_and_column(tmp_path: Path) -> None:
 
 def test_message_without_role_names_its_index(tmp_path: Path) -> None:
     path = write(tmp_path / "norole.json", [{"role": "user", "content": "hi"}, {"content": "x"}])
-    result = run("count", path)
+    result = run_cli("count", path)
     assert result.exit_code == 2
     assert f"{path}: message 1 has no 'role'" in result.stderr
 
@@ -401,7 +393,7 @@ def test_truncated_jsonl_names_the_line(tmp_path: Path) -> None:
     path.write_bytes(
         b'{"role": "user", "content": "a"}\n{"role": "assistant", "content": "b"}\n{"role": "user", "cont'
     )
-    result = run("check", path)
+    result = run_cli("check", path)
     assert result.exit_code == 2
     assert f"{path}: invalid JSON on line 3" in result.stderr
     assert "truncated" in result.stderr
@@ -409,7 +401,7 @@ def test_truncated_jsonl_names_the_line(tmp_path: Path) -> None:
 
 def test_object_that_is_not_a_transcript(tmp_path: Path) -> None:
     path = write(tmp_path / "config.json", {"name": "x", "version": 2})
-    result = run("count", path)
+    result = run_cli("count", path)
     assert result.exit_code == 2
     assert (
         "expected a message array, a request body with 'messages', JSONL or a Claude Code session"
@@ -418,10 +410,10 @@ def test_object_that_is_not_a_transcript(tmp_path: Path) -> None:
 
 
 def test_missing_file_and_invalid_stdin() -> None:
-    result = run("count", "no/such/file.json")
+    result = run_cli("count", "no/such/file.json")
     assert result.exit_code == 2
     assert "no/such/file.json: no such file." in result.stderr
-    result = run("count", input=b"not json at all")
+    result = run_cli("count", input=b"not json at all")
     assert result.exit_code == 2
     assert "<stdin>: invalid JSON at line 1, column 1" in result.stderr
 
@@ -513,7 +505,7 @@ def test_check_on_many_conversations_prints_one_row_each(tmp_path: Path) -> None
     collection = [{"task_id": i, "traj": [{"role": "user", "content": f"task {i}"}]} for i in range(6)]
     path = tmp_path / "trajs.json"
     path.write_bytes(orjson.dumps(collection))
-    result = CliRunner().invoke(app, ["check", str(path), "--model", "gpt-4o"])
+    result = run_cli("check", str(path), "--model", "gpt-4o")
     assert result.exit_code == 0, result.stderr
     assert "6 transcripts" in result.stdout and "0 need compaction" in result.stdout
     assert result.stdout.count("within budget") == 6
@@ -528,7 +520,7 @@ def test_check_flags_a_thinking_request_that_ends_with_a_plain_assistant_turn(tm
     }
     path = tmp_path / "req.json"
     path.write_bytes(orjson.dumps(body))
-    result = CliRunner().invoke(app, ["check", str(path)])
+    result = run_cli("check", str(path))
     assert result.exit_code == 2
     assert "assistant_last_with_thinking" in result.stdout
     body["messages"][1] = {
@@ -536,14 +528,14 @@ def test_check_flags_a_thinking_request_that_ends_with_a_plain_assistant_turn(tm
         "content": [{"type": "thinking", "thinking": "…", "signature": "s"}],
     }
     path.write_bytes(orjson.dumps(body))
-    assert CliRunner().invoke(app, ["check", str(path)]).exit_code == 0  # a pause_turn continuation is fine
+    assert run_cli("check", str(path)).exit_code == 0  # a pause_turn continuation is fine
 
 
 def test_count_over_a_directory_reports_bad_files_and_counts_the_rest(tmp_path: Path) -> None:
     (tmp_path / "good.json").write_bytes(orjson.dumps([{"role": "user", "content": "hello there"}]))
     (tmp_path / "bad.json").write_text("[{")
     (tmp_path / "offload-manifest.json").write_text('{"format": "ctxcompact-offload-manifest", "files": {}}')
-    result = CliRunner().invoke(app, ["count", str(tmp_path), "--json"])
+    result = run_cli("count", str(tmp_path), "--json")
     assert result.exit_code == 2
     assert "bad.json: invalid JSON" in result.stderr and "offload-manifest" not in result.stderr
     data = orjson.loads(result.stdout)

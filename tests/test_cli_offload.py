@@ -6,12 +6,10 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
+from cli_helpers import run_cli
 from conftest import SAMPLES
-from typer.testing import CliRunner
 
-from ctxcompact.cli import app
 from ctxcompact.offload_store import MANIFEST_NAME
 from ctxcompact.transcript import load_transcript, parse_transcript
 from ctxcompact.validate import errors_only, validate_messages
@@ -20,13 +18,9 @@ OPENAI = SAMPLES / "openai-chat.json"
 SESSION = SAMPLES / "anthropic-session.json"
 
 
-def run(*args: str, input: bytes | None = None) -> Any:
-    return CliRunner().invoke(app, list(args), input=input)
-
-
 def test_stdout_is_the_transcript_and_stats_go_to_stderr(tmp_path: Path) -> None:
     out_dir = tmp_path / "off"
-    result = run("offload", str(SESSION), "--out-dir", str(out_dir), "--counter", "estimate")
+    result = run_cli("offload", str(SESSION), "--out-dir", str(out_dir), "--counter", "estimate")
     assert result.exit_code == 0, result.stderr
     lean = parse_transcript(result.stdout_bytes)
     assert not errors_only(validate_messages(lean.messages))
@@ -40,7 +34,7 @@ def test_output_file_stats_json_quiet_and_undo_round_trip(tmp_path: Path) -> Non
     out_dir = tmp_path / "off"
     lean = tmp_path / "lean.json"
     stats = tmp_path / "stats.json"
-    result = run(
+    result = run_cli(
         "offload", str(OPENAI), "-d", str(out_dir), "-o", str(lean), "--stats-json", str(stats), "-q",
         "--counter", "estimate",
     )  # fmt: skip
@@ -54,7 +48,7 @@ def test_output_file_stats_json_quiet_and_undo_round_trip(tmp_path: Path) -> Non
     assert load_transcript(lean).dialect == "openai"
 
     restored = tmp_path / "restored.json"
-    undo = run("offload", "--undo", str(lean), "-d", str(out_dir), "-o", str(restored))
+    undo = run_cli("offload", "--undo", str(lean), "-d", str(out_dir), "-o", str(restored))
     assert undo.exit_code == 0, undo.stderr
     assert restored.read_bytes() == OPENAI.read_bytes()
     assert "restored" in undo.stderr
@@ -62,16 +56,16 @@ def test_output_file_stats_json_quiet_and_undo_round_trip(tmp_path: Path) -> Non
 
 def test_stdin_to_stdout_pipeline_and_idempotence(tmp_path: Path) -> None:
     out_dir = str(tmp_path / "off")
-    first = run("offload", "-d", out_dir, "-q", "--counter", "estimate", input=SESSION.read_bytes())
+    first = run_cli("offload", "-d", out_dir, "-q", "--counter", "estimate", input=SESSION.read_bytes())
     assert first.exit_code == 0, first.stderr
-    second = run("offload", "-d", out_dir, "--counter", "estimate", input=first.stdout_bytes)
+    second = run_cli("offload", "-d", out_dir, "--counter", "estimate", input=first.stdout_bytes)
     assert second.exit_code == 0
     assert second.stdout_bytes == first.stdout_bytes
     assert "unchanged" in second.stderr
 
 
 def test_options_are_passed_through(tmp_path: Path) -> None:
-    result = run(
+    result = run_cli(
         "offload", str(SESSION), "-d", str(tmp_path), "--min-chars", "2000", "--keep-recent", "2",
         "--preview", "30", "--protect-loop", "--counter", "estimate", "-q",
     )  # fmt: skip
@@ -83,14 +77,14 @@ def test_undo_refuses_a_changed_file_with_exit_3(tmp_path: Path) -> None:
     out_dir = tmp_path / "off"
     lean = tmp_path / "lean.json"
     assert (
-        run(
+        run_cli(
             "offload", str(SESSION), "-d", str(out_dir), "-o", str(lean), "-q", "--counter", "estimate"
         ).exit_code
         == 0
     )
     victim = next(out_dir.glob("tool-result-*.md"))
     victim.write_text("edited")
-    result = run("offload", "--undo", str(lean), "-d", str(out_dir))
+    result = run_cli("offload", "--undo", str(lean), "-d", str(out_dir))
     assert result.exit_code == 3
     assert result.stdout == ""
     message = result.stderr.replace("\n", "")  # the error console wraps at 100 columns
@@ -100,13 +94,13 @@ def test_undo_refuses_a_changed_file_with_exit_3(tmp_path: Path) -> None:
 def test_write_failure_exits_3_emits_nothing_and_leaves_no_file(tmp_path: Path) -> None:
     blocker = tmp_path / "blocker"
     blocker.write_text("a file where the directory should go")
-    result = run("offload", str(SESSION), "-d", str(blocker / "off"), "--counter", "estimate")
+    result = run_cli("offload", str(SESSION), "-d", str(blocker / "off"), "--counter", "estimate")
     assert result.exit_code == 3
     assert result.stdout == ""
     assert "cannot create the offload directory" in result.stderr
     # A failing -o write takes back the offload files it wrote.
     out_dir = tmp_path / "off"
-    failed = run(
+    failed = run_cli(
         "offload", str(SESSION), "-d", str(out_dir), "-o", str(blocker / "lean.json"), "--counter", "estimate"
     )
     assert failed.exit_code == 3, failed.stderr
@@ -115,14 +109,14 @@ def test_write_failure_exits_3_emits_nothing_and_leaves_no_file(tmp_path: Path) 
 
 
 def test_several_inputs_are_refused_clearly(tmp_path: Path) -> None:
-    result = run("offload", str(SESSION), str(OPENAI), "-d", str(tmp_path))
+    result = run_cli("offload", str(SESSION), str(OPENAI), "-d", str(tmp_path))
     assert result.exit_code == 2
     assert "one transcript per run" in result.stderr
 
 
 def test_bad_option_values_are_usage_errors(tmp_path: Path) -> None:
-    assert run("offload", str(SESSION), "--min-chars", "-1").exit_code == 2
-    assert run("offload", str(SESSION), "--counter", "anthropic").exit_code == 2
+    assert run_cli("offload", str(SESSION), "--min-chars", "-1").exit_code == 2
+    assert run_cli("offload", str(SESSION), "--counter", "anthropic").exit_code == 2
 
 
 def test_as_a_real_process_with_a_pipe(tmp_path: Path) -> None:
@@ -139,6 +133,6 @@ def test_as_a_real_process_with_a_pipe(tmp_path: Path) -> None:
 
 
 def test_help_shows_recipes() -> None:
-    result = run("offload", "--help")
+    result = run_cli("offload", "--help")
     assert result.exit_code == 0
     assert "ctxcompact offload --undo" in result.stdout

@@ -18,6 +18,7 @@ from ctxcompact.ir import Message, text_of
 from ctxcompact.markers import SUMMARY_ACK, SUMMARY_PREFIX
 from ctxcompact.models import make_budget, resolve_model
 from ctxcompact.restore import InMemoryFileReader
+from ctxcompact.strategies.full import FullOptions
 from ctxcompact.summarize import Summary, SummaryFailed
 from ctxcompact.tokens import EstimateCounter
 from ctxcompact.transcript import dump_transcript, load_messages, load_transcript, parse_transcript
@@ -89,7 +90,7 @@ def _tool_session() -> list[dict[str, Any]]:
 
 
 def _options(tmp_path: Path, **changes: Any) -> CompactOptions:
-    return CompactOptions(work_dir=tmp_path, archive_dir=tmp_path / "archive", **changes)
+    return CompactOptions.from_keywords(work_dir=tmp_path, archive_dir=tmp_path / "archive", **changes)
 
 
 def test_full_compaction_assembles_the_seed_strings(tmp_path: Path) -> None:
@@ -140,7 +141,9 @@ def test_archive_holds_exactly_the_replaced_raw_records(tmp_path: Path) -> None:
 def test_archive_failure_compacts_nothing(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    options = CompactOptions(work_dir=tmp_path, archive_dir=blocker / "archive", restore=False)
+    options = CompactOptions(
+        work_dir=tmp_path, archive_dir=blocker / "archive", full=FullOptions(restore=False)
+    )
     with pytest.raises(WorkFailedError) as info:
         compact_conversation(
             _conversation(_tool_session()),

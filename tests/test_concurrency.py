@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from cli_helpers import run_cli
 
 from ctxcompact.archive import write_archive
-from ctxcompact.cli import app
 from ctxcompact.errors import WorkFailedError
 from ctxcompact.fileio import write_atomic
 from ctxcompact.offload_store import LOCK_FILE_NAME, directory_lock
@@ -54,7 +53,7 @@ def transcript(run: int) -> list[dict[str, Any]]:
 
 def undo(lean: Path, out: Path) -> Any:
     """``offload --undo`` in-process (only the offloads need to be concurrent)."""
-    return CliRunner().invoke(app, ["offload", "--undo", str(lean), "--out-dir", str(out), "-q"])
+    return run_cli("offload", "--undo", str(lean), "--out-dir", str(out), "-q")
 
 
 def offload_in_process(job: tuple[int, str, Any]) -> None:

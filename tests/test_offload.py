@@ -19,9 +19,10 @@ from ctxcompact.offload import (
     discard_offload,
     offload_tool_results,
     reference_for,
-    restore_offloaded,
+    undo_offload,
 )
 from ctxcompact.offload_store import MANIFEST_NAME, DiskWriter, file_name_for, safe_id
+from ctxcompact.reports import offload_stats_json
 from ctxcompact.tokens import EstimateCounter
 from ctxcompact.transcript import dump_transcript, load_messages, load_transcript
 from ctxcompact.validate import errors_only, validate_messages
@@ -116,11 +117,13 @@ def test_uc004_no_tool_result_returns_the_same_messages_and_writes_nothing(tmp_p
 def test_empty_list(tmp_path: Path) -> None:
     result = offload((), tmp_path)
     assert (result.messages, result.offloaded_count, result.freed_chars, result.files) == ((), 0, 0, ())
-    assert result.to_stats() == {
+    assert offload_stats_json("t.json", [result]) == {
+        "input": "t.json",
         "offloadedCount": 0,
         "freedChars": 0,
         "files": [],
         "tokensFreed": 0,
+        "reusedFiles": 0,
         "outDir": str(tmp_path.resolve()),
     }
 
@@ -319,7 +322,7 @@ def test_undo_restores_strings_and_block_lists_exactly(tmp_path: Path) -> None:
     messages = ir(convo(("s", "line\n" * 50), ("b", blocks), ("u", "ünïcødé ✓ " * 20), ("small", "ok")))
     result = offload(messages, tmp_path)
     assert result.offloaded_count == 3
-    back = restore_offloaded(result.messages, out_dir=tmp_path)
+    back = undo_offload(result.messages, out_dir=tmp_path)
     assert back.restored_count == 3
     assert [m.content for m in back.messages] == [m.content for m in messages]
     assert back.messages[0] is messages[0]
@@ -334,7 +337,7 @@ def test_undo_of_a_written_transcript_is_byte_identical(tmp_path: Path) -> None:
         transcript.with_conversations([conv.with_messages(offload(conv.messages, tmp_path).messages)])
     )
     reread = load_transcript(data=lean)
-    restored = restore_offloaded(reread.messages, out_dir=tmp_path)
+    restored = undo_offload(reread.messages, out_dir=tmp_path)
     assert (
         dump_transcript(reread.with_conversations([reread.conversations[0].with_messages(restored.messages)]))
         == original
@@ -346,7 +349,7 @@ def test_undo_refuses_a_missing_or_changed_file_and_restores_nothing(tmp_path: P
     (tmp_path / "tool-result-a.md").unlink()
     (tmp_path / "tool-result-b.md").write_text("B" * 299 + "!")
     with pytest.raises(WorkFailedError) as err:
-        restore_offloaded(result.messages, out_dir=tmp_path)
+        undo_offload(result.messages, out_dir=tmp_path)
     message = str(err.value)
     assert "nothing was restored" in message
     assert "tool-result-a.md is missing" in message
@@ -357,16 +360,16 @@ def test_undo_refuses_references_the_manifest_does_not_know(tmp_path: Path) -> N
     result = offload(ir(convo(("a", "A" * 300))), tmp_path / "one")
     (tmp_path / "two").mkdir()
     with pytest.raises(WorkFailedError, match="offloaded to another directory"):
-        restore_offloaded(result.messages, out_dir=tmp_path / "two")
+        undo_offload(result.messages, out_dir=tmp_path / "two")
     # A reference moved to another tool result is caught by the recorded id.
     records = convo(("zzz", "[Content offloaded to: ./tool-result-a.md]"))
     with pytest.raises(WorkFailedError, match="offloaded for tool_use_id 'a'"):
-        restore_offloaded(ir(records), out_dir=tmp_path / "one")
+        undo_offload(ir(records), out_dir=tmp_path / "one")
 
 
 def test_undo_without_references_changes_nothing(tmp_path: Path) -> None:
     messages = ir(convo(("a", "text")))
-    back = restore_offloaded(messages, out_dir=tmp_path / "nowhere")
+    back = undo_offload(messages, out_dir=tmp_path / "nowhere")
     assert back.restored_count == 0 and all(a is b for a, b in zip(back.messages, messages, strict=True))
 
 
@@ -413,7 +416,7 @@ def test_discard_offload_takes_back_created_files_only(tmp_path: Path) -> None:
     now = offload(ir(convo(("a", "A" * 300), ("b", "B" * 300))), tmp_path)
     discard_offload([now])
     assert sorted(p.name for p in tmp_path.iterdir()) == [MANIFEST_NAME, "tool-result-a.md"]
-    assert restore_offloaded(earlier.messages, out_dir=tmp_path).restored_count == 1
+    assert undo_offload(earlier.messages, out_dir=tmp_path).restored_count == 1
 
 
 # --- real transcripts ------------------------------------------------------------------------------
@@ -434,7 +437,7 @@ def test_corpus_offload_is_valid_and_undoable(tmp_path: Path, path: Path) -> Non
         )
     )
     reread = load_transcript(data=lean, dialect=transcript.dialect)
-    restored = [restore_offloaded(c.messages, out_dir=tmp_path) for c in reread.conversations]
+    restored = [undo_offload(c.messages, out_dir=tmp_path) for c in reread.conversations]
     for conv, back in zip(convs, restored, strict=True):
         assert [m.content for m in back.messages] == [m.content for m in conv.messages]
     # Undo gives the transcript back as ctxcompact writes it: the same bytes as the original's

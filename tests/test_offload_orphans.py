@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from cli_helpers import run_cli
 
-from ctxcompact.cli import app
 from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Message
-from ctxcompact.offload import offload_tool_results, restore_offloaded
+from ctxcompact.offload import offload_tool_results, undo_offload
 from ctxcompact.offload_store import MANIFEST_NAME, DiskWriter, clean_orphans
 from ctxcompact.tokens import EstimateCounter
 from ctxcompact.transcript import load_messages
@@ -78,7 +77,7 @@ def test_a_killed_run_leaves_no_lock_and_its_files_are_cleaned(tmp_path: Path) -
         "tool-result-later0.md",
     ]
     for run in (earlier, later):
-        assert restore_offloaded(run.messages, out_dir=out).restored_count == len(run.entries)
+        assert undo_offload(run.messages, out_dir=out).restored_count == len(run.entries)
     assert clean_orphans(out).removed == ()
 
 
@@ -126,9 +125,7 @@ def test_cli_clean_orphans_reports_on_stderr_and_in_stats_json(tmp_path: Path) -
     offload_tool_results(messages("kept", 1), out_dir=out, counter=COUNTER)
     (out / "tool-result-stray.md").write_text("x")
     stats = tmp_path / "stats.json"
-    result = CliRunner().invoke(
-        app, ["offload", "--clean-orphans", "--out-dir", str(out), "--stats-json", str(stats)]
-    )
+    result = run_cli("offload", "--clean-orphans", "--out-dir", str(out), "--stats-json", str(stats))
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
     assert "removed 1 orphaned file" in result.stderr and "tool-result-stray.md" in result.stderr
@@ -138,11 +135,11 @@ def test_cli_clean_orphans_reports_on_stderr_and_in_stats_json(tmp_path: Path) -
         "removed": ["tool-result-stray.md"],
         "referencedCount": 1,
     }
-    again = CliRunner().invoke(app, ["offload", "--clean-orphans", "--out-dir", str(out), "-q"])
+    again = run_cli("offload", "--clean-orphans", "--out-dir", str(out), "-q")
     assert again.exit_code == 0 and again.stderr == ""
 
 
 def test_cli_clean_orphans_refuses_a_transcript_or_undo(tmp_path: Path) -> None:
     for extra in (["t.json"], ["--undo"]):
-        result = CliRunner().invoke(app, ["offload", "--clean-orphans", "--out-dir", str(tmp_path), *extra])
+        result = run_cli("offload", "--clean-orphans", "--out-dir", str(tmp_path), *extra)
         assert result.exit_code == 2 and "--clean-orphans" in result.stderr

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 
 from ctxcompact.compact import CompactOptions, compact_conversation
 from ctxcompact.ir import leading_system_count
+from ctxcompact.strategies.full import FullOptions
 from ctxcompact.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.tokens import EstimateCounter
 from ctxcompact.transcript import dump_transcript, load_transcript, parse_transcript
@@ -35,7 +36,9 @@ def test_full_compaction_invariants(case: tuple[str, list[Any]]) -> None:
     transcript = load_transcript(data=orjson.dumps(records), name="generated", dialect=dialect)
     conv = transcript.conversations[0]
     with tempfile.TemporaryDirectory() as tmp:
-        options = CompactOptions(work_dir=Path(tmp), archive_dir=Path(tmp) / "archive", restore=False)
+        options = CompactOptions(
+            work_dir=Path(tmp), archive_dir=Path(tmp) / "archive", full=FullOptions(restore=False)
+        )
         result = compact_conversation(
             conv, options=options, summarizer=ExtractiveSummarizer(), counter=EstimateCounter()
         )

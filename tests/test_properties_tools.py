@@ -21,7 +21,7 @@ from gen_transcripts import transcripts
 from hypothesis import HealthCheck, given, settings
 
 from ctxcompact.ir import Message
-from ctxcompact.offload import content_chars, offload_tool_results, restore_offloaded
+from ctxcompact.offload import content_chars, offload_tool_results, undo_offload
 from ctxcompact.strategies.clean_tools import clean_tool_calls
 from ctxcompact.strategies.prune import prune_tool_outputs
 from ctxcompact.tokens import EstimateCounter, count_tokens
@@ -170,7 +170,7 @@ def _check_undo(dialect: str, records: list[Any], out_dir: Path) -> None:
         assert Path(path).resolve().parent == out_dir.resolve()
     lean = dump_transcript(transcript.with_conversations([conv.with_messages(offloaded.messages)]))
     read_back = load_transcript(data=lean, dialect=dialect)
-    restored = restore_offloaded(read_back.messages, out_dir=out_dir)
+    restored = undo_offload(read_back.messages, out_dir=out_dir)
     assert restored.restored_count == offloaded.offloaded_count
     assert [_visible(m) for m in restored.messages] == [_visible(m) for m in conv.messages]
     assert [m.content for m in restored.messages] == [m.content for m in conv.messages]

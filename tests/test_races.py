@@ -14,7 +14,7 @@ import ctxcompact.offload as offload_module
 import ctxcompact.restore as restore_module
 from ctxcompact.errors import WorkFailedError
 from ctxcompact.ir import Message, Source
-from ctxcompact.offload import offload_tool_results, restore_offloaded
+from ctxcompact.offload import offload_tool_results, undo_offload
 from ctxcompact.offload_store import MANIFEST_NAME
 from ctxcompact.restore import DiskFileReader, restore_recent_files
 from ctxcompact.tokens import EstimateCounter
@@ -135,5 +135,5 @@ def test_undo_refuses_an_offload_file_swapped_for_a_symlink_after_the_check(
 
     monkeypatch.setattr(offload_module, "path_inside", check_then_swap)
     with pytest.raises(WorkFailedError, match="symlink") as failure:
-        restore_offloaded(lean.messages, out_dir=out)
+        undo_offload(lean.messages, out_dir=out)
     assert SECRET not in str(failure.value)

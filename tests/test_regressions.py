@@ -9,20 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from cli_helpers import run_cli
 from conftest import SAMPLES
-from typer.testing import CliRunner
 
-from ctxcompact.cli import app
 from ctxcompact.compact import CompactOptions, compact_conversation
 from ctxcompact.models import make_budget, resolve_model
 from ctxcompact.restore import InMemoryFileReader
+from ctxcompact.strategies.full import FullOptions
 from ctxcompact.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.tokens import EstimateCounter
 from ctxcompact.transcript import dump_transcript, load_messages, load_transcript
-
-
-def run(*args: str, input: bytes | None = None) -> Any:
-    return CliRunner().invoke(app, list(args), input=input)
 
 
 def _use(i: str, name: str = "read_file", **inp: Any) -> dict[str, Any]:
@@ -48,7 +44,7 @@ def test_a_problem_the_input_already_had_is_not_blamed_on_the_rewrite(tmp_path: 
     ]
     path = tmp_path / "dup.json"
     path.write_bytes(orjson.dumps(records))
-    result = run(
+    result = run_cli(
         "compact",
         str(path),
         "--strategy",
@@ -66,7 +62,7 @@ def test_a_failing_input_does_not_stop_a_batch(tmp_path: Path) -> None:
     inputs.mkdir()
     (inputs / "a.json").write_text("[1, 2]")
     (inputs / "b.json").write_bytes((SAMPLES / "anthropic-session.json").read_bytes())
-    result = run(
+    result = run_cli(
         "compact", str(inputs), "--out-dir", str(tmp_path / "out"), "--report", str(tmp_path / "r.json"),
         "--summarizer", "extractive", "--no-restore", "--archive-dir", str(tmp_path / "arch"),
     )  # fmt: skip
@@ -78,7 +74,7 @@ def test_a_failing_input_does_not_stop_a_batch(tmp_path: Path) -> None:
 def test_append_refuses_to_orphan_a_pending_tool_call(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("x = 1\n")
     records = [{"role": "user", "content": "go"}, {"role": "assistant", "content": [_use("t1", path="a.py")]}]
-    result = run("restore-files", "--work-dir", str(tmp_path), "--append", input=orjson.dumps(records))
+    result = run_cli("restore-files", "--work-dir", str(tmp_path), "--append", input=orjson.dumps(records))
     assert result.exit_code == 2
     assert "waiting for its result" in result.stderr
     assert result.stdout == ""
@@ -93,7 +89,7 @@ def test_prune_then_full_still_restores_files_whose_read_inputs_were_cleared(tmp
         {"role": "user", "content": "thanks"},
     ]
     reader = InMemoryFileReader({tmp_path / "a.py": b"A = 1\n", tmp_path / "b.py": b"B = 2\n"})
-    options = CompactOptions(
+    options = CompactOptions.from_keywords(
         strategies=("prune", "full"),
         keep=0,
         clear_tool_inputs=True,
@@ -123,7 +119,7 @@ def test_batch_over_a_directory_skips_its_own_outputs(tmp_path: Path) -> None:
         str(work / ".ctxcompact" / "archive"),
     ]
     for _ in range(2):
-        result = run(*args)
+        result = run_cli(*args)
         assert result.exit_code == 0, result.stderr
     report = json.loads((work / "report.json").read_text())
     assert [row["input"] for row in report["inputs"]] == [str(work / "s.json")]
@@ -135,7 +131,7 @@ def test_a_second_in_place_run_keeps_the_first_backup(tmp_path: Path) -> None:
     original = (SAMPLES / "anthropic-session.json").read_bytes()
     path.write_bytes(original)
     for _ in range(2):
-        result = run(
+        result = run_cli(
             "compact",
             str(path),
             "-i",
@@ -161,7 +157,7 @@ def test_non_string_tool_ids_are_bad_input_not_a_crash() -> None:
         [{"role": "assistant", "content": [{"type": "tool_use", "id": ["a"], "name": "x", "input": {}}]}],
         [{"role": "tool", "tool_call_id": ["c"], "content": "x"}],
     ):
-        result = run("check", input=orjson.dumps(records))
+        result = run_cli("check", input=orjson.dumps(records))
         assert result.exit_code == 2, result.stderr
         assert "expected a string id" in result.stderr and "message 0" in result.stderr
 
@@ -170,15 +166,15 @@ def test_written_files_keep_a_normal_mode(tmp_path: Path) -> None:
     target = tmp_path / "keep.json"
     target.write_text("{}")
     os.chmod(target, 0o644)
-    result = run("compact", str(SAMPLES / "anthropic-session.json"), "-o", str(target), "--summarizer", "extractive",
+    result = run_cli("compact", str(SAMPLES / "anthropic-session.json"), "-o", str(target), "--summarizer", "extractive",
                  "--no-restore", "--archive-dir", str(tmp_path / "a"))  # fmt: skip
     assert result.exit_code == 0, result.stderr
     assert stat.S_IMODE(target.stat().st_mode) == 0o644
     fresh = tmp_path / "fresh.json"
     umask = os.umask(0o022)
     try:
-        run("count", str(SAMPLES / "anthropic-session.json"))  # no file written: sanity
-        result = run(
+        run_cli("count", str(SAMPLES / "anthropic-session.json"))  # no file written: sanity
+        result = run_cli(
             "offload",
             str(SAMPLES / "anthropic-session.json"),
             "-o",
@@ -212,7 +208,7 @@ def test_swe_agent_tool_call_ids_keep_their_fields_when_rewritten(tmp_path: Path
     ]
     path = tmp_path / "swe.json"
     path.write_bytes(orjson.dumps(records))
-    result = run("offload", str(path), "--out-dir", str(tmp_path / "od"), "-q")
+    result = run_cli("offload", str(path), "--out-dir", str(tmp_path / "od"), "-q")
     assert result.exit_code == 0, result.stderr
     tool = json.loads(result.stdout)[2]
     assert (
@@ -225,7 +221,7 @@ def test_claude_code_output_is_deterministic_and_clean(tmp_path: Path) -> None:
     transcript = load_transcript(SAMPLES / "claude-code-session.jsonl")
     outputs = []
     for i in range(2):
-        options = CompactOptions(restore=False, archive_dir=tmp_path / f"a{i}")
+        options = CompactOptions(archive_dir=tmp_path / f"a{i}", full=FullOptions(restore=False))
         result = compact_conversation(
             transcript.conversations[0],
             options=options,
@@ -255,7 +251,7 @@ def test_output_to_a_fifo_or_through_a_symlink_never_replaces_the_node(tmp_path:
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
     reader.start()
-    result = run(
+    result = run_cli(
         "offload", str(SAMPLES / "openai-chat.json"), "--out-dir", str(tmp_path / "od"), "-q", "-o", str(fifo)
     )
     reader.join(timeout=10)
@@ -265,7 +261,7 @@ def test_output_to_a_fifo_or_through_a_symlink_never_replaces_the_node(tmp_path:
     target.write_text("{}")
     link = tmp_path / "link.json"
     link.symlink_to(target)
-    result = run(
+    result = run_cli(
         "offload", str(SAMPLES / "openai-chat.json"), "--out-dir", str(tmp_path / "od"), "-q", "-o", str(link)
     )
     assert result.exit_code == 0, result.stderr
@@ -278,7 +274,7 @@ def test_records_that_are_not_messages_keep_their_place_around_new_ones(tmp_path
         {"role": "assistant", "content": "hello"},
         {"role": "exit"},
     ]
-    result = run(
+    result = run_cli(
         "compact",
         "-q",
         "--summarizer",
@@ -310,7 +306,7 @@ def test_new_claude_code_entries_join_the_conversations_own_thread(tmp_path: Pat
     keep_last = [
         *compact_conversation(
             conv,
-            options=CompactOptions(restore=False, archive_dir=tmp_path / "a"),
+            options=CompactOptions(archive_dir=tmp_path / "a", full=FullOptions(restore=False)),
             summarizer=ExtractiveSummarizer(),
             counter=EstimateCounter(),
         ).conversation.messages
@@ -333,10 +329,10 @@ def test_new_claude_code_entries_join_the_conversations_own_thread(tmp_path: Pat
 def test_a_second_compaction_restores_the_files_again(tmp_path: Path) -> None:
     """UC-005: earlier restored-file messages count as reads, so the files come back."""
     workspace = SAMPLES / "workspace"
-    first = run("compact", str(SAMPLES / "anthropic-session.json"), "--work-dir", str(workspace), "--summarizer", "extractive",
+    first = run_cli("compact", str(SAMPLES / "anthropic-session.json"), "--work-dir", str(workspace), "--summarizer", "extractive",
                 "--archive-dir", str(tmp_path / "a"), "-q", "-o", str(tmp_path / "c1.json"))  # fmt: skip
     assert first.exit_code == 0, first.stderr
-    second = run("compact", str(tmp_path / "c1.json"), "--work-dir", str(workspace), "--summarizer", "extractive",
+    second = run_cli("compact", str(tmp_path / "c1.json"), "--work-dir", str(workspace), "--summarizer", "extractive",
                  "--archive-dir", str(tmp_path / "a"), "-q", "--stats-json", str(tmp_path / "s.json"))  # fmt: skip
     assert second.exit_code == 0, second.stderr
     assert json.loads((tmp_path / "s.json").read_text())["restoredFileCount"] == 4
@@ -350,11 +346,11 @@ def test_error_messages_name_what_is_wrong() -> None:
         {"task": 1, "traj": [{"role": "user", "content": "a"}]},
         {"task": 2, "traj": [{"content": "x"}]},
     ]
-    result = run("count", input=orjson.dumps(collection))
+    result = run_cli("count", input=orjson.dumps(collection))
     assert result.exit_code == 2 and "item 1: message 0 has no 'role'" in result.stderr
-    result = run("count", input=b'{"model": "x", "messages": "hi"}')
+    result = run_cli("count", input=b'{"model": "x", "messages": "hi"}')
     assert result.exit_code == 2 and "'messages' is a JSON string, expected a list" in result.stderr
-    result = run("count", input=b'{"role":"user","content":"ok"}\n{"role":"assistant","content":"trunc')
+    result = run_cli("count", input=b'{"role":"user","content":"ok"}\n{"role":"assistant","content":"trunc')
     assert result.exit_code == 2
     assert "line 2, column 31: Unterminated string starting here (truncated line?)" in result.stderr
 
@@ -366,7 +362,7 @@ def test_a_failed_summary_names_the_file(tmp_path: Path, fake_api: Any, monkeypa
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.base_url)
     session = SAMPLES / "anthropic-session.json"
-    result = run("compact", str(session), "--summarizer", "anthropic", "--on-failure", "error", "--max-retries", "1",
+    result = run_cli("compact", str(session), "--summarizer", "anthropic", "--on-failure", "error", "--max-retries", "1",
                  "--archive-dir", str(tmp_path / "a"))  # fmt: skip
     assert result.exit_code == 3
     assert f"{session}: summary failed after 2 attempts" in result.stderr

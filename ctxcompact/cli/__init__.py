@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 
 from ctxcompact import __version__
-from ctxcompact.cli import compact, inspect, offload
+from ctxcompact.cli import compact, inspect, offload, restore
 
 app = typer.Typer(
     name="ctxcompact",
@@ -44,7 +44,7 @@ def _root(
 app.command("count")(inspect.count)
 app.command("check")(inspect.check)
 app.command("compact")(compact.compact)
-app.command("restore-files")(compact.restore_files)
+app.command("restore-files")(restore.restore_files)
 app.command("offload")(offload.offload)
 
 

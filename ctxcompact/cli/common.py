@@ -23,10 +23,12 @@ if TYPE_CHECKING:
 
     from ctxcompact.transcript import Transcript
 
-from ctxcompact.errors import CtxcompactError, InputError, WorkFailedError
+from ctxcompact.errors import CtxcompactError, InputError
 from ctxcompact.models import DEFAULT_RATIO
+from ctxcompact.names import CounterName
+from ctxcompact.status import ExitStatus
+from ctxcompact.tokens import DEFAULT_ENCODING
 
-EXIT_INTERNAL = 70
 TRACEBACK_ENV = "CTXCOMPACT_TRACEBACK"
 TRANSCRIPT_SUFFIXES = (".json", ".jsonl")
 OFFLOAD_MANIFEST = "offload-manifest.json"  # offload's own bookkeeping, not a transcript
@@ -38,29 +40,6 @@ class Format(StrEnum):
     anthropic = "anthropic"
     openai = "openai"
     claude_code = "claude-code"
-
-
-class SummarizerName(StrEnum):
-    auto = "auto"
-    anthropic = "anthropic"
-    extractive = "extractive"
-
-
-class OnFailure(StrEnum):
-    fallback = "fallback"
-    skip = "skip"
-    error = "error"
-
-
-class LocalCounterName(StrEnum):
-    tiktoken = "tiktoken"
-    estimate = "estimate"
-
-
-class CounterName(StrEnum):
-    tiktoken = "tiktoken"
-    estimate = "estimate"
-    anthropic = "anthropic"
 
 
 class Streams:
@@ -102,7 +81,7 @@ def error_line(message: str) -> None:
     )
 
 
-def error(message: str, code: int) -> typer.Exit:
+def error(message: str, code: ExitStatus) -> typer.Exit:
     error_line(message)
     return typer.Exit(code)
 
@@ -117,6 +96,11 @@ def write_stdout(text: str) -> None:
         _silence_stdout()
 
 
+def traceback_wanted() -> bool:
+    """Whether bugs should keep their traceback (``CTXCOMPACT_TRACEBACK=1``), not become exit 70."""
+    return bool(os.environ.get(TRACEBACK_ENV))
+
+
 def reports_errors(func: F) -> F:
     """Map core errors to messages and exit codes; keep bugs distinguishable from both."""
 
@@ -127,19 +111,19 @@ def reports_errors(func: F) -> F:
         except CtxcompactError as exc:
             raise error(str(exc), exc.exit_code) from None
         except KeyboardInterrupt:
-            raise typer.Exit(130) from None
+            raise typer.Exit(ExitStatus.INTERRUPTED) from None
         except BrokenPipeError:
             _silence_stdout()
-            raise typer.Exit(0) from None
+            raise typer.Exit(ExitStatus.SUCCESS) from None
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except Exception as exc:
-            if os.environ.get(TRACEBACK_ENV):
+            if traceback_wanted():
                 raise
             raise error(
                 f"internal error: {type(exc).__name__}: {exc}. This is a bug in ctxcompact; "
                 f"rerun with {TRACEBACK_ENV}=1 for the traceback and report it.",
-                EXIT_INTERNAL,
+                ExitStatus.INTERNAL_ERROR,
             ) from None
 
     return wrapper  # type: ignore[return-value]
@@ -194,16 +178,13 @@ def write_output(data: bytes, output: Path | None) -> None:
 
     A failed write is exit 3 (the work could not be done); the old file, if any, is intact.
     """
-    from ctxcompact.fileio import write_atomic
+    from ctxcompact.fileio import write_file
 
     if output is None or str(output) == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
-    try:
-        write_atomic(output, data)
-    except OSError as exc:
-        raise WorkFailedError(f"{output}: cannot write it ({exc.strerror or exc}).") from None
+    write_file(output, data)
 
 
 def ensure_writable_dir(path: Path | None, option: str) -> None:
@@ -268,7 +249,7 @@ COUNTER_OPT = typer.Option(
     case_sensitive=False,
 )
 ENCODING_OPT = typer.Option(
-    "cl100k_base",
+    DEFAULT_ENCODING,
     "--encoding",
     help="tiktoken encoding; cl100k_base is bundled, others only from tiktoken's cache.",
 )
@@ -287,30 +268,25 @@ STATS_JSON_OPT = typer.Option(None, "--stats-json", help="Write the stats as JSO
 QUIET_OPT = typer.Option(False, "--quiet", "-q", help="No stats on stderr.")
 
 # The budget, shared by check and compact --auto (threshold = (window − reserve) × ratio).
-BUDGET_PANEL = "Budget"
 CONTEXT_WINDOW_OPT = typer.Option(
     None,
     "--context-window",
     "-w",
     help="Override the model's context window (tokens).",
-    rich_help_panel=BUDGET_PANEL,
 )
 OUTPUT_RESERVE_OPT = typer.Option(
     None,
     "--output-reserve",
     help="Tokens kept free for the reply [default: 32000; a quarter of the window under 64K].",
-    rich_help_panel=BUDGET_PANEL,
 )
 THRESHOLD_OPT = typer.Option(
     DEFAULT_RATIO,
     "--threshold",
     "-t",
     help="Compact at this share of (window − reserve): 0.4–0.9. ≤0.6 cost-first, ≤0.75 balanced, else retention.",
-    rich_help_panel=BUDGET_PANEL,
 )
 MODELS_FILE_OPT = typer.Option(
     None,
     "--models-file",
     help="Extra models: JSON/TOML of id → context window.",
-    rich_help_panel=BUDGET_PANEL,
 )

@@ -18,7 +18,6 @@ from ctxcompact.cli.common import (
     MODELS_FILE_OPT,
     OUTPUT_RESERVE_OPT,
     THRESHOLD_OPT,
-    CounterName,
     Format,
     Streams,
     load_all,
@@ -26,6 +25,8 @@ from ctxcompact.cli.common import (
     write_stdout,
 )
 from ctxcompact.models import load_registry, resolve_model
+from ctxcompact.names import CounterName
+from ctxcompact.status import ExitStatus
 
 
 def _counter(name: CounterName, encoding: str, model: str | None) -> Any:
@@ -63,7 +64,7 @@ def count(
     import orjson
 
     from ctxcompact.reports import CountRow, count_to_json
-    from ctxcompact.usage import conversation_model, measure
+    from ctxcompact.usage import conversation_model, measure, unknown_model_warning
 
     streams = Streams()
     registry = load_registry(models_file)
@@ -71,8 +72,9 @@ def count(
     warnings: list[str] = []
     loaded = load_all(files, fmt)
     info = resolve_model(model, registry=registry) if model is not None else None
-    if info is not None and not info.known:
-        warnings.append(f"unknown model {model!r}: assuming a {info.context_window:,}-token window.")
+    warning = unknown_model_warning(info) if info is not None else None
+    if warning:
+        warnings.append(warning)
     for transcript in loaded.transcripts:
         for conv in transcript.conversations:
             chosen = _counter(counter, encoding, model or conversation_model(conv))
@@ -90,7 +92,7 @@ def count(
 
         render_count(rows, streams.out, top=top)
     if loaded.failed:
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.BAD_INPUT)
 
 
 @reports_errors
@@ -142,7 +144,7 @@ def check(
                 ratio=threshold,
                 registry=registry,
             )
-            warning = unknown_model_warning(budget)
+            warning = unknown_model_warning(budget.model)
             if warning:
                 warnings.append(warning)
             info = budget.model
@@ -160,6 +162,6 @@ def check(
 
         render_check(results, budget, streams.out)
     if loaded.failed or any(r.errors for r in results):
-        raise typer.Exit(2)
+        raise typer.Exit(ExitStatus.BAD_INPUT)
     if any(r.needs_compaction for r in results):
-        raise typer.Exit(1)
+        raise typer.Exit(ExitStatus.OVER_THRESHOLD)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -13,7 +14,6 @@ from ctxcompact.cli.common import (
     QUIET_OPT,
     STATS_JSON_OPT,
     Format,
-    LocalCounterName,
     Streams,
     expand_inputs,
     reports_errors,
@@ -21,10 +21,11 @@ from ctxcompact.cli.common import (
     write_output,
 )
 from ctxcompact.errors import UsageError
-from ctxcompact.offload import DEFAULT_MIN_CHARS
+from ctxcompact.names import LocalCounterName
+from ctxcompact.offload import DEFAULT_MIN_CHARS, DEFAULT_OUT_DIR
 
-DEFAULT_OUT_DIR = Path(".ctxcompact/offload")
-
+if TYPE_CHECKING:
+    from ctxcompact.transcript import Transcript
 
 # Option declarations at module level (typer reads them; ruff's B008 prefers them here).
 OUT_DIR_OPT = typer.Option(
@@ -105,19 +106,9 @@ def offload(
       ctxcompact offload session.jsonl --preview 200 --protect-loop -q > lean.jsonl
       ctxcompact offload --clean-orphans --out-dir .ctx/offload
     """
-    from ctxcompact.offload import (
-        OffloadResult,
-        RestoreResult,
-        discard_offload,
-        offload_tool_results,
-        restore_offloaded,
-    )
-    from ctxcompact.render_tools import (
-        offload_stats_json,
-        render_offload_stats,
-        render_restore_stats,
-        restore_stats_json,
-    )
+    from ctxcompact.offload import OffloadResult, discard_offload, offload_tool_results
+    from ctxcompact.render_tools import render_offload_stats
+    from ctxcompact.reports import offload_stats_json
     from ctxcompact.tokens import make_counter
     from ctxcompact.transcript import dump_transcript, load_transcript
 
@@ -134,16 +125,7 @@ def offload(
     transcript = load_transcript(inputs[0], dialect=fmt.value if fmt else None)
 
     if undo:
-        restored: list[RestoreResult] = [
-            restore_offloaded(conv.messages, out_dir=out_dir) for conv in transcript.conversations
-        ]
-        convs = [
-            conv.with_messages(r.messages) if r.changed else conv
-            for conv, r in zip(transcript.conversations, restored, strict=True)
-        ]
-        write_output(dump_transcript(transcript.with_conversations(convs)), output)
-        render_restore_stats(transcript.name, restored, streams.err)
-        write_json_file(stats_json, restore_stats_json(transcript.name, restored))
+        _undo(transcript, out_dir=out_dir, output=output, stats_json=stats_json, streams=streams)
         return
 
     chosen = make_counter(counter.value)
@@ -174,15 +156,35 @@ def offload(
     write_json_file(stats_json, offload_stats_json(transcript.name, results))
 
 
+def _undo(
+    transcript: Transcript, *, out_dir: Path, output: Path | None, stats_json: Path | None, streams: Streams
+) -> None:
+    """``--undo``: every conversation's offloaded contents put back, or nothing (exit 3)."""
+    from ctxcompact.offload import undo_offload
+    from ctxcompact.render_tools import render_undo_stats
+    from ctxcompact.reports import undo_stats_json
+    from ctxcompact.transcript import dump_transcript
+
+    undone = [undo_offload(conv.messages, out_dir=out_dir) for conv in transcript.conversations]
+    convs = [
+        conv.with_messages(r.messages) if r.changed else conv
+        for conv, r in zip(transcript.conversations, undone, strict=True)
+    ]
+    write_output(dump_transcript(transcript.with_conversations(convs)), output)
+    render_undo_stats(transcript.name, undone, streams.err)
+    write_json_file(stats_json, undo_stats_json(transcript.name, undone))
+
+
 def _clean_orphans(
     files: list[Path] | None, *, out_dir: Path, undo: bool, stats_json: Path | None, streams: Streams
 ) -> None:
     """``offload --clean-orphans``: the removed names on stderr (and in --stats-json)."""
     from ctxcompact.offload_store import clean_orphans
     from ctxcompact.render_tools import render_orphan_cleanup
+    from ctxcompact.reports import orphan_cleanup_stats_json
 
     if files or undo:
         raise UsageError("--clean-orphans works on --out-dir alone: give it no transcript and no --undo.")
     result = clean_orphans(out_dir)
     render_orphan_cleanup(result, streams.err)
-    write_json_file(stats_json, result.to_stats())
+    write_json_file(stats_json, orphan_cleanup_stats_json(result))

@@ -1,31 +1,118 @@
-"""What every compaction strategy returns.
+"""The contract every compaction strategy keeps.
 
-A strategy is a pure function ``(messages, *, options) -> StrategyResult``. It returns the very
-same :class:`~ctxcompact.ir.Message` objects for what it keeps, changed copies (built with
-``Message.with_content``) for what it rewrites, and never mutates its input. Every output must
-pass :func:`ctxcompact.validate.validate_messages` with no new errors; the current tool loop
-(:func:`ctxcompact.ir.current_loop_start` onward) is never touched by local strategies.
+A strategy is one module with three things: a frozen options dataclass (its knobs, defaults as
+named constants, validated in ``__post_init__``), a frozen *details* dataclass (what it did, for
+``--stats-json``), and a pure function::
+
+    run_<name>(messages, options, context) -> StrategyResult
+
+``messages`` is the list to rewrite (in a pipeline, the previous step's output), ``options``
+its own options object, ``context`` a :class:`StrategyContext` with what the run shares: the
+target budget, the summarizer, the token counter, the file reader, the transcript as read and
+its dialect. The function returns the very same :class:`~ctxcompact.ir.Message` objects for
+what it keeps, changed copies (built with ``Message.with_content``) for what it rewrites, and
+never mutates its input. Every output must pass :func:`ctxcompact.validate.validate_messages`
+with no new errors; the current tool loop (:func:`ctxcompact.ir.current_loop_start` onward) is
+never touched by local strategies.
+
+:mod:`ctxcompact.strategies` maps each name to its options type and function; adding a
+strategy is one module and one row there (plus its CLI options, README and tests).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ctxcompact.ir import Message
+from ctxcompact.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from ctxcompact.models import Budget
+    from ctxcompact.restore import FileReader
+    from ctxcompact.summarize import Summarizer
+
+OptionsT = TypeVar("OptionsT")
+
+
+class StrategyDetails(Protocol):
+    """A strategy's own record of what it did. ``to_dict`` is its ``--stats-json`` step entry
+    (after ``strategy`` and ``changed``): snake_case keys in a fixed order, JSON values."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def _auto_summarizer() -> Summarizer:
+    from ctxcompact.summarize import make_summarizer
+
+    return make_summarizer()
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyContext:
+    """What every strategy of one run shares.
+
+    ``target_tokens``: the count the result should end below (the budget's threshold), None
+    when no budget is known; ``budget`` the whole budget when there is one. ``summarizer``: a
+    factory, called only by a strategy that writes a summary (building an API client is not
+    free, and ``anthropic`` without a key fails only then). ``original``: the conversation as
+    read, for scans an earlier step may have blanked (the recently read files). ``configured``:
+    the options of every strategy of the run, so a strategy that chains others (a fallback
+    ladder) runs them as the user set them up — see :meth:`options_for`.
+    """
+
+    counter: TokenCounter
+    summarizer: Callable[[], Summarizer] = _auto_summarizer
+    target_tokens: int | None = None
+    budget: Budget | None = None
+    reader: FileReader | None = None
+    original: tuple[Message, ...] = ()
+    dialect: str = "anthropic"
+    work_dir: Path = Path(".")
+    configured: tuple[object, ...] = ()
+
+    def options_for(self, kind: type[OptionsT]) -> OptionsT:
+        """The run's options of type ``kind``, or its defaults when the run has none."""
+        return find_options(self.configured, kind)
+
+
+def find_options(configured: Sequence[object], kind: type[OptionsT]) -> OptionsT:
+    for options in configured:
+        if isinstance(options, kind):
+            return options
+    return kind()
 
 
 @dataclass(frozen=True, slots=True)
 class StrategyResult:
     """``messages``: the rewritten list. ``changed``: whether anything differs from the input.
-
-    ``stats`` holds strategy-specific counters with snake_case keys (for example
-    ``tool_uses_cleared``, ``thinking_turns_cleared``, ``tokens_freed``); ``warnings`` are
+    ``details``: the strategy's own record (its ``--stats-json`` step); ``warnings`` are
     sentences for the user ("could not free 5,000 tokens; nothing changed").
+
+    The counters the pipeline reports for the whole run are typed fields; ``None`` means the
+    strategy does not report that figure (the pipeline then keeps an earlier step's, or derives
+    it). ``summary`` is the text a summarizing strategy wrote.
     """
 
     messages: tuple[Message, ...]
     changed: bool
-    stats: Mapping[str, Any] = field(default_factory=dict)
+    details: StrategyDetails
     warnings: tuple[str, ...] = ()
+    compacted_message_count: int | None = None
+    retained_message_count: int | None = None
+    kept_loop_message_count: int | None = None
+    restored_file_count: int | None = None
+    restored_token_count: int | None = None
+    summarizer: str | None = None
+    attempts: int | None = None
+    summary: str | None = None
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """The details as their ``--stats-json`` mapping (a read-only view)."""
+        return self.details.to_dict()
+
+
+Run = Callable[[Sequence[Message], Any, StrategyContext], StrategyResult]

@@ -23,28 +23,60 @@ message: if it would, the tool interaction block next to the boundary is kept in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Block, Message, Span, round_starts, tool_interaction_blocks, tool_pairs
-from ctxcompact.strategies.base import StrategyResult
+from ctxcompact.strategies.base import StrategyContext, StrategyResult
 
 DEFAULT_ROUNDS = 2
 _INVISIBLE = ("thinking", "redacted_thinking")
+
+
+@dataclass(frozen=True, slots=True)
+class CleanToolsOptions:
+    """``rounds``: the rounds before the current one that keep their tool calls."""
+
+    rounds: int = DEFAULT_ROUNDS
+
+    def __post_init__(self) -> None:
+        if self.rounds < 0:
+            raise UsageError("--rounds must not be negative.")
+
+
+@dataclass(frozen=True, slots=True)
+class CleanToolsDetails:
+    """``messages_removed`` counts messages dropped or merged away."""
+
+    tool_uses_removed: int = 0
+    tool_results_removed: int = 0
+    messages_removed: int = 0
+    messages_merged: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def run_clean_tools(
+    messages: Sequence[Message], options: CleanToolsOptions, context: StrategyContext
+) -> StrategyResult:
+    """The strategy table's entry: :func:`clean_tool_calls` with the run's options."""
+    return clean_tool_calls(messages, rounds=options.rounds)
 
 
 def clean_tool_calls(messages: Sequence[Message], *, rounds: int = DEFAULT_ROUNDS) -> StrategyResult:
     """Remove tool uses and their results older than the last ``rounds`` rounds (plus the
     current one), keeping text; drop emptied messages and merge same-role neighbours.
 
-    Stats: ``tool_uses_removed``, ``tool_results_removed``, ``messages_removed`` (dropped or
-    merged away), ``messages_merged``. Never mutates ``messages``; messages it does not change
-    are returned as the same objects.
+    Details: :class:`CleanToolsDetails`. Never mutates ``messages``; messages it does not
+    change are returned as the same objects.
     """
     if rounds < 0:
         raise UsageError("--rounds must be 0 or more.")
     starts = round_starts(messages)
     if len(starts) <= rounds:
-        return StrategyResult(tuple(messages), False, _stats(0, 0, 0, 0))
+        return StrategyResult(tuple(messages), False, CleanToolsDetails())
     boundary = starts[-(rounds + 1)]
     spans = [s for s in tool_interaction_blocks(messages) if s.end <= boundary]
     while spans:
@@ -52,19 +84,10 @@ def clean_tool_calls(messages: Sequence[Message], *, rounds: int = DEFAULT_ROUND
         if rewrite is not None:
             out, uses, results, merged = rewrite
             removed = len(messages) - len(out)
-            return StrategyResult(out, bool(uses), _stats(uses, results, removed, merged))
+            return StrategyResult(out, bool(uses), CleanToolsDetails(uses, results, removed, merged))
         # A merge would have to change the boundary message: keep the block next to it.
         spans.pop()
-    return StrategyResult(tuple(messages), False, _stats(0, 0, 0, 0))
-
-
-def _stats(uses: int, results: int, removed: int, merged: int) -> dict[str, int]:
-    return {
-        "tool_uses_removed": uses,
-        "tool_results_removed": results,
-        "messages_removed": removed,
-        "messages_merged": merged,
-    }
+    return StrategyResult(tuple(messages), False, CleanToolsDetails())
 
 
 def _rewrite(

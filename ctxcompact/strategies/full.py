@@ -9,9 +9,12 @@ Assembly (F-006), with the seed's exact strings::
         user:      "[Restored after compact] {path}:\\n{content}"
         assistant: "Noted, file content restored."
 
-User and assistant strictly alternate. With ``keep_loop`` the last user request and everything after it (its tool loop) follow the
-restored files unchanged, so a request body about to be sent still asks its question and an
-assistant turn in the middle of a tool loop keeps its thinking blocks.
+User and assistant strictly alternate. With ``keep_loop`` the last user request and everything
+after it (its tool loop) follow the restored files unchanged, so a request body about to be sent
+still asks its question and an assistant turn in the middle of a tool loop keeps its thinking
+blocks. When that request also answers tool uses (a user message holding tool results *and*
+text), the assistant message with those tool uses is kept too — a pair is never cut — and it
+takes the place of the last acknowledgement, so the roles still alternate.
 
 Repeated compaction (UC-005) needs nothing special: an
 earlier summary and earlier restored files are ordinary messages of the rest, so they are
@@ -26,25 +29,136 @@ summarizer, ``skip`` returns the input unchanged with a warning, ``error`` raise
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from ctxcompact.ir import Message, current_loop_start, new_message
+from ctxcompact.errors import UsageError
+from ctxcompact.ir import Message, block_start_at, current_loop_start, new_message
 from ctxcompact.markers import RESTORED_ACK, SUMMARY_ACK, SUMMARY_PREFIX
+from ctxcompact.names import OnFailure, SummarizerName
 from ctxcompact.partition import Partition, partition_messages
 from ctxcompact.restore import (
-    DEFAULT_READ_TOOLS,
-    FileReader,
+    DEFAULT_MAX_FILES,
+    DEFAULT_MAX_TOKENS_PER_FILE,
+    DEFAULT_MAX_TOKENS_TOTAL,
     ReadTool,
     RestoreResult,
+    read_tools_for,
     restore_recent_files,
     restored_message_text,
 )
-from ctxcompact.strategies.base import StrategyResult
-from ctxcompact.summarize import Summarizer, SummaryFailed
-from ctxcompact.tokens import TokenCounter
+from ctxcompact.strategies.base import StrategyContext, StrategyResult
+from ctxcompact.summarize import SUMMARY_MAX_WORDS, Summary, SummaryFailed
+from ctxcompact.summarize.llm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
-OnFailure = Literal["fallback", "skip", "error"]
+if TYPE_CHECKING:
+    from ctxcompact.summarize import Summarizer
+
+DEFAULT_SUMMARIZER = SummarizerName.auto
+DEFAULT_ON_FAILURE = OnFailure.fallback
+DEFAULT_SUMMARY_MAX_WORDS = SUMMARY_MAX_WORDS
+
+
+@dataclass(frozen=True, slots=True)
+class FullOptions:
+    """The summary (which summarizer, its limits, what to do when it fails) and the files
+    restored after it. ``read_tools`` None: the dialect's (:func:`~ctxcompact.restore.read_tools_for`)."""
+
+    summarizer: SummarizerName = DEFAULT_SUMMARIZER
+    summary_model: str | None = None
+    summary_max_words: int = DEFAULT_SUMMARY_MAX_WORDS
+    instructions: str | None = None
+    on_failure: OnFailure = DEFAULT_ON_FAILURE
+    timeout: float = DEFAULT_TIMEOUT
+    max_retries: int = DEFAULT_MAX_RETRIES
+    restore: bool = True
+    keep_loop: bool = False
+    read_tools: tuple[ReadTool, ...] | None = None
+    max_files: int = DEFAULT_MAX_FILES
+    max_tokens_per_file: int = DEFAULT_MAX_TOKENS_PER_FILE
+    max_tokens_total: int = DEFAULT_MAX_TOKENS_TOTAL
+
+    def __post_init__(self) -> None:
+        # Library callers pass plain strings: take them as the enum, or refuse them clearly.
+        for name, kind in (("summarizer", SummarizerName), ("on_failure", OnFailure)):
+            value = getattr(self, name)
+            if value not in set(kind):
+                choices = ", ".join(kind)
+                raise UsageError(f"unknown {name.replace('_', '-')} {value!r}; expected one of {choices}.")
+            object.__setattr__(self, name, kind(value))
+        for name in (
+            "summary_max_words",
+            "max_files",
+            "max_tokens_per_file",
+            "max_tokens_total",
+            "max_retries",
+        ):
+            if getattr(self, name) < 0:
+                raise UsageError(f"--{name.replace('_', '-')} must not be negative.")
+        if self.summary_max_words < 1:
+            raise UsageError("--summary-max-words must be at least 1.")
+        if self.timeout <= 0:
+            raise UsageError("--timeout must be positive.")
+
+    def make_summarizer(self) -> Summarizer:
+        """The summarizer these options name (nothing is sent until it summarizes)."""
+        from ctxcompact.summarize import make_summarizer
+
+        return make_summarizer(
+            self.summarizer, model=self.summary_model, timeout=self.timeout, max_retries=self.max_retries
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryFailure:
+    """The summarizer's error, and how many requests it had sent when it gave up."""
+
+    error: str
+    attempts: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FullSkipped:
+    """Nothing summarized: nothing before the kept part, or ``on_failure="skip"``."""
+
+    summary_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {} if self.summary_error is None else {"summary_error": self.summary_error}
+        out["compacted_message_count"] = 0
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class FullDetails:
+    """A summary written; ``failure`` set when the fallback summarizer wrote it."""
+
+    compacted_message_count: int
+    kept_loop_message_count: int
+    retained_message_count: int
+    restored: RestoreResult
+    summary: Summary
+    failure: SummaryFailure | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.failure is not None:
+            out["summary_error"] = self.failure.error
+            out["attempts_failed"] = self.failure.attempts
+        out |= {
+            "compacted_message_count": self.compacted_message_count,
+            "kept_loop_message_count": self.kept_loop_message_count,
+            "retained_message_count": self.retained_message_count,
+            "restored_file_count": len(self.restored.files),
+            "restored_token_count": self.restored.tokens,
+            "restored_files": [f.path for f in self.restored.files],
+            "skipped_files": [{"path": s.path, "reason": s.reason} for s in self.restored.skipped],
+            "summarizer": self.summary.summarizer,
+            "summary_model": self.summary.model,
+            "attempts": self.summary.attempts,
+            "chunks": self.summary.chunks,
+        }
+        return out
 
 
 def assemble(head: Sequence[Message], summary: str, restored: RestoreResult) -> tuple[Message, ...]:
@@ -66,105 +180,106 @@ def restored_pairs(result: RestoreResult) -> list[Message]:
     return pairs
 
 
-def full_compaction(
-    messages: Sequence[Message],
-    *,
-    summarizer: Summarizer,
-    fallback: Summarizer | None = None,
-    on_failure: OnFailure = "fallback",
-    max_words: int = 1200,
-    instructions: str | None = None,
-    restore: bool = True,
-    keep_loop: bool = False,
-    work_dir: str | Path = ".",
-    read_tools: Sequence[ReadTool] = DEFAULT_READ_TOOLS,
-    max_files: int = 5,
-    max_tokens_per_file: int = 5000,
-    max_tokens_total: int = 50_000,
-    reader: FileReader | None = None,
-    file_counter: TokenCounter | None = None,
-    read_scan: Sequence[Message] | None = None,
-) -> StrategyResult:
-    """Replace everything after the head with a summary and the recently read files.
+def split_for_summary(
+    messages: Sequence[Message], *, keep_loop: bool
+) -> tuple[Partition, tuple[Message, ...]]:
+    """(head and the part to summarize, the tail kept verbatim after the summary).
 
-    Files are looked up in the *whole* list (F-005: head and rest), relative to ``work_dir``;
-    ``read_scan`` is the list to scan instead — in a pipeline, the transcript as read, since an
-    earlier step (``prune --clear-tool-inputs``) may have blanked the read calls' inputs.
-    Stats: ``compacted_message_count``, ``retained_message_count``, ``restored_file_count``,
-    ``restored_token_count``, ``summarizer``, ``attempts``, ``chunks``, ``summary``,
-    ``skipped_files`` and, when the LLM failed, ``summary_error``.
+    With ``keep_loop`` the live request and its tool loop stay verbatim (seed 004: the current
+    loop is never compacted), so the result is still a request to send; a request that also
+    answers tool uses keeps the assistant message holding them, so no pair is cut.
     """
     part = partition_messages(messages)
-    kept_tail: tuple[Message, ...] = ()
-    if keep_loop:
-        # The live request and its tool loop stay verbatim after the summary (seed 004: the
-        # current loop is never compacted), so the result is still a request to send.
-        start = max(current_loop_start(messages), len(part.head))
-        kept_tail = tuple(messages[start:])
-        part = Partition(part.head, tuple(messages[len(part.head) : start]))
+    if not keep_loop:
+        return part, ()
+    start = max(block_start_at(messages, current_loop_start(messages)), len(part.head))
+    return Partition(part.head, tuple(messages[len(part.head) : start])), tuple(messages[start:])
+
+
+def run_full(messages: Sequence[Message], options: FullOptions, context: StrategyContext) -> StrategyResult:
+    """Replace everything after the head with a summary and the recently read files.
+
+    Files are looked up in the *whole* list (F-005: head and rest), relative to
+    ``context.work_dir``; in a pipeline ``context.original`` (the transcript as read) is scanned
+    instead, since an earlier step (``prune --clear-tool-inputs``) may have blanked the read
+    calls' inputs. Details: :class:`FullDetails`, or :class:`FullSkipped` when nothing was
+    summarized. Raises :class:`~ctxcompact.summarize.SummaryFailed` when the summarizer fails
+    under ``on_failure="error"``.
+    """
+    part, kept_tail = split_for_summary(messages, keep_loop=options.keep_loop)
     if not part.rest:
-        return StrategyResult(
-            tuple(messages),
-            False,
-            {"compacted_message_count": 0},
-            (
-                "nothing to compact before the current request (--keep-loop)"
-                if keep_loop
-                else "nothing to compact: no message after the system prompt",
-            ),
+        reason = (
+            "nothing to compact before the current request (--keep-loop)"
+            if options.keep_loop
+            else "nothing to compact: no message after the system prompt"
         )
+        return StrategyResult(tuple(messages), False, FullSkipped(), (reason,), compacted_message_count=0)
 
     warnings: list[str] = []
-    stats: dict[str, Any] = {}
+    primary = context.summarizer()
     try:
-        summary = summarizer.summarize(part.rest, max_words=max_words, instructions=instructions)
-    except SummaryFailed as exc:
-        stats["summary_error"] = str(exc)
-        if on_failure == "error" or (on_failure == "fallback" and fallback is None):
-            raise
-        if on_failure == "skip":
-            return StrategyResult(
-                tuple(messages),
-                False,
-                {"summary_error": str(exc), "compacted_message_count": 0},
-                (f"summarizer failed ({exc}); compaction skipped, transcript unchanged",),
-            )
-        assert fallback is not None
-        warnings.append(f"summarizer failed ({exc}); used the {fallback.name} summarizer instead")
-        summary = fallback.summarize(part.rest, max_words=max_words, instructions=instructions)
-        stats["attempts_failed"] = getattr(exc, "attempts", None)
-
-    restored = RestoreResult((), ())
-    if restore and max_files > 0:
-        restored = restore_recent_files(
-            messages if read_scan is None else read_scan,
-            work_dir=work_dir,
-            max_files=max_files,
-            max_tokens_per_file=max_tokens_per_file,
-            max_tokens_total=max_tokens_total,
-            tools=read_tools,
-            reader=reader,
-            counter=file_counter,
+        summary = primary.summarize(
+            part.rest, max_words=options.summary_max_words, instructions=options.instructions
         )
-        warnings.extend(f"file not restored: {s.path} ({s.reason})" for s in restored.skipped)
+        failure = None
+    except SummaryFailed as exc:
+        if options.on_failure == "error" or (
+            options.on_failure == "fallback" and primary.name == "extractive"
+        ):
+            raise
+        if options.on_failure == "skip":
+            warning = f"summarizer failed ({exc}); compaction skipped, transcript unchanged"
+            return StrategyResult(
+                tuple(messages), False, FullSkipped(str(exc)), (warning,), compacted_message_count=0
+            )
+        summary, failure = (
+            _fallback_summary(part.rest, options),
+            SummaryFailure(str(exc), getattr(exc, "attempts", None)),
+        )
+        warnings.append(f"summarizer failed ({exc}); used the {summary.summarizer} summarizer instead")
 
+    restored = _restore(messages, options, context)
+    warnings.extend(f"file not restored: {s.path} ({s.reason})" for s in restored.skipped)
     if not summary.text.strip():
         warnings.append("the summary is empty")
-    out = assemble(part.head, summary.text, restored) + kept_tail
-    stats.update(
-        {
-            "compacted_message_count": len(part.rest),
-            "kept_loop_message_count": len(kept_tail),
-            "retained_message_count": len(part.head),
-            "restored_file_count": len(restored.files),
-            "restored_token_count": restored.tokens,
-            "restored_files": [f.path for f in restored.files],
-            "skipped_files": [{"path": s.path, "reason": s.reason} for s in restored.skipped],
-            "summarizer": summary.summarizer,
-            "summary_model": summary.model,
-            "attempts": summary.attempts,
-            "chunks": summary.chunks,
-            "summary": summary.text,
-        }
+    out = assemble(part.head, summary.text, restored)
+    if kept_tail and kept_tail[0].role == "assistant":
+        out = out[:-1]  # the kept assistant turn answers the summary in place of the last ack
+    details = FullDetails(len(part.rest), len(kept_tail), len(part.head), restored, summary, failure)
+    return StrategyResult(
+        out + kept_tail,
+        True,
+        details,
+        tuple(warnings),
+        compacted_message_count=details.compacted_message_count,
+        retained_message_count=details.retained_message_count,
+        kept_loop_message_count=details.kept_loop_message_count,
+        restored_file_count=len(restored.files),
+        restored_token_count=restored.tokens,
+        summarizer=summary.summarizer,
+        attempts=summary.attempts,
+        summary=summary.text,
     )
-    return StrategyResult(out, True, stats, tuple(warnings))
+
+
+def _fallback_summary(rest: Sequence[Message], options: FullOptions) -> Summary:
+    """The offline extractive summary written when the LLM failed (``on_failure="fallback"``)."""
+    from ctxcompact.summarize.extractive import ExtractiveSummarizer
+
+    return ExtractiveSummarizer().summarize(
+        rest, max_words=options.summary_max_words, instructions=options.instructions
+    )
+
+
+def _restore(messages: Sequence[Message], options: FullOptions, context: StrategyContext) -> RestoreResult:
+    if not options.restore or options.max_files <= 0:
+        return RestoreResult((), ())
+    return restore_recent_files(
+        context.original or messages,
+        work_dir=context.work_dir,
+        max_files=options.max_files,
+        max_tokens_per_file=options.max_tokens_per_file,
+        max_tokens_total=options.max_tokens_total,
+        tools=options.read_tools or read_tools_for(context.dialect),
+        reader=context.reader,
+    )

@@ -33,6 +33,7 @@ inputs and removed thinking have nothing left to free.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ctxcompact.errors import UsageError
@@ -44,12 +45,61 @@ from ctxcompact.ir import (
     replace_blocks,
     tool_pairs,
 )
-from ctxcompact.strategies.base import StrategyResult
+from ctxcompact.strategies.base import StrategyContext, StrategyResult
 from ctxcompact.tokens import TokenCounter, block_tokens, make_counter
 
 PLACEHOLDER_PREFIX = "[Tool result cleared by ctxcompact"
 THINKING_TYPES = ("thinking", "redacted_thinking")
 DEFAULT_KEEP = 3
+DEFAULT_CLEAR_AT_LEAST = 0
+CLEAR_TOOL_USES = "clear_tool_uses_20250919"
+CLEAR_THINKING = "clear_thinking_20251015"
+
+
+@dataclass(frozen=True, slots=True)
+class PruneOptions:
+    """The knobs of :func:`prune_tool_outputs` (``include_loop`` is ``not protect_loop``)."""
+
+    keep: int = DEFAULT_KEEP
+    clear_at_least: int = DEFAULT_CLEAR_AT_LEAST
+    exclude_tools: tuple[str, ...] = ()
+    clear_tool_inputs: bool = False
+    keep_thinking: int | None = None
+    include_loop: bool = False
+
+    def __post_init__(self) -> None:
+        for name, value in (("keep", self.keep), ("clear_at_least", self.clear_at_least)):
+            if value < 0:
+                raise UsageError(f"--{name.replace('_', '-')} must not be negative.")
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedEdit:
+    """One context edit, shaped like the API's ``applied_edits`` entries."""
+
+    type: str
+    cleared: int  # tool uses or thinking turns, by ``type``
+    cleared_input_tokens: int
+
+    def to_dict(self) -> dict[str, Any]:
+        what = "cleared_tool_uses" if self.type == CLEAR_TOOL_USES else "cleared_thinking_turns"
+        return {"type": self.type, what: self.cleared, "cleared_input_tokens": self.cleared_input_tokens}
+
+
+@dataclass(frozen=True, slots=True)
+class PruneDetails:
+    tool_uses_cleared: int = 0
+    thinking_turns_cleared: int = 0
+    tokens_freed: int = 0
+    applied_edits: tuple[AppliedEdit, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool_uses_cleared": self.tool_uses_cleared,
+            "thinking_turns_cleared": self.thinking_turns_cleared,
+            "tokens_freed": self.tokens_freed,
+            "applied_edits": [e.to_dict() for e in self.applied_edits],
+        }
 
 
 def placeholder_for(tool_name: str, tokens: int) -> str:
@@ -59,6 +109,20 @@ def placeholder_for(tool_name: str, tokens: int) -> str:
 
 def is_placeholder(content: Any) -> bool:
     return isinstance(content, str) and content.startswith(PLACEHOLDER_PREFIX)
+
+
+def run_prune(messages: Sequence[Message], options: PruneOptions, context: StrategyContext) -> StrategyResult:
+    """The strategy table's entry: :func:`prune_tool_outputs` with the run's options."""
+    return prune_tool_outputs(
+        messages,
+        keep=options.keep,
+        clear_at_least=options.clear_at_least,
+        exclude_tools=options.exclude_tools,
+        clear_tool_inputs=options.clear_tool_inputs,
+        keep_thinking=options.keep_thinking,
+        protect_loop=not options.include_loop,
+        counter=context.counter,
+    )
 
 
 def prune_tool_outputs(
@@ -81,9 +145,8 @@ def prune_tool_outputs(
     ``protect_loop``: leave the current tool loop alone (default; see the module docstring).
     ``counter`` measures tokens (default: tiktoken).
 
-    Stats: ``tool_uses_cleared``, ``thinking_turns_cleared``, ``tokens_freed``, and
-    ``applied_edits`` shaped like the API's (``cleared_tool_uses`` / ``cleared_thinking_turns``
-    with ``cleared_input_tokens``). Never mutates ``messages``.
+    Details: :class:`PruneDetails` (``applied_edits`` shaped like the API's). Never mutates
+    ``messages``.
     """
     if keep < 0 or clear_at_least < 0 or (keep_thinking is not None and keep_thinking < 0):
         raise UsageError("--keep, --clear-at-least and --keep-thinking must be 0 or more.")
@@ -117,30 +180,13 @@ def prune_tool_outputs(
     replaced.update(thinking_changes)
 
     out = replace_blocks(messages, replaced)
-    edits: list[dict[str, Any]] = []
+    edits: list[AppliedEdit] = []
     if cleared_uses:
-        edits.append(
-            {
-                "type": "clear_tool_uses_20250919",
-                "cleared_tool_uses": cleared_uses,
-                "cleared_input_tokens": tool_tokens,
-            }
-        )
+        edits.append(AppliedEdit(CLEAR_TOOL_USES, cleared_uses, tool_tokens))
     if cleared_turns:
-        edits.append(
-            {
-                "type": "clear_thinking_20251015",
-                "cleared_thinking_turns": cleared_turns,
-                "cleared_input_tokens": thinking_tokens,
-            }
-        )
-    stats = {
-        "tool_uses_cleared": cleared_uses,
-        "thinking_turns_cleared": cleared_turns,
-        "tokens_freed": tool_tokens + thinking_tokens,
-        "applied_edits": edits,
-    }
-    return StrategyResult(out, bool(replaced), stats, tuple(warnings))
+        edits.append(AppliedEdit(CLEAR_THINKING, cleared_turns, thinking_tokens))
+    details = PruneDetails(cleared_uses, cleared_turns, tool_tokens + thinking_tokens, tuple(edits))
+    return StrategyResult(out, bool(replaced), details, tuple(warnings))
 
 
 def _clear_tool_uses(

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ctxcompact.errors import InputError, WorkFailedError
 from ctxcompact.ir import Message
+from ctxcompact.names import SummarizerName
 from ctxcompact.summarize.prompt import SUMMARY_MAX_WORDS
 
 if TYPE_CHECKING:
@@ -42,8 +43,7 @@ __all__ = [
     "make_summarizer",
 ]
 
-SummarizerName = Literal["auto", "anthropic", "extractive"]
-SUMMARIZER_NAMES: tuple[SummarizerName, ...] = ("auto", "anthropic", "extractive")
+SUMMARIZER_NAMES: tuple[SummarizerName, ...] = tuple(SummarizerName)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +90,7 @@ class Summarizer(Protocol):
 
 
 def make_summarizer(
-    name: SummarizerName = "auto",
+    name: SummarizerName | str = SummarizerName.auto,
     *,
     model: str | None = None,
     timeout: float = 60.0,
@@ -108,7 +108,11 @@ def make_summarizer(
     from ctxcompact.anthropic_api import api_key_available
 
     if name == "auto":
-        name = "anthropic" if client is not None or api_key_available() else "extractive"
+        name = (
+            SummarizerName.anthropic
+            if client is not None or api_key_available()
+            else SummarizerName.extractive
+        )
     if name == "extractive":
         from ctxcompact.summarize.extractive import ExtractiveSummarizer
 

@@ -1,0 +1,104 @@
+"""``restore-files``: the restored-file message pairs (or the whole transcript) on stdout.
+
+Also the file-restoration options ``compact`` shares with it, so both spell them the same.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from ctxcompact.cli.common import (
+    FORMAT_OPT,
+    OUTPUT_OPT,
+    QUIET_OPT,
+    STATS_JSON_OPT,
+    Format,
+    Streams,
+    reports_errors,
+    write_json_file,
+    write_output,
+)
+from ctxcompact.restore import DEFAULT_MAX_FILES, DEFAULT_MAX_TOKENS_PER_FILE, DEFAULT_MAX_TOKENS_TOTAL
+
+if TYPE_CHECKING:
+    from ctxcompact.restore import ReadTool
+
+WORK_DIR_OPT = typer.Option(
+    Path("."), "--work-dir", help="Files are resolved in, and must stay inside, this directory."
+)
+READ_TOOL_OPT = typer.Option(
+    None,
+    "--read-tool",
+    help="TOOL:FIELD that reads a file (repeatable) [default: read_file:path, plus Read:file_path for Claude Code sessions].",
+)
+MAX_FILES_OPT = typer.Option(DEFAULT_MAX_FILES, "--max-files", help="Restore at most this many files.")
+MAX_TOKENS_PER_FILE_OPT = typer.Option(
+    DEFAULT_MAX_TOKENS_PER_FILE, "--max-tokens-per-file", help="Skip files larger than this."
+)
+MAX_TOKENS_TOTAL_OPT = typer.Option(
+    DEFAULT_MAX_TOKENS_TOTAL, "--max-tokens-total", help="Stop restoring past this total."
+)
+
+
+def read_tools(specs: list[str] | None) -> tuple[ReadTool, ...] | None:
+    """The user's --read-tool specs, or None: the core then picks by dialect."""
+    from ctxcompact.restore import parse_read_tool
+
+    return tuple(parse_read_tool(s) for s in specs) if specs else None
+
+
+@reports_errors
+def restore_files(
+    file: Path | None = typer.Argument(
+        None, help="The transcript; '-' or nothing reads stdin.", show_default=False
+    ),
+    work_dir: Path = WORK_DIR_OPT,
+    read_tool: list[str] | None = READ_TOOL_OPT,
+    max_files: int = MAX_FILES_OPT,
+    max_tokens_per_file: int = MAX_TOKENS_PER_FILE_OPT,
+    max_tokens_total: int = MAX_TOKENS_TOTAL_OPT,
+    append: bool = typer.Option(
+        False, "--append", help="Print the whole transcript with the restored-file messages appended."
+    ),
+    output: Path | None = OUTPUT_OPT,
+    fmt: Format | None = FORMAT_OPT,
+    stats_json: Path | None = STATS_JSON_OPT,
+    quiet: bool = QUIET_OPT,
+) -> None:
+    """Re-read the files the agent read last and emit them as message pairs.
+
+    Scans the assistant's read calls (read_file:path by default), newest first, last access
+    wins; takes the newest --max-files paths, then skips missing, binary, non-UTF-8, too large
+    or outside --work-dir ones (symlinks resolved). Prints the restored-file message pairs in the
+    transcript's dialect, or the whole transcript with --append.
+
+    \b
+    Examples:
+      ctxcompact restore-files t.json --work-dir ~/project
+      ctxcompact restore-files session.jsonl --read-tool Read:file_path --append -o t2.jsonl
+    """
+    from ctxcompact.render import render_restore
+    from ctxcompact.reports import restore_files_stats_json
+    from ctxcompact.restore_files import appended_transcript, dump_pairs
+    from ctxcompact.restore_files import restore_files as restore
+    from ctxcompact.transcript import dump_transcript, load_transcript
+
+    streams = Streams(quiet=quiet)
+    transcript = load_transcript(file, dialect=fmt.value if fmt else None)
+    result = restore(
+        transcript,
+        work_dir=work_dir,
+        read_tools=read_tools(read_tool),
+        max_files=max_files,
+        max_tokens_per_file=max_tokens_per_file,
+        max_tokens_total=max_tokens_total,
+    )
+    render_restore(result.restore, streams.err)
+    write_json_file(stats_json, restore_files_stats_json(result.restore))
+    if append:
+        write_output(dump_transcript(appended_transcript(result)), output)
+    else:
+        write_output(dump_pairs(result), output)

@@ -1,0 +1,85 @@
+"""What a compaction run is told: which strategies, where, and each strategy's own options.
+
+:class:`CompactOptions` composes the settings every run shares (the strategies to run, the work
+and archive directories) with one options object per strategy of the table
+(:data:`ctxcompact.strategies.STRATEGIES`). :meth:`CompactOptions.from_keywords` builds it from
+the flat keywords the library's ``compact_messages`` takes, routing each to its owner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ctxcompact.archive import DEFAULT_ARCHIVE_SUBDIR
+from ctxcompact.errors import UsageError
+from ctxcompact.strategies import DEFAULT_STRATEGIES, STRATEGIES, check_strategy_names, option_owners
+from ctxcompact.strategies.base import find_options
+from ctxcompact.strategies.clean_tools import CleanToolsOptions
+from ctxcompact.strategies.full import FullOptions
+from ctxcompact.strategies.prune import PruneOptions
+
+OptionsT = TypeVar("OptionsT")
+
+
+@dataclass(frozen=True, slots=True)
+class CompactOptions:
+    """What to run and where, plus each strategy's own options (their defaults are the
+    seeds'). Zero configuration works. ``work_dir``: where the files to restore are read and,
+    unless ``archive_dir`` says otherwise, where the replaced messages are archived."""
+
+    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
+    work_dir: Path = Path(".")
+    archive_dir: Path | None = None  # default: <work_dir>/.ctxcompact/archive
+    full: FullOptions = field(default_factory=FullOptions)
+    prune: PruneOptions = field(default_factory=PruneOptions)
+    clean_tools: CleanToolsOptions = field(default_factory=CleanToolsOptions)
+
+    def __post_init__(self) -> None:
+        check_strategy_names(self.strategies)
+
+    @classmethod
+    def from_keywords(cls, **flat: Any) -> CompactOptions:
+        """Options from flat keywords (``strategies=``, ``work_dir=``, ``keep=``, ``max_files=``
+        ...), as ``compact_messages(**options)`` takes them: each goes to the options type that
+        owns it; an unknown one is a :class:`UsageError` naming it."""
+        slots = _strategy_slots()
+        owners = option_owners()
+        top: dict[str, Any] = {}
+        grouped: dict[type[Any], dict[str, Any]] = {}
+        for name, value in flat.items():
+            if name in owners:
+                grouped.setdefault(owners[name], {})[name] = value
+            elif name in {f.name for f in fields(cls)} - set(slots.values()):
+                top[name] = value
+            else:
+                raise UsageError(f"unknown compaction option {name!r}.")
+        if "strategies" in top:  # checked first, as on the command line
+            top["strategies"] = check_strategy_names(top["strategies"])
+        for kind, values in grouped.items():
+            top[slots[kind]] = kind(**values)
+        return cls(**top)
+
+    @property
+    def strategy_options(self) -> tuple[object, ...]:
+        """Each strategy's options object, as a run's :class:`StrategyContext` carries them."""
+        return tuple(getattr(self, name) for name in _strategy_slots().values())
+
+    def options_for(self, kind: type[OptionsT]) -> OptionsT:
+        """The options of type ``kind`` (a strategy's), or its defaults."""
+        return find_options(self.strategy_options, kind)
+
+    @property
+    def resolved_archive_dir(self) -> Path:
+        return self.archive_dir if self.archive_dir is not None else self.work_dir / DEFAULT_ARCHIVE_SUBDIR
+
+
+def _strategy_slots() -> dict[type[Any], str]:
+    """Each table strategy's options type -> the :class:`CompactOptions` field holding it."""
+    kinds = {s.options for s in STRATEGIES.values()}
+    return {
+        f.default_factory: f.name  # type: ignore[misc]
+        for f in fields(CompactOptions)
+        if f.default_factory in kinds
+    }

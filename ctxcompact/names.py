@@ -1,0 +1,43 @@
+"""The names users choose between, defined once for the library and the command line.
+
+Each is a ``StrEnum``: its members *are* strings (``SummarizerName.auto == "auto"``), so the
+core compares and serializes them like the plain strings library callers pass, and the CLI
+hands the same class to Typer for ``--summarizer``, ``--on-failure`` and ``--counter``.
+A leaf module: it imports nothing from ctxcompact, so every layer may import it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class SummarizerName(StrEnum):
+    """Who writes the summary: ``auto`` is ``anthropic`` when an API key is set, else
+    ``extractive`` (offline, deterministic)."""
+
+    auto = "auto"
+    anthropic = "anthropic"
+    extractive = "extractive"
+
+
+class OnFailure(StrEnum):
+    """What the full strategy does when the LLM summary fails after its retries."""
+
+    fallback = "fallback"  # summarize with the offline extractive summarizer instead
+    skip = "skip"  # leave the conversation unchanged
+    error = "error"  # fail the run (exit 3)
+
+
+class CounterName(StrEnum):
+    """How tokens are counted; ``anthropic`` asks the API (exact, needs a key)."""
+
+    tiktoken = "tiktoken"
+    estimate = "estimate"
+    anthropic = "anthropic"
+
+
+class LocalCounterName(StrEnum):
+    """The offline counters: what the rewriting commands measure their figures with."""
+
+    tiktoken = "tiktoken"
+    estimate = "estimate"

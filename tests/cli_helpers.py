@@ -1,0 +1,60 @@
+"""One way to run the command line in tests (httpie's ``http()`` helper, Typer's CliRunner).
+
+``run_cli`` runs the app in-process and returns what a user would see, kept apart: stdout,
+stderr and the exit code. Typer's runner keeps the two streams separate. An exception that
+escapes the app (a bug, or one let through by ``CTXCOMPACT_TRACEBACK=1``) is re-raised so
+the test shows its traceback, unless ``keep_exception`` asks for it on the outcome instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from typer.testing import CliRunner
+
+from ctxcompact.cli import app
+from ctxcompact.status import ExitStatus
+
+
+@dataclass(frozen=True)
+class CliOutcome:
+    """What one run printed and how it exited."""
+
+    stdout_bytes: bytes
+    stderr_bytes: bytes
+    exit_code: int
+    exception: BaseException | None = None
+
+    @property
+    def stdout(self) -> str:
+        return self.stdout_bytes.decode("utf-8", "replace")
+
+    @property
+    def stderr(self) -> str:
+        return self.stderr_bytes.decode("utf-8", "replace")
+
+    @property
+    def status(self) -> ExitStatus:
+        return ExitStatus(self.exit_code)
+
+    def json(self) -> Any:
+        """stdout parsed as JSON."""
+        return orjson.loads(self.stdout_bytes)
+
+
+def run_cli(
+    *args: str | Path,
+    input: bytes | str | None = None,
+    env: Mapping[str, str | None] | None = None,
+    keep_exception: bool = False,
+) -> CliOutcome:
+    """``ctxcompact ARGS…`` in-process, with ``input`` on stdin and ``env`` set (None unsets)."""
+    result = CliRunner().invoke(app, [str(a) for a in args], input=input, env=env)
+    escaped = result.exception if not isinstance(result.exception, SystemExit) else None
+    if escaped is not None and not keep_exception:
+        raise escaped
+    return CliOutcome(result.stdout_bytes, result.stderr_bytes, result.exit_code, escaped)

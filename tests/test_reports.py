@@ -1,0 +1,149 @@
+"""reports.py: every JSON shape the CLI writes, field names and key order included (scripts
+parse them; the golden digests pin the bytes, these pin what each field means)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from conftest import same_json
+
+from ctxcompact.batch import BatchItem, BatchResult
+from ctxcompact.compact import CompactStats
+from ctxcompact.offload import OffloadResult, UndoResult
+from ctxcompact.reports import (
+    batch_item_json,
+    batch_report_json,
+    compact_stats_json,
+    offload_stats_json,
+    restore_files_stats_json,
+    undo_stats_json,
+)
+from ctxcompact.restore import RestoredFile, RestoreResult, SkippedFile
+from ctxcompact.retention import RetentionReport
+from ctxcompact.status import ExitStatus
+
+STATS = CompactStats(
+    "prune,full",
+    True,
+    1000,
+    333,
+    compacted_message_count=7,
+    retained_message_count=2,
+    restored_file_count=1,
+    restored_token_count=40,
+    summarizer="extractive",
+    attempts=3,
+    archive_path="/a/x.jsonl",
+    retention=RetentionReport(1, 2, 0, 0, True, missing_paths=("b.py",)),
+    threshold=500,
+    reason="compacted",
+    warnings=("w",),
+    steps=({"strategy": "prune", "changed": True, "cleared": 4},),
+)
+
+
+def test_compact_stats_use_the_seed_names_in_order() -> None:
+    expected = {
+        "strategy": "prune,full",
+        "compacted": True,
+        "reason": "compacted",
+        "originalTokenCount": 1000,
+        "compactedTokenCount": 333,
+        "compactionRatio": 0.333,
+        "compactedMessageCount": 7,
+        "retainedMessageCount": 2,
+        "restoredFileCount": 1,
+        "restoredTokenCount": 40,
+        "summarizer": "extractive",
+        "attempts": 3,
+        "retries": 2,
+        "archivePath": "/a/x.jsonl",
+        "threshold": 500,
+        "stillOverThreshold": False,
+        "warnings": ["w"],
+        "steps": [{"strategy": "prune", "changed": True, "cleared": 4}],
+        "retention": {
+            "summary": "paths 1/2, errors 0/0, last request yes",
+            "paths": [1, 2],
+            "errors": [0, 0],
+            "lastRequest": True,
+            "missingPaths": ["b.py"],
+            "missingErrors": [],
+        },
+    }
+    assert same_json(compact_stats_json(STATS), expected)
+    assert STATS.to_dict() == expected  # the library's spelling of the same shape
+
+
+def test_unchanged_stats_have_no_retention_and_no_retries() -> None:
+    data = compact_stats_json(CompactStats("full", False, 10, 10, reason="nothing to do"))
+    assert "retention" not in data
+    assert (data["retries"], data["attempts"], data["stillOverThreshold"]) == (0, None, None)
+
+
+def test_a_batch_report_lists_each_input_then_the_counts() -> None:
+    ok = BatchItem("a.json", "compacted", 1000, 333, (STATS,), output="out/a.json")
+    bad = BatchItem("b.json", "failed", error="b.json: broken", exit_code=ExitStatus.BAD_INPUT)
+    # a write that failed after the work keeps the figures, and has no output
+    late = BatchItem("c.json", "failed", 10, 5, (), error="cannot write", exit_code=ExitStatus.WORK_FAILED)
+    report = batch_report_json(BatchResult((ok, bad, late)))
+    assert list(report) == ["inputs", "compacted", "failed"]
+    assert (report["compacted"], report["failed"]) == (1, 2)
+    first, second, third = report["inputs"]
+    assert list(first) == ["input", "status", "before", "after", "ratio", "stats", "output"]
+    assert first["ratio"] == 0.333 and first["stats"] == [compact_stats_json(STATS)]
+    written = orjson.loads(orjson.dumps(second))  # the exit code is written as a plain number
+    assert same_json(
+        written, {"input": "b.json", "status": "failed", "error": "b.json: broken", "exit_code": 2}
+    )
+    assert list(third) == ["input", "status", "before", "after", "ratio", "stats", "error", "exit_code"]
+
+
+def test_an_unchanged_input_with_no_tokens_has_no_ratio() -> None:
+    assert batch_item_json(BatchItem("e.json", "unchanged", 0, 0, ()))["ratio"] is None
+
+
+def test_restore_files_stats_say_what_was_restored_and_why_others_were_not() -> None:
+    result = RestoreResult(
+        (RestoredFile("src/a.py", Path("/w/src/a.py"), "x = 1\n", 4),),
+        (SkippedFile("big.bin", "binary"),),
+    )
+    assert same_json(
+        restore_files_stats_json(result),
+        {
+            "restoredFileCount": 1,
+            "restoredTokenCount": 4,
+            "files": [{"path": "src/a.py", "resolved": "/w/src/a.py", "tokens": 4}],
+            "skipped": [{"path": "big.bin", "reason": "binary"}],
+        },
+    )
+
+
+def test_offload_and_undo_stats_sum_over_conversations() -> None:
+    one = OffloadResult((), 2, 300, ("/o/1.md", "/o/2.md"), 80, (), "/o")
+    two = OffloadResult((), 1, 100, ("/o/3.md",), 20, (), "/o")
+    assert same_json(
+        offload_stats_json("t.json", [one, two]),
+        {
+            "input": "t.json",
+            "offloadedCount": 3,
+            "freedChars": 400,
+            "files": ["/o/1.md", "/o/2.md", "/o/3.md"],
+            "tokensFreed": 100,
+            "reusedFiles": 0,
+            "outDir": "/o",
+        },
+    )
+    undone = [UndoResult((), 2, 300, ("/o/1.md", "/o/2.md"), "/o")]
+    assert same_json(
+        undo_stats_json("t.json", undone),
+        {
+            "input": "t.json",
+            "restoredCount": 2,
+            "restoredChars": 300,
+            "files": ["/o/1.md", "/o/2.md"],
+            "outDir": "/o",
+        },
+    )
+    assert offload_stats_json("t.json", [])["outDir"] == ""

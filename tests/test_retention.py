@@ -1,0 +1,85 @@
+"""retention.py: does the replacement still mention the paths, errors and request it replaced?"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxcompact.ir import Message
+from ctxcompact.retention import (
+    check_retention,
+    collect_errors,
+    collect_paths,
+    error_signature,
+    last_request,
+)
+from ctxcompact.transcript import load_messages
+
+TRACEBACK = "Traceback (most recent call last):\n  File \"app.py\", line 3\nKeyError: 'user'"
+
+
+def convo() -> tuple[Message, ...]:
+    records: list[dict[str, Any]] = [
+        {"role": "user", "content": "Please repair the parser tests"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "src/parser.py"}},
+                {"type": "tool_use", "id": "t2", "name": "edit", "input": {"file_path": " docs/notes.md "}},
+                {"type": "tool_use", "id": "t3", "name": "read_file", "input": {"path": "src/parser.py"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "def parse(): ..."},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t2",
+                    "content": "permission denied",
+                    "is_error": True,
+                },
+                {"type": "tool_result", "tool_use_id": "t3", "content": TRACEBACK},
+            ],
+        },
+    ]
+    return load_messages(records, dialect="anthropic").messages
+
+
+def test_paths_are_collected_once_each_in_order_stripped() -> None:
+    assert collect_paths(convo()) == ["src/parser.py", "docs/notes.md"]
+
+
+def test_errors_are_flagged_results_and_tracebacks_by_signature() -> None:
+    assert collect_errors(convo()) == ["permission denied", "KeyError"]
+
+
+def test_error_signature_is_the_last_exception_named_else_the_first_line() -> None:
+    assert error_signature("ValueError: x\nduring handling\nRuntimeError: y") == "RuntimeError"
+    assert error_signature("\n  exit status 2  \nmore") == "exit status 2"
+    assert error_signature("") == ""
+
+
+def test_last_request_is_the_latest_user_text() -> None:
+    assert last_request(convo()) == "Please repair the parser tests"
+    assert last_request(convo()[1:]) is None  # tool results are not a request
+
+
+def test_a_replacement_that_keeps_everything_passes() -> None:
+    text = "Repairing the parser tests: src/parser.py raised KeyError; notes.md gave permission denied."
+    report = check_retention(convo(), text)
+    assert (report.paths_found, report.paths_total, report.errors_found, report.errors_total) == (2, 2, 2, 2)
+    assert report.last_request is True  # 3 of the request's 4 stems (repa, pars, test; not plea)
+    assert report.summary_line() == "paths 2/2, errors 2/2, last request yes"
+
+
+def test_what_is_missing_is_named() -> None:
+    report = check_retention(convo(), "We talked about the weather.")
+    assert report.missing_paths == ("src/parser.py", "docs/notes.md")
+    assert report.missing_errors == ("permission denied", "KeyError")
+    assert report.last_request is False
+    assert report.summary_line() == "paths 0/2, errors 0/2, last request no"
+
+
+def test_no_request_in_the_replaced_part_is_not_applicable() -> None:
+    report = check_retention(convo()[1:], "")
+    assert report.last_request is None and report.summary_line().endswith("last request n/a")
