@@ -11,15 +11,16 @@ the figures can sit in CI reports. What counts as a probe, by kind:
 ``number``        a number with a unit (``30 s``, ``512 MB``, ``20,000 tokens``, ``95 %``) in the
                   user's or the agent's words;
 ``error``         each failed tool result: the exception name it raises, else the first 40
-                  characters of its first line (:func:`ctxcompact.retention.error_signature`);
+                  characters of its first line (:func:`ctxcompact.retention.error_signature`),
+                  wrapper tags such as ``<tool_use_error>`` removed;
 ``url``           an ``http(s)://`` address in the user's or the agent's words;
 ``instruction``   a user sentence that states an instruction or constraint (must, never,
                   always, don't, should…; 必须, 不要, 需要, 应该, 总是, 永远…), boilerplate
                   dropped (:mod:`ctxcompact.summarize.boilerplate`); an earlier compaction
                   summary is not the user's words and gives no probes;
 ``last_request``  the last user request of the compacted-away part;
-``next_step``     the agent's last stated plan in that part (its last sentence with "next",
-                  "I'll", "let me"…), when it stated one.
+``next_step``     the agent's last stated plan in that part (its last sentence of four or
+                  more words with "next", "I'll", "let me"…), when it stated one.
 
 A probe is *kept* when its normalised text — lower case, quotes and backticks removed, ``\\``
 read as ``/``, runs of white space as one space — is in the normalised compacted context, or
@@ -42,7 +43,7 @@ from ctxcompact.ir import Message, has_user_text, tool_result_text
 from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES, restored_file_path
 from ctxcompact.retention import collect_errors
 from ctxcompact.summarize.boilerplate import drop_templates, strip_wrappers
-from ctxcompact.summarize.facts import USER_RULE, sentences, texts
+from ctxcompact.summarize.facts import NUMBER_WITH_UNIT, USER_RULE, sentences, texts
 from ctxcompact.summarize.shell_files import path_mentions, tool_file_ops
 
 PROBE_KINDS = ("path", "identifier", "number", "error", "url", "instruction", "last_request", "next_step")
@@ -52,12 +53,9 @@ SENTENCE_KINDS = frozenset({"instruction", "last_request", "next_step"})
 _QUOTES = re.compile(r"[\"'`‘’“”«»]")
 _SPACE = re.compile(r"\s+")
 _IDENT = re.compile(r"`([A-Za-z_][\w.:/-]{2,60}(?:\(\))?|[a-z][\w-]* [\w.-]+(?: [\w.-]+)?)`")
-_NUMBER = re.compile(
-    r"(?<![\w.])\d{1,3}(?:,\d{3})*(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes|h|hours|days|"
-    r"KB|MB|GB|TB|KiB|MiB|GiB|kB|bytes|tokens|chars|characters|words|lines|%|px|rem|em|GHz|MHz|x)(?![\w])",
-)
 _URL = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
 _WORD = re.compile(r"[^\W\d_]{4,}|[\u3040-\u30ff\u3400-\u9fff]")
+_TAG = re.compile(r"</?[\w-]+>|</?[\w-]*$")  # <tool_use_error>…: the wrapper is not the error
 _NEXT_CUE = re.compile(r"\b(next|then|i'll|i will|let me|let's|remaining|still need|todo)\b", re.IGNORECASE)
 
 
@@ -121,8 +119,8 @@ def extract_probes(messages: Sequence[Message]) -> tuple[Probe, ...]:
     add("path", _tool_paths(messages))
     add("path", (p for t in user for p in path_mentions(t)))
     add("identifier", _identifiers(user, agent))
-    add("number", (m.group(0) for t in [*user, *agent] for m in _NUMBER.finditer(t)))
-    add("error", collect_errors(messages))
+    add("number", (m.group(0) for t in [*user, *agent] for m in NUMBER_WITH_UNIT.finditer(t)))
+    add("error", (_TAG.sub("", e).strip() for e in collect_errors(messages)))
     add("url", (m.group(0).rstrip(".,;:") for t in [*user, *agent] for m in _URL.finditer(t)))
     add("instruction", (s for t in user for s in sentences(t) if USER_RULE.search(s) and len(s) >= 4))
     add("last_request", user[-1:])
@@ -212,7 +210,7 @@ def _identifiers(user: Sequence[str], agent: Sequence[str]) -> list[str]:
 def _next_step(agent: Sequence[str]) -> list[str]:
     for text in reversed(agent):
         if text.strip():
-            plans = [s for s in sentences(text) if _NEXT_CUE.search(s)]
+            plans = [s for s in sentences(text) if _NEXT_CUE.search(s) and len(s.split()) >= 4]
             return plans[-1:]
     return []
 

@@ -184,3 +184,13 @@ def test_mini_swe_agent_task_statement_survives_whole() -> None:
     assert len(out.split()) <= 1200
     for line in task.splitlines()[:3] + task.splitlines()[-3:]:
         assert line.rstrip() in out
+
+
+def test_identifiers_the_user_wrote_and_figures_are_listed() -> None:
+    messages = [
+        msg("user", text("Make `load_config` faster: it takes 30 s and uses 512 MB.")),
+        msg("assistant", text("Profiling shows 2,000 tokens per call.")),
+    ]
+    goals = summary(messages).split("## File Operations")[0]
+    assert "Key technical concepts:\n`load_config`" in goals
+    assert "Figures mentioned:\n30 s, 512 MB, 2,000 tokens" in goals

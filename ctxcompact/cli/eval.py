@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -21,6 +22,10 @@ from ctxcompact.cli.common import (
 )
 from ctxcompact.evaluate import DEFAULT_CONVERSATIONS, default_strategies
 from ctxcompact.status import ExitStatus
+
+if TYPE_CHECKING:
+    from ctxcompact.eval_report import Table
+    from ctxcompact.evaluate import EvalResult
 
 
 @reports_errors
@@ -70,7 +75,7 @@ def eval_command(
       ctxcompact eval sessions/ --json | jq '.strategies[] | {strategy, ratio}'
       ctxcompact eval sessions/ --html eval.html
     """
-    from ctxcompact.eval_report import html_page, lost_lines, plain_table, summary_table
+    from ctxcompact.eval_report import html_page
     from ctxcompact.evaluate import evaluate_transcripts
 
     ensure_writable_dir(html, "--html")
@@ -85,19 +90,7 @@ def eval_command(
     )
     if html is not None:
         write_output(html_page(result, show_lost=show_lost or 20).encode(), html)
-    if as_json:
-        import orjson
-
-        write_stdout(orjson.dumps(result.to_dict(show_lost=show_lost), option=orjson.OPT_INDENT_2).decode())
-    else:
-        table = summary_table(result)
-        if sys.stdout.isatty():
-            _print_rich(Streams(), table)
-        else:
-            write_stdout(plain_table(table))
-        lost = lost_lines(result, show_lost)
-        if lost:
-            write_stdout("\n" + lost)
+    _print_result(result, as_json=as_json, show_lost=show_lost)
     for run in result.runs:
         if run.skipped:
             Streams().err.print(f"{run.source}: {run.strategy} skipped: {run.skipped}", markup=False)
@@ -105,12 +98,28 @@ def eval_command(
         raise typer.Exit(ExitStatus.BAD_INPUT)
 
 
-def _print_rich(streams: Streams, table: object) -> None:
+def _print_result(result: EvalResult, *, as_json: bool, show_lost: int) -> None:
+    """JSON, or the table (Rich on a terminal, plain text when piped) and the lost probes."""
+    from ctxcompact.eval_report import lost_lines, plain_table, summary_table
+
+    if as_json:
+        import orjson
+
+        write_stdout(orjson.dumps(result.to_dict(show_lost=show_lost), option=orjson.OPT_INDENT_2).decode())
+        return
+    table = summary_table(result)
+    if sys.stdout.isatty():
+        _print_rich(Streams(), table)
+    else:
+        write_stdout(plain_table(table))
+    lost = lost_lines(result, show_lost)
+    if lost:
+        write_stdout("\n" + lost)
+
+
+def _print_rich(streams: Streams, table: Table) -> None:
     from rich.table import Table as RichTable
 
-    from ctxcompact.eval_report import Table
-
-    assert isinstance(table, Table)
     out = RichTable(title="ctxcompact eval: cost and retention per strategy")
     for i, header in enumerate(table.headers):
         out.add_column(header, justify="left" if i == 0 else "right")

@@ -11,7 +11,8 @@ Goals & Decisions      primary request and intent: the task statement (the first
                        between sentences; all user messages, in order; every user instruction
                        and constraint (sentences with must / never / always / don't / should…,
                        必须 / 不要 / 需要 / 应该 / 总是 / 永远…); the agent's stated decisions;
-                       key technical concepts (identifiers quoted in backticks more than once).
+                       key technical concepts (identifiers in backticks the user wrote, or
+                       that were quoted more than once); figures mentioned (numbers with units).
 File Operations        files and code: every file read, written, edited or deleted, by a file
                        tool or a shell command (:mod:`.shell_files`), files restored by an
                        earlier compaction, other paths mentioned in commands.
@@ -98,6 +99,7 @@ def _goal_parts(facts: Facts) -> tuple[Part, ...]:
         Part("User instructions and constraints:", tuple(facts.rules), "ends"),
         Part("Decisions:", tuple(facts.decisions[-12:]), "last"),
         Part("Key technical concepts:", (concepts,) if concepts else (), "first"),
+        Part("Figures mentioned:", (", ".join(facts.figures),) if facts.figures else (), "first"),
     )
 
 

@@ -24,9 +24,9 @@ from ctxcompact.summarize.shell_files import PATH_FIELDS, command_texts, tool_fi
 
 SENTENCE_WORDS = 60
 ERROR_LINE_WORDS = 24
-FOLLOW_WORDS = 24
+FOLLOW_WORDS = 16
 MAX_DECISIONS = 12
-MAX_CONCEPTS = 20
+MAX_CONCEPTS = 40
 
 #: A user sentence with one of these words is an instruction or constraint (English, Chinese).
 USER_RULE = re.compile(
@@ -45,6 +45,11 @@ _ERROR_LINE = re.compile(
     r"(?:error|fatal|panic)(?:\[\w+\])?:|(?:FAILED|ERROR)\s+\S+::|FAILED \()"
     r"|\b\d+ failed\b|\bexit (?:code|status):? *[1-9]\d*\b|<tool_use_error>",
     re.IGNORECASE,
+)
+#: A number with a unit ("30 s", "512 MB", "20,000 tokens", "95 %"): the figures a task turns on.
+NUMBER_WITH_UNIT = re.compile(
+    r"(?<![\w.])\d{1,3}(?:,\d{3})*(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes|h|hours|days|"
+    r"KB|MB|GB|TB|KiB|MiB|GiB|kB|bytes|tokens|chars|characters|words|lines|%|px|rem|em|GHz|MHz|x)(?![\w])",
 )
 _SLASH_COMMAND = re.compile(r"^/[\w:-]+(?:\s.*)?$")  # "/clear", "/compact focus": not the task
 _CODE_SPAN = re.compile(r"`([A-Za-z_][\w.:/-]{2,60}(?:\(\))?)`")
@@ -71,6 +76,7 @@ class Facts:
     rules: list[str] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
     concepts: Counter[str] = field(default_factory=Counter)
+    figures: dict[str, None] = field(default_factory=dict)
     earlier: list[str] = field(default_factory=list)
     files: dict[str, FileOps] = field(default_factory=dict)
     mentioned: dict[str, int] = field(default_factory=dict)
@@ -121,7 +127,7 @@ class Facts:
                 item = f"- {clip_words(sentence, SENTENCE_WORDS)}"
                 if item not in self.rules:
                     self.rules.append(item)
-        self._add_concepts(text)
+        self._add_concepts(text, weight=2)
 
     def _read_results(
         self,
@@ -144,7 +150,7 @@ class Facts:
             if not lines:
                 lines = [clip_words(text, ERROR_LINE_WORDS) or "(no output)"]
             call = calls.get(tool_id)
-            label = call_label(call) if call is not None else name
+            label = call_label(call, words=8) if call is not None else name
             outcome = _outcome(messages, index, call, name)
             self.errors.append(ErrorNote(index, label, tuple(lines), outcome))
 
@@ -194,9 +200,12 @@ class Facts:
                 pending.append(f"- [{status}] {clip_words(label, SENTENCE_WORDS)}")
         self.todos = pending
 
-    def _add_concepts(self, text: str) -> None:
+    def _add_concepts(self, text: str, weight: int = 1) -> None:
+        # A name the user wrote counts twice: it is listed even if nobody repeats it.
         for match in _CODE_SPAN.finditer(text):
-            self.concepts[match.group(1)] += 1
+            self.concepts[match.group(1)] += weight
+        for match in NUMBER_WITH_UNIT.finditer(text):
+            self.figures.setdefault(match.group(0), None)
 
     def concept_line(self) -> str:
         top = [c for c, n in sorted(self.concepts.items(), key=lambda kv: (-kv[1], kv[0])) if n >= 2]
@@ -248,7 +257,7 @@ def error_lines(text: str) -> list[str]:
     return informative or found
 
 
-def call_label(block: Block) -> str:
+def call_label(block: Block, *, words: int = 12) -> str:
     name = str(block.get("name") or "tool")
     tool_input = block.get("input")
     arg = ""
@@ -262,7 +271,7 @@ def call_label(block: Block) -> str:
             arg = next((v for v in tool_input.values() if isinstance(v, str) and v.strip()), "")
     elif isinstance(tool_input, str):
         arg = tool_input
-    return f"{name}({clip_words(arg, 12)})"
+    return f"{name}({clip_words(arg, words)})"
 
 
 def _target(block: Block) -> str:
@@ -304,7 +313,7 @@ def _outcome(messages: Sequence[Message], index: int, call: Block | None, name: 
     if same:
         result = results.get(str(same[0].get("id")))
         state = "pending" if result is None else ("failed again" if _failed(result) else "succeeded")
-        parts.append(f"retried: {call_label(same[0])} {state}")
+        parts.append(f"retried: {state}")
     else:
         parts.append("not retried")
     return "; ".join(parts)
