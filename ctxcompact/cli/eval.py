@@ -12,6 +12,7 @@ from ctxcompact.cli.common import (
     FILES_ARG,
     FORMAT_OPT,
     JSON_OPT,
+    MAX_INPUT_BYTES_OPT,
     Format,
     Streams,
     ensure_writable_dir,
@@ -63,6 +64,7 @@ def eval_command(
         show_default=False,
     ),
     fmt: Format | None = FORMAT_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
 ) -> None:
     """How much does each strategy save, and what does it lose? Runs every strategy on the
     transcripts and scores the probes (paths, identifiers, numbers, errors, URLs, user
@@ -80,7 +82,7 @@ def eval_command(
 
     ensure_writable_dir(html, "--html")
     names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies is not None else None
-    loaded = load_all(files, fmt)
+    loaded = load_all(files, fmt, max_bytes=max_input_bytes)
     result = evaluate_transcripts(
         loaded.transcripts,
         strategies=names,
