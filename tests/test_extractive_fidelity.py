@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 from conftest import CORPUS, requires_corpus
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxcompact.ir import Message, Source
 from ctxcompact.summarize.extractive import ExtractiveSummarizer
@@ -194,3 +196,25 @@ def test_identifiers_the_user_wrote_and_figures_are_listed() -> None:
     goals = summary(messages).split("## File Operations")[0]
     assert "Key technical concepts:\n`load_config`" in goals
     assert "Figures mentioned:\n30 s, 512 MB, 2,000 tokens" in goals
+
+
+@given(
+    task_words=st.integers(min_value=1, max_value=3000),
+    earlier_words=st.integers(min_value=0, max_value=1500),
+    max_words=st.integers(min_value=40, max_value=1500),
+)
+@settings(max_examples=25, deadline=None)
+def test_the_word_budget_holds_with_a_task_and_an_earlier_summary(
+    task_words: int, earlier_words: int, max_words: int
+) -> None:
+    messages = []
+    if earlier_words:
+        body = " ".join(f"fact{i}." for i in range(earlier_words))
+        messages += [msg("user", text(f"[Conversation compressed]\n\n{body}")), msg("assistant", text("ok"))]
+    messages += [
+        msg("user", text(" ".join(f"w{i}" for i in range(task_words)))),
+        msg("assistant", text("ok")),
+    ]
+    out = summary(messages, max_words=max_words)
+    assert len(out.split()) <= max_words
+    assert "## Task Status" in out
