@@ -41,6 +41,12 @@ TASK = "\n".join(f"Step {i}: do thing {i} carefully in module_{i}.py." for i in 
 )
 
 
+def test_the_task_statements_rules_are_listed_when_it_is_cut() -> None:
+    task = "You must keep the old API. " + " ".join(f"w{i}" for i in range(2000))
+    out = summary([msg("user", text(task)), msg("assistant", text("On it."))], max_words=400)
+    assert "User instructions and constraints:\n- You must keep the old API." in out
+
+
 def test_the_task_statement_is_kept_whole_within_the_budget() -> None:
     out = summary([msg("user", text(TASK)), msg("assistant", text("On it."))])
     assert TASK in out  # line breaks and all
@@ -109,7 +115,7 @@ def test_boilerplate_is_dropped() -> None:
     out = summary(messages)
     assert "Caveat" not in out and "obey the reminder" not in out and "command-message" not in out
     # The template is part of the task where it first appears, and dropped after that.
-    assert out.count("follow the instructions below") == 2  # the task, and its constraint line
+    assert out.count("follow the instructions below") == 1  # in the task statement only
     assert "1. /clear" in out  # the user's slash command itself stays, but is not the task
     assert "Primary request (the task statement):\nPort the parser to Rust." in out
 
@@ -135,12 +141,8 @@ def test_each_error_has_its_own_outcome() -> None:
 
 
 def test_chinese_constraints_are_instructions() -> None:
-    out = summary(
-        [
-            msg("user", text("修复这个错误。必须保留现有的接口。不要修改测试文件。")),
-            msg("assistant", text("好")),
-        ]
-    )
+    messages = [msg("user", text("修复这个错误。")), msg("assistant", text("好"))]
+    out = summary([*messages, msg("user", text("继续。必须保留现有的接口。不要修改测试文件。"))])
     rules = out.split("User instructions and constraints:")[1]
     assert "必须保留现有的接口。" in rules and "不要修改测试文件。" in rules
 

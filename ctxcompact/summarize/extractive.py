@@ -39,7 +39,7 @@ from ctxcompact.ir import Message
 from ctxcompact.markers import OUR_ACKS
 from ctxcompact.summarize import Summary
 from ctxcompact.summarize.facts import ErrorNote, Facts, call_label, sentences, texts
-from ctxcompact.summarize.layout import Part, Section, clip_words, render
+from ctxcompact.summarize.layout import PINNED_SHARE, Part, Section, clip_words, render, words
 from ctxcompact.summarize.prompt import DIMENSIONS, SUMMARY_MAX_WORDS
 
 REQUEST_WORDS = 80
@@ -50,6 +50,8 @@ LAST_ACTIONS = 6
 PRIMARY_LABEL = "Primary request (the task statement):"
 EARLIER_LABEL = "### Earlier compaction summary (carried forward)"
 SAME_AS_TASK = "(the primary request above)"
+#: Headings and labels: what the room for the task statement is short of PINNED_SHARE × max_words.
+TASK_SLACK_WORDS = 60
 
 _NEXT_CUE = re.compile(
     r"\b(next|then|i'll|i will|let me|let's|remaining|still need|todo|to do|should i|want me to|"
@@ -72,13 +74,14 @@ class ExtractiveSummarizer:
         instructions: str | None = None,
     ) -> Summary:
         facts = Facts.gather(messages)
-        return Summary(render(build_sections(facts, messages), max_words=max_words), self.name)
+        sections = build_sections(facts, messages, max_words=max_words)
+        return Summary(render(sections, max_words=max_words), self.name)
 
 
-def build_sections(facts: Facts, messages: Sequence[Message]) -> list[Section]:
+def build_sections(facts: Facts, messages: Sequence[Message], *, max_words: int) -> list[Section]:
     goals, files, tools, status, errors = DIMENSIONS
     return [
-        Section(goals, _goal_parts(facts)),
+        Section(goals, _goal_parts(facts, max_words=max_words)),
         Section(files, (Part(None, _file_lines(facts), "first"),)),
         Section(tools, (Part(None, _tool_lines(facts), "first"),)),
         Section(status, _status_parts(facts, messages), priority=True),
@@ -86,17 +89,21 @@ def build_sections(facts: Facts, messages: Sequence[Message]) -> list[Section]:
     ]
 
 
-def _goal_parts(facts: Facts) -> tuple[Part, ...]:
+def _goal_parts(facts: Facts, *, max_words: int) -> tuple[Part, ...]:
     requests = tuple(
         f"{n}. {SAME_AS_TASK if text == facts.task else clip_words(text, REQUEST_WORDS)}"
         for n, (_, text) in enumerate(facts.requests, 1)
     )
     concepts = facts.concept_line()
+    # The task statement's own rules are read there while it fits whole; listed again when
+    # it will be cut.
+    task_whole = words(facts.task) <= PINNED_SHARE * max_words - TASK_SLACK_WORDS
+    rules = tuple(r for r in facts.rules if not (task_whole and r in facts.task_rules))
     return (
         Part(PRIMARY_LABEL, (facts.task,) if facts.task else (), pinned=True, quote=True),
         Part(EARLIER_LABEL, tuple(_earlier_units(facts.earlier)), "ends", pinned=True, whole=True),
         Part("All user messages, in order:", requests if len(requests) > 1 else (), "ends"),
-        Part("User instructions and constraints:", tuple(facts.rules), "ends"),
+        Part("User instructions and constraints:", rules, "ends"),
         Part("Decisions:", tuple(facts.decisions[-12:]), "last"),
         Part("Key technical concepts:", (concepts,) if concepts else (), "first"),
         Part("Figures mentioned:", (", ".join(facts.figures),) if facts.figures else (), "first"),

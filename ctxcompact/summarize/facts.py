@@ -51,6 +51,7 @@ NUMBER_WITH_UNIT = re.compile(
     r"(?<![\w.])\d{1,3}(?:,\d{3})*(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes|h|hours|days|"
     r"KB|MB|GB|TB|KiB|MiB|GiB|kB|bytes|tokens|chars|characters|words|lines|%|px|rem|em|GHz|MHz|x)(?![\w])",
 )
+_MARKUP_TAG = re.compile(r"</?[A-Za-z_][\w-]*>")  # <IMPORTANT>, </CRITICAL>: emphasis, not words
 _SLASH_COMMAND = re.compile(r"^/[\w:-]+(?:\s.*)?$")  # "/clear", "/compact focus": not the task
 _CODE_SPAN = re.compile(r"`([A-Za-z_][\w.:/-]{2,60}(?:\(\))?)`")
 
@@ -74,6 +75,8 @@ class Facts:
     task: str = ""
     requests: list[tuple[int, str]] = field(default_factory=list)  # (message index, text)
     rules: list[str] = field(default_factory=list)
+    #: The rules read from the task statement: redundant while the task is shown whole.
+    task_rules: set[str] = field(default_factory=set)
     decisions: list[str] = field(default_factory=list)
     concepts: Counter[str] = field(default_factory=Counter)
     figures: dict[str, None] = field(default_factory=dict)
@@ -119,14 +122,17 @@ class Facts:
             return
         if not text:
             return
-        if not self.task and not _SLASH_COMMAND.match(text):
+        is_task = not self.task and not _SLASH_COMMAND.match(text)
+        if is_task:
             self.task = text
         self.requests.append((index, text))
-        for sentence in sentences(text):
-            if USER_RULE.search(sentence) and len(sentence) >= 4:
+        for sentence in sentences(_MARKUP_TAG.sub(" ", text)):
+            if USER_RULE.search(sentence) and (len(sentence.split()) >= 3 or len(sentence) >= 6):
                 item = f"- {clip_words(sentence, SENTENCE_WORDS)}"
                 if item not in self.rules:
                     self.rules.append(item)
+                if is_task:
+                    self.task_rules.add(item)
         self._add_concepts(text, weight=2)
 
     def _read_results(
