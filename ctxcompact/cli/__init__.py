@@ -7,6 +7,7 @@ import typer
 
 from ctxcompact import __version__
 from ctxcompact.cli import compact, inspect, offload, restore
+from ctxcompact.cli import config as config_cli
 from ctxcompact.cli import eval as evaluate
 
 app = typer.Typer(
@@ -35,11 +36,13 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
     """Keep LLM agent transcripts inside their context window."""
+    config_cli.apply_config(ctx)
 
 
 app.command("count")(inspect.count)
@@ -48,6 +51,7 @@ app.command("compact")(compact.compact)
 app.command("restore-files")(restore.restore_files)
 app.command("offload")(offload.offload)
 app.command("eval")(evaluate.eval_command)
+app.command("config")(config_cli.config)
 
 
 def main() -> None:
