@@ -65,7 +65,10 @@ def test_export_builds_the_context_from_the_latest_point() -> None:
     exported = json.loads(data)
     assert not any("ctxcompact" in m for m in exported)  # the API would refuse the field
     assert exported[0] == json.loads(SESSION.read_bytes())[0]  # the system prompt
-    assert "From the earlier summary" in exported[1]["content"]  # the second summary
+    # The second summary, written from the first (which carried the original request).
+    assert exported[1]["content"] == second.conversations[0].messages[1].content[0]["text"]
+    assert "finance flagged" in exported[1]["content"]
+    assert exported[1]["content"] != first.conversations[0].messages[1].content[0]["text"]
     assert len(exported) == len(second.conversations[0].messages) and len(done.points) == 2
 
 
