@@ -166,7 +166,9 @@ def measure_one(conv: Conversation, before: int, run: Run, tmp: Path, *, runs: i
 
 
 def inputs(*, corpus: bool, generated: bool, tmp: Path) -> list[tuple[str, Path]]:
-    files = [(p.relative_to(ROOT).as_posix(), p) for p in sorted((ROOT / "sample_transcripts").glob("*.json*"))]
+    files = [
+        (p.relative_to(ROOT).as_posix(), p) for p in sorted((ROOT / "sample_transcripts").glob("*.json*"))
+    ]
     if corpus:
         for sub in ("anthropic", "openai", "claude-code"):
             folder = CORPUS / sub
