@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ctxcompact.dialects.recorded import RecordedUsage
 from ctxcompact.models import Budget, ModelInfo
 from ctxcompact.tokens import TokenReport
 from ctxcompact.usage import CheckResult
@@ -33,6 +34,8 @@ class CountRow:
     dialect: str
     report: TokenReport
     model: ModelInfo | None = None
+    #: The usage the agent recorded for its newest API call (Codex), shown beside our count.
+    recorded: RecordedUsage | None = None
 
 
 # --- count -----------------------------------------------------------------------------------
@@ -52,6 +55,7 @@ def _count_row_json(row: CountRow, *, top: int) -> dict[str, Any]:
         "dialect": row.dialect,
         "counter": report.counter,
         "encoding": report.encoding,
+        "tokenizer": report.tokenizer,
         "total": report.total,
         "exact_total": report.exact_total,
         "per_message_approximate": report.per_message_approximate,
@@ -77,6 +81,8 @@ def _count_row_json(row: CountRow, *, top: int) -> dict[str, Any]:
         out["model"] = row.model.model
         out["context_window"] = row.model.context_window
         out["window_share"] = round(report.total / row.model.context_window, 4)
+    if row.recorded is not None:
+        out["recorded_usage"] = row.recorded.to_dict()
     return out
 
 
@@ -95,7 +101,7 @@ def check_to_json(results: Sequence[CheckResult], budget: Budget) -> dict[str, A
         "transcripts": [
             {
                 "label": r.label,
-                "tokens": r.report.total,
+                "tokens": r.status.tokens,
                 "counter": r.report.counter,
                 "exact_total": r.report.exact_total,
                 "remaining": r.status.remaining,
@@ -111,6 +117,7 @@ def check_to_json(results: Sequence[CheckResult], budget: Budget) -> dict[str, A
                     }
                     for v in r.violations
                 ],
+                **_recorded_json(r),
             }
             for r in results
         ],
@@ -173,17 +180,19 @@ def file_report_json(done: FileCompaction, *, output: str | None) -> dict[str, A
     return {"inputs": [row], "compacted": int(done.status == "compacted"), "failed": 0}
 
 
-def batch_item_json(item: BatchItem) -> dict[str, Any]:
+def batch_item_json(item: BatchItem, *, fail_over: float | None = None) -> dict[str, Any]:
     """One input of a batch: its figures once it was compacted, its output once written,
-    its error and exit code when it failed (a failed write keeps the figures)."""
+    its error and exit code when it failed (a failed write keeps the figures); ``resumed``
+    when an earlier run finished it (figures from the journal, no stats)."""
     row: dict[str, Any] = {"input": item.input, "status": item.status}
+    if item.before is not None:
+        row.update(before=item.before, after=item.after, ratio=item.ratio)
     if item.stats is not None:
-        row.update(
-            before=item.before,
-            after=item.after,
-            ratio=item.ratio,
-            stats=[compact_stats_json(s) for s in item.stats],
-        )
+        row["stats"] = [compact_stats_json(s) for s in item.stats]
+    if item.resumed:
+        row["resumed"] = True
+    if fail_over is not None:
+        row["over_fail_over"] = item.over_ratio(fail_over)
     if item.output is not None:
         row["output"] = item.output
     if item.error is not None:
@@ -191,13 +200,18 @@ def batch_item_json(item: BatchItem) -> dict[str, Any]:
     return row
 
 
-def batch_report_json(batch: BatchResult) -> dict[str, Any]:
-    """``compact --report`` (and ``--stats-json``) of a batch: every input, then the counts."""
-    return {
-        "inputs": [batch_item_json(item) for item in batch.items],
+def batch_report_json(batch: BatchResult, *, fail_over: float | None = None) -> dict[str, Any]:
+    """``compact --report`` (and ``--stats-json``) of a batch: every input, then the counts
+    and, with ``--fail-over``, the limit, the files above it and the exit code it gives."""
+    out: dict[str, Any] = {
+        "inputs": [batch_item_json(item, fail_over=fail_over) for item in batch.items],
         "compacted": batch.compacted,
         "failed": batch.failed,
     }
+    if fail_over is not None:
+        out.update(fail_over=fail_over, over_fail_over=len(batch.over_ratio(fail_over)))
+    out["exit_code"] = int(batch.gate(fail_over))
+    return out
 
 
 # --- restore-files ----------------------------------------------------------------------------
@@ -248,3 +262,21 @@ def orphan_cleanup_stats_json(result: OrphanCleanup) -> dict[str, Any]:
         "removed": list(result.removed),
         "referencedCount": result.referenced,
     }
+
+
+def recorded_text(recorded: RecordedUsage) -> str:
+    """One line on the usage an agent recorded: ``count`` and ``check`` show it."""
+    last = recorded.last
+    window = f" of a {recorded.context_window:,}-token window" if recorded.context_window else ""
+    return (
+        f"recorded by the agent (line {recorded.line + 1}): {recorded.context_tokens:,} tokens in context"
+        f"{window} — last call {last.input_tokens:,} input ({last.cached_input_tokens:,} cached)"
+        f" + {last.output_tokens:,} output"
+    )
+
+
+def _recorded_json(result: CheckResult) -> dict[str, Any]:
+    """``check --json``'s account of a decision made from the agent's recorded usage."""
+    if result.recorded is None:
+        return {}
+    return {"counted_tokens": result.report.total, "recorded_usage": result.recorded.to_dict()}

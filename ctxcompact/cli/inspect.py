@@ -82,7 +82,7 @@ def count(
             chosen = _counter(counter, encoding, model or conversation_model(conv))
             report = measure(conv, chosen)
             warnings.extend(f"{conv.label}: {w}" for w in conv.warnings)
-            rows.append(CountRow(conv.label, conv.dialect, report, info))
+            rows.append(CountRow(conv.label, conv.dialect, report, info, conv.recorded))
     if warnings:
         from ctxcompact.render import render_warnings
 

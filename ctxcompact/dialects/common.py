@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ctxcompact.dialects.recorded import RecordedUsage
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message
 
@@ -18,6 +19,11 @@ class Parsed:
     #: Indices of records that are not model-visible messages (kept as they are on write).
     passthrough: frozenset[int] = frozenset()
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: What a session log records beside its messages: the system prompt it sends, the
+    #: model, and the token usage the API reported for the newest call.
+    system: tuple[Block, ...] = ()
+    model: str | None = None
+    recorded: RecordedUsage | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +78,8 @@ class Dialect(Protocol):
     alternating_roles: bool
     #: The API accepts a tool id reused in a later turn (a warning, not an error).
     reused_tool_ids: bool
+    #: The API takes system (developer) messages anywhere in the list, not only first.
+    system_anywhere: bool
     #: The tools the agent reads files with, as ``(tool name, input field with the path)``:
     #: what ``restore-files`` scans when the user names none.
     read_tools: tuple[tuple[str, str], ...]
@@ -87,6 +95,13 @@ class Dialect(Protocol):
 
     def render(self, message: Message) -> list[Any]:
         """Records for a message a rewrite changed or created (kept ones are never rendered)."""
+        ...
+
+    def summary_layout(
+        self, messages: Sequence[Message], summary: str, *, keep_user_tokens: int | None
+    ) -> tuple[Message, ...] | None:
+        """The compacted history this agent itself makes from ``messages`` (everything before
+        a kept tail) and a summary, or None for the seed's layout (head + summary pair)."""
         ...
 
     def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
