@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from ctxcompact.archive import write_archive
 from ctxcompact.compact_options import CompactOptions as CompactOptions  # re-exported
+from ctxcompact.context_size import context_size
 from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Message, text_of
 from ctxcompact.models import DEFAULT_RATIO, Budget
@@ -107,6 +108,7 @@ def compact_conversation(
     summarizer: Summarizer | None = None,
     reader: FileReader | None = None,
     counter: TokenCounter | None = None,
+    system_tokens: int | None = None,
 ) -> CompactResult:
     """Compact one conversation (see the module docstring for the steps).
 
@@ -114,17 +116,25 @@ def compact_conversation(
     strategies run from the table (:data:`ctxcompact.strategies.STRATEGIES`), each with its own
     options from ``options`` and one shared :class:`~ctxcompact.strategies.StrategyContext`.
     ``summarizer`` overrides the one ``options.full`` names (tests inject fakes; agent loops
-    inject their own). Never mutates ``conversation``.
+    inject their own). ``auto`` decides from the real context size (recorded usage when the
+    transcript has it; ``system_tokens`` is the estimate's overhead, see
+    :func:`~ctxcompact.context_size.context_size`). Never mutates ``conversation``.
     """
     options = options or CompactOptions()
     counter = counter or make_counter()
     if auto and budget is None:
         raise UsageError("--auto needs a budget: give --model or --context-window.")
-    before = measure(conversation, counter).total
+    report = measure(conversation, counter)
+    before = report.total
     threshold = budget.threshold if budget else None
     unchanged = partial(_unchanged, conversation, ",".join(options.strategies), before, threshold)
-    if auto and budget is not None and before < budget.threshold:
-        return unchanged(f"under the threshold ({before:,} < {budget.threshold:,} tokens): nothing to do")
+    if auto and budget is not None:
+        size = context_size(conversation, report, model=budget.model.model, system_tokens=system_tokens)
+        if size.tokens < budget.threshold:
+            source = "" if size.source == "count" else f" by {size.source} size"
+            return unchanged(
+                f"under the threshold ({size.tokens:,} < {budget.threshold:,} tokens{source}): nothing to do"
+            )
 
     context = _context(conversation, options, budget, summarizer=summarizer, reader=reader, counter=counter)
     messages, results, steps = _run_strategies(conversation.messages, options.strategies, context)
@@ -307,6 +317,7 @@ def compact_messages(
     counter: TokenCounter | str = "tiktoken",
     dialect: str | None = None,
     dry_run: bool = False,
+    system_tokens: int | None = None,
     **options: Any,
 ) -> CompactResult:
     """Compact a message list: the library's one call (seed 000 §4.3).
@@ -349,6 +360,7 @@ def compact_messages(
         summarizer=summarizer,
         reader=reader,
         counter=chosen,
+        system_tokens=system_tokens,
     )
 
 

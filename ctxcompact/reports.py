@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ctxcompact.context_size import ContextSize, RecordedUsage, SideEntries
 from ctxcompact.models import Budget, ModelInfo
 from ctxcompact.tokens import TokenReport
 from ctxcompact.usage import CheckResult
@@ -33,6 +34,8 @@ class CountRow:
     dialect: str
     report: TokenReport
     model: ModelInfo | None = None
+    size: ContextSize | None = None
+    side: SideEntries | None = None
 
 
 # --- count -----------------------------------------------------------------------------------
@@ -77,7 +80,38 @@ def _count_row_json(row: CountRow, *, top: int) -> dict[str, Any]:
         out["model"] = row.model.model
         out["context_window"] = row.model.context_window
         out["window_share"] = round(report.total / row.model.context_window, 4)
+    if row.size is not None:
+        out["context"] = context_size_json(row.size)
+    if row.side is not None:
+        out["sidechain"] = {"entries": row.side.sidechain_entries, "tokens": row.side.sidechain_tokens}
+        out["meta"] = {"entries": row.side.meta_entries, "tokens": row.side.meta_tokens}
     return out
+
+
+def recorded_usage_json(usage: RecordedUsage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.input,
+        "cache_creation_input_tokens": usage.cache_creation,
+        "cache_read_input_tokens": usage.cache_read,
+        "output_tokens": usage.output,
+        "at_message_index": usage.at_message_index,
+        "where": usage.source,
+    }
+
+
+def context_size_json(size: ContextSize) -> dict[str, Any]:
+    """The context size a decision was made from, and its source."""
+    diff = size.difference
+    return {
+        "tokens": size.tokens,
+        "source": size.source,
+        "counted": size.counted,
+        "recorded_usage": recorded_usage_json(size.recorded) if size.recorded else None,
+        "counted_after_recorded": size.after,
+        "difference_percent": round(diff, 1) if diff is not None else None,
+        "factor": size.factor,
+        "system_tokens": size.system_tokens,
+    }
 
 
 def check_to_json(results: Sequence[CheckResult], budget: Budget) -> dict[str, Any]:
@@ -95,7 +129,10 @@ def check_to_json(results: Sequence[CheckResult], budget: Budget) -> dict[str, A
         "transcripts": [
             {
                 "label": r.label,
-                "tokens": r.report.total,
+                "tokens": r.status.tokens,
+                "source": r.size.source if r.size is not None else "count",
+                "counted": r.report.total,
+                "context": context_size_json(r.size) if r.size is not None else None,
                 "counter": r.report.counter,
                 "exact_total": r.report.exact_total,
                 "remaining": r.status.remaining,

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxcompact.context_size import ContextSize, context_size
 from ctxcompact.ir import Message
 from ctxcompact.models import DEFAULT_RATIO, Budget, BudgetCheck, ModelInfo, make_budget, resolve_model
 from ctxcompact.tokens import TokenCounter, TokenReport, count_tokens, make_counter, scale_report
@@ -32,17 +33,30 @@ def as_conversation(messages: MessagesLike, *, dialect: str | None = None) -> Co
 
 def conversation_model(conversation: Conversation) -> str | None:
     """The model a transcript names: a request body's ``model``, else the model of the last
-    assistant message that records one (Claude Code entries, mini-swe-agent extras)."""
+    assistant message that records one (Claude Code entries' ``message.model``,
+    mini-swe-agent's ``extra.response.model``)."""
     if conversation.model:
         return conversation.model
     for message in reversed(conversation.messages):
         if message.role != "assistant" or message.source is None:
             continue
         for record in message.source.records:
-            inner = record.get("message") if isinstance(record, Mapping) else None
-            model = inner.get("model") if isinstance(inner, Mapping) else None
-            if isinstance(model, str) and model and not model.startswith("<"):
+            model = _record_model(record)
+            if model:
                 return model
+    return None
+
+
+def _record_model(record: Any) -> str | None:
+    if not isinstance(record, Mapping):
+        return None
+    for outer, key in (("message", "model"), ("extra", "response")):
+        inner = record.get(outer)
+        value = inner.get(key) if isinstance(inner, Mapping) else None
+        if isinstance(value, Mapping):  # mini-swe-agent: extra.response is the API response
+            value = value.get("model")
+        if isinstance(value, str) and value and not value.startswith("<"):
+            return value
     return None
 
 
@@ -97,6 +111,8 @@ class CheckResult:
     report: TokenReport
     status: BudgetCheck
     violations: tuple[Violation, ...] = ()
+    #: The figure ``status`` was decided from and its source (recorded usage, estimate, count).
+    size: ContextSize | None = None
 
     @property
     def errors(self) -> list[Violation]:
@@ -113,15 +129,19 @@ def check_conversation(
     budget: Budget,
     counter: TokenCounter | Any,
     validate: bool = True,
+    system_tokens: int | None = None,
 ) -> CheckResult:
+    """Measure, size (recorded usage when the transcript has it, see
+    :func:`~ctxcompact.context_size.context_size`) and validate one conversation."""
     report = measure(conversation, counter)
+    size = context_size(conversation, report, model=budget.model.model, system_tokens=system_tokens)
     violations: tuple[Violation, ...] = ()
     if validate:
         found = validate_messages(
             conversation.messages, dialect=conversation.dialect, thinking=conversation.thinking
         )
         violations = tuple(found)
-    return CheckResult(conversation.label, report, BudgetCheck(report.total, budget), violations)
+    return CheckResult(conversation.label, report, BudgetCheck(size.tokens, budget), violations, size)
 
 
 # --- library facade --------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from ctxcompact.cli.common import (
     OUTPUT_RESERVE_OPT,
     QUIET_OPT,
     STATS_JSON_OPT,
+    SYSTEM_TOKENS_OPT,
     THRESHOLD_OPT,
     Format,
     Streams,
@@ -81,6 +82,7 @@ def compact(
     output_reserve: int | None = OUTPUT_RESERVE_OPT,
     threshold: float = THRESHOLD_OPT,
     models_file: Path | None = MODELS_FILE_OPT,
+    system_tokens: int | None = SYSTEM_TOKENS_OPT,
     counter_name: LocalCounterName = typer.Option(
         LocalCounterName.tiktoken,
         "--counter",
@@ -223,6 +225,7 @@ def compact(
         ratio=threshold,
         registry=load_registry(models_file),
         counter=counter_name,
+        system_tokens=system_tokens,
     )
     counter = make_counter(counter_name.value)
     inputs = expand_inputs(files, exclude=(out_dir, report, stats_json, archive_dir))
