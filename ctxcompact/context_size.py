@@ -13,7 +13,7 @@ Pure: functions take a conversation and a token report and return frozen results
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -273,14 +273,16 @@ def side_entries(conversation: Conversation, counter: TokenCounter) -> SideEntri
             meta.append(record)
         elif position not in live and record.get("isSidechain"):
             side.append(record)
-    return SideEntries(len(side), _entries_tokens(side, counter), len(meta), _entries_tokens(meta, counter))
+    return SideEntries(len(side), entries_tokens(side, counter), len(meta), entries_tokens(meta, counter))
 
 
-def _entries_tokens(entries: list[Mapping[str, Any]], counter: TokenCounter) -> int:
+def entries_tokens(entries: Sequence[Mapping[str, Any]], counter: TokenCounter) -> int:
+    """Our count of the message content of raw Claude Code entries (no per-message overhead)."""
     texts: list[str] = []
     fixed = 0
     for entry in entries:
-        content = entry["message"].get("content")
+        inner = entry.get("message")
+        content = inner.get("content") if isinstance(inner, Mapping) else None
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         for block in blocks if isinstance(blocks, list) else ():
             if isinstance(block, Mapping):

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ctxcompact.offload import OffloadResult, UndoResult
     from ctxcompact.offload_store import OrphanCleanup
     from ctxcompact.restore import RestoreResult
+    from ctxcompact.sessions import SessionInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,3 +286,27 @@ def orphan_cleanup_stats_json(result: OrphanCleanup) -> dict[str, Any]:
         "removed": list(result.removed),
         "referencedCount": result.referenced,
     }
+
+
+# --- sessions --------------------------------------------------------------------------------
+
+
+def sessions_to_json(rows: Sequence[SessionInfo]) -> list[dict[str, Any]]:
+    """``sessions --json``: one object per session, most recent first (``.[].path`` feeds
+    ``compact --from -``)."""
+    return [
+        {
+            "path": r.path,
+            "project": r.project,
+            "session_id": r.session_id,
+            "last_activity": r.last_activity,
+            "model": r.model,
+            "tokens": r.tokens,
+            "source": r.source,
+            "compactions": r.compactions,
+            "threshold": r.threshold,
+            "over_threshold": r.over_threshold,
+            "error": r.error,
+        }
+        for r in rows
+    ]

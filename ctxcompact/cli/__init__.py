@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 
 from ctxcompact import __version__
-from ctxcompact.cli import compact, inspect, offload, restore
+from ctxcompact.cli import compact, inspect, offload, restore, sessions
 
 app = typer.Typer(
     name="ctxcompact",
@@ -46,6 +46,7 @@ app.command("check")(inspect.check)
 app.command("compact")(compact.compact)
 app.command("restore-files")(restore.restore_files)
 app.command("offload")(offload.offload)
+app.command("sessions")(sessions.sessions)
 
 
 def main() -> None:
