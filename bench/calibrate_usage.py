@@ -26,8 +26,8 @@ import sys
 from itertools import pairwise
 from pathlib import Path
 
-from ctxcompact.context_size import claude_code_usage
 from ctxcompact.dialects.claude_code import NAME
+from ctxcompact.dialects.claude_code import recorded_usage as claude_code_usage
 from ctxcompact.tokens import count_tokens
 from ctxcompact.transcript import Conversation, load_transcript
 
@@ -43,7 +43,7 @@ def turns(conv: Conversation) -> list[tuple[int, int]]:
     points = []
     for i in range(len(conv.messages)):
         head = conv.with_messages(conv.messages[: i + 1])
-        usage = claude_code_usage(head)
+        usage = claude_code_usage(head.messages)
         if usage is not None and usage.at_message_index == i:
             points.append((usage.prompt, prefix[i]))
     return points
@@ -70,7 +70,7 @@ def main(argv: list[str]) -> int:
                     grown_rec += r1 - r0
                     grown_ours += o1 - o0
             firsts.append((path.name, *points[0]))
-            last = claude_code_usage(conv)
+            last = claude_code_usage(conv.messages)
             assert last is not None
             ours = sum(m.tokens for m in count_tokens(conv.messages).messages[: last.at_message_index + 1])
             lasts.append((path.name, last.context, ours, len(points)))

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ctxcompact.dialects import DIALECTS
+from ctxcompact.dialects import dialect_named
 from ctxcompact.errors import WorkFailedError
 from ctxcompact.fileio import write_new_file
 from ctxcompact.ir import Message
@@ -29,7 +29,7 @@ MAX_NAME_ATTEMPTS = 100
 
 def archive_records(messages: Sequence[Message], dialect: str) -> list[object]:
     """The raw records of ``messages`` (rendered for messages that were never read)."""
-    render = DIALECTS[dialect].render_message
+    render = dialect_named(dialect).render
     records: list[object] = []
     for message in messages:
         if message.source is not None and not message.changed:

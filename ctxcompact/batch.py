@@ -28,7 +28,7 @@ from ctxcompact.names import LocalCounterName
 from ctxcompact.status import ExitStatus
 from ctxcompact.summarize import Summarizer
 from ctxcompact.tokens import TokenCounter, make_counter
-from ctxcompact.transcript import Transcript, dump_transcript, load_transcript
+from ctxcompact.transcript import DEFAULT_MAX_INPUT_BYTES, Transcript, dump_transcript, load_transcript
 from ctxcompact.usage import budget_for, unknown_model_warning
 
 #: How an input read from stdin is named in reports and messages.
@@ -48,6 +48,7 @@ class FileOptions:
 
     compact: CompactOptions = field(default_factory=CompactOptions)
     dialect: str | None = None  # None: detect
+    max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
     auto: bool = False
     dry_run: bool = False
     model: str | None = None
@@ -149,7 +150,7 @@ def compact_file(
     the file, so a message in a batch or a script says which input it is about.
     ``on_warning`` hears each warning as it is found, so a caller keeps the warnings of a
     file whose compaction then fails."""
-    transcript = load_transcript(path, dialect=options.dialect)
+    transcript = load_transcript(path, dialect=options.dialect, max_bytes=options.max_input_bytes)
     counter = counter or make_counter(options.counter)
     warnings: list[str] = []
     results: list[CompactResult] = []

@@ -13,10 +13,12 @@ Pure: functions take a conversation and a token report and return frozen results
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ctxcompact.dialects import dialect_named
+from ctxcompact.recorded_usage import RecordedUsage as RecordedUsage  # re-exported
 from ctxcompact.tokens import TokenCounter, TokenReport, block_pieces
 from ctxcompact.transcript import Conversation
 
@@ -33,33 +35,6 @@ CLAUDE_CODE_SYSTEM_TOKENS = 24_000
 DEFAULT_SYSTEM_TOKENS: Mapping[str, int] = {"claude-code": CLAUDE_CODE_SYSTEM_TOKENS}
 
 SizeSource = Literal["recorded", "estimate", "count"]
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedUsage:
-    """One request's token usage as the API reported it, in any dialect.
-
-    ``at_message_index`` is the index (in the conversation's messages) of the response this
-    usage belongs to: the request was every message before it; ``output`` is that response.
-    ``source`` says where it was read ("message.usage, entry 412").
-    """
-
-    input: int
-    cache_creation: int
-    cache_read: int
-    output: int
-    at_message_index: int
-    source: str
-
-    @property
-    def prompt(self) -> int:
-        """Tokens the request took: input + cache creation + cache read."""
-        return self.input + self.cache_creation + self.cache_read
-
-    @property
-    def context(self) -> int:
-        """The context after that turn: the request plus the response it produced."""
-        return self.prompt + self.output
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,103 +65,13 @@ class ContextSize:
         return (ours - self.recorded.context) / self.recorded.context * 100
 
 
-# --- extraction ------------------------------------------------------------------------------
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def claude_code_usage(conversation: Conversation) -> RecordedUsage | None:
-    """The last ``message.usage`` of the live main thread (the conversation's own messages:
-    after the last compact boundary, sidechains excluded). One response is written as
-    several entries; the prompt fields come from its last entry with usage and the output
-    is the largest any of them records (earlier entries hold streaming snapshots). Synthetic
-    responses (API errors, all zeros) are skipped, and so is any usage recorded after a
-    message ctxcompact created or changed: that request was not the conversation we have."""
-    for index in range(_as_recorded(conversation) - 1, -1, -1):
-        message = conversation.messages[index]
-        if message.role != "assistant" or message.source is None:
-            continue
-        found: tuple[Mapping[str, Any], int] | None = None
-        output = 0
-        for record, position in zip(message.source.records, message.source.indices, strict=True):
-            inner = record.get("message") if isinstance(record, Mapping) else None
-            usage = inner.get("usage") if isinstance(inner, Mapping) else None
-            if not isinstance(usage, Mapping):
-                continue
-            output = max(output, _int(usage.get("output_tokens")))
-            found = (usage, position)
-        if found is None:
-            continue
-        usage, position = found
-        recorded = RecordedUsage(
-            input=_int(usage.get("input_tokens")),
-            cache_creation=_int(usage.get("cache_creation_input_tokens")),
-            cache_read=_int(usage.get("cache_read_input_tokens")),
-            output=output,
-            at_message_index=index,
-            source=f"message.usage, entry {position + 1}",
-        )
-        if recorded.prompt:
-            return recorded
-    return None
-
-
-def openai_response_usage(conversation: Conversation) -> RecordedUsage | None:
-    """mini-swe-agent trajectories keep each Chat Completions response (with its ``usage``)
-    in the assistant message's ``extra.response``: the last one, as for Claude Code."""
-    for index in range(_as_recorded(conversation) - 1, -1, -1):
-        message = conversation.messages[index]
-        if message.role != "assistant" or message.source is None:
-            continue
-        for record, position in zip(message.source.records, message.source.indices, strict=True):
-            extra = record.get("extra") if isinstance(record, Mapping) else None
-            response = extra.get("response") if isinstance(extra, Mapping) else None
-            usage = response.get("usage") if isinstance(response, Mapping) else None
-            if not isinstance(usage, Mapping) or not _int(usage.get("prompt_tokens")):
-                continue
-            details = usage.get("prompt_tokens_details")
-            cached = _int(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
-            prompt = _int(usage.get("prompt_tokens"))
-            return RecordedUsage(
-                input=max(prompt - cached, 0),
-                cache_creation=0,
-                cache_read=min(cached, prompt),
-                output=_int(usage.get("completion_tokens")),
-                at_message_index=index,
-                source=f"extra.response.usage, message {position + 1}",
-            )
-    return None
-
-
-def _as_recorded(conversation: Conversation) -> int:
-    """How many leading messages are as the API saw them: none created or changed by a
-    rewrite (in memory) or written by ctxcompact (an entry carrying a ``ctxcompact`` field)."""
-    for index, message in enumerate(conversation.messages):
-        if message.source is None or message.changed:
-            return index
-        if any(isinstance(r, Mapping) and "ctxcompact" in r for r in message.source.records):
-            return index
-    return len(conversation.messages)
-
-
-#: Usage extraction per dialect name. A dialect that records the API's usage adds its
-#: function here (Codex rollouts: their ``token_count`` events).
-USAGE_EXTRACTORS: dict[str, Callable[[Conversation], RecordedUsage | None]] = {
-    "claude-code": claude_code_usage,
-    "openai": openai_response_usage,
-}
+# --- the size --------------------------------------------------------------------------------
 
 
 def recorded_usage(conversation: Conversation) -> RecordedUsage | None:
     """The last usage the transcript records for its live conversation, if its dialect
-    records any."""
-    extract = USAGE_EXTRACTORS.get(conversation.dialect)
-    return extract(conversation) if extract is not None else None
-
-
-# --- the size --------------------------------------------------------------------------------
+    records any (each dialect extracts its own: :meth:`Dialect.recorded_usage`)."""
+    return dialect_named(conversation.dialect).recorded_usage(conversation.messages)
 
 
 def is_claude_model(model: str | None) -> bool:

@@ -1,4 +1,5 @@
-"""Writing files so that nothing is ever half-written or clobbered by accident.
+"""Writing files so that nothing is ever half-written or clobbered by accident; reading
+input so that nothing is read without bound.
 
 A file is first written in full to a temp file in the target's directory and fsynced; then
 :func:`write_atomic` renames it over the target (a reader sees the old file or the new one,
@@ -19,8 +20,41 @@ import os
 import stat
 import tempfile
 from pathlib import Path, PurePath
+from typing import BinaryIO
 
 from ctxcompact.errors import WorkFailedError
+
+_CHUNK = 1 << 20
+_SPECIAL_FILES = (
+    (stat.S_ISFIFO, "FIFO (named pipe)"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISSOCK, "socket"),
+)
+
+
+def special_file_kind(mode: int) -> str:
+    """What a file that is neither regular nor a directory is, for a message."""
+    return next((kind for test, kind in _SPECIAL_FILES if test(mode)), "special file")
+
+
+def read_capped(stream: BinaryIO, max_bytes: int, size: int | None = None) -> bytes | None:
+    """All of ``stream`` if it holds at most ``max_bytes``, else None after reading at most
+    ``max_bytes + 1`` bytes. ``size`` (a regular file's, from ``fstat``) refuses a larger
+    file without reading it and reads a smaller one in one go; a stream of unknown size is
+    read in chunks, so an endless one (``/dev/zero`` on stdin) costs ``max_bytes`` at most."""
+    if size is not None and size > max_bytes:
+        return None
+    parts: list[bytes] = []
+    total = 0
+    want = min(size + 1 if size is not None else _CHUNK, max_bytes + 1)
+    while chunk := stream.read(want):
+        parts.append(chunk)
+        total += len(chunk)
+        if total > max_bytes:
+            return None
+        want = min(_CHUNK, max_bytes + 1 - total)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _default_mode() -> int:

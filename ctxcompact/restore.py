@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from ctxcompact.dialects import dialect_named
 from ctxcompact.errors import UsageError
 from ctxcompact.fileio import FileTooLargeError, NotRegularFileError, SymlinkRefusedError, read_beneath
 from ctxcompact.ir import Message
@@ -98,9 +99,9 @@ READ_TOOL_PRESETS: Mapping[str, tuple[ReadTool, ...]] = {
 
 
 def read_tools_for(dialect: str) -> tuple[ReadTool, ...]:
-    """The read tools to scan when the user names none: the seed's ``read_file:path``, plus
-    Claude Code's ``Read:file_path`` for Claude Code sessions."""
-    return READ_TOOL_PRESETS["all"] if dialect == "claude-code" else DEFAULT_READ_TOOLS
+    """The read tools to scan when the user names none, as the dialect says: the seed's
+    ``read_file:path``, plus Claude Code's ``Read:file_path`` for Claude Code sessions."""
+    return tuple(ReadTool(tool, name) for tool, name in dialect_named(dialect).read_tools)
 
 
 # --- reading files ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-from ctxcompact.dialects import DIALECTS
+from ctxcompact.dialects import dialect_named
 from ctxcompact.errors import InputError, UsageError
 from ctxcompact.ir import Message
 from ctxcompact.restore import (
@@ -99,8 +99,8 @@ def appended_transcript(result: RestoreFilesResult) -> Transcript:
 def dump_pairs(result: RestoreFilesResult) -> bytes:
     """The pairs alone, as records in the transcript's own form: JSONL for JSONL and Claude
     Code sessions, else an indented JSON array."""
-    render = DIALECTS[result.conversation.dialect].render_message
+    render = dialect_named(result.conversation.dialect).render
     records = [r for m in result.pairs for r in render(m)]
-    if result.transcript.container in ("jsonl", "claude-code"):
+    if result.transcript.line_per_record:
         return dump_records(records)
     return orjson.dumps(records, option=orjson.OPT_INDENT_2) + b"\n"

@@ -30,6 +30,7 @@ from ctxcompact.context_size import (
 )
 from ctxcompact.errors import CtxcompactError, InputError
 from ctxcompact.models import DEFAULT_RATIO, make_budget, resolve_model
+from ctxcompact.recorded_usage import token_field
 from ctxcompact.tokens import MESSAGE_OVERHEAD, TokenCounter, make_counter
 from ctxcompact.transcript import load_transcript
 from ctxcompact.usage import conversation_model, measure
@@ -164,9 +165,9 @@ def scan_session(raw: bytes, *, counter: TokenCounter) -> _Scan:
         same = inner.get("id")
         # Later entries of the same response (its other blocks) are in its output already.
         after = [e for e in after if same is None or e["message"].get("id") != same]
-        output = _int(usage.get("output_tokens"))
+        output = token_field(usage.get("output_tokens"))
         prompt = sum(
-            _int(usage.get(k))
+            token_field(usage.get(k))
             for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
         )
         model = _str(inner.get("model"))
@@ -227,11 +228,7 @@ def _usage(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
     if not isinstance(usage, Mapping):
         return None
     keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    return usage if any(_int(usage.get(k)) for k in keys) else None
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return usage if any(token_field(usage.get(k)) for k in keys) else None
 
 
 def _str(value: Any) -> str | None:

@@ -7,11 +7,12 @@ Containers (how the messages are packed in the file):
                  or a wrapper like mini-swe-agent's ``{"info", "messages"}``); every other key
                  — ``system``, ``tools``, ``model``… — is kept
 ``jsonl``        one message per line
-``claude-code``  a Claude Code session file (JSONL of entries)
+``claude-code``  a session-log dialect's own file (JSONL of entries), named after the dialect
 ``collection``   a JSON array of objects that each hold a message list under ``messages`` or
                  ``traj`` (tau-bench's trajectory dumps): one conversation per item
 
-Dialects: ``anthropic``, ``openai``, ``claude-code``; detected from the records, or forced.
+Dialects are those of :mod:`ctxcompact.dialects` (``anthropic``, ``openai``,
+``claude-code``); detected from the records by asking each in the registry's order, or forced.
 
 Writing puts a conversation back into its own container and dialect: messages a rewrite
 kept are emitted from their raw records (every field intact), changed and new messages are
@@ -21,25 +22,33 @@ OpenAI ``exit`` record) stay where they were relative to the messages around the
 
 from __future__ import annotations
 
-import json
 import os
-import re
+import stat
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO
 
-import orjson
-
-from ctxcompact.dialects import DIALECTS, claude_code
-from ctxcompact.dialects.common import json_kind
+from ctxcompact.dialects import DEFAULT_DIALECT, dialect_named, file_dialect, message_dialect
+from ctxcompact.dialects.common import RequestBody, json_kind
+from ctxcompact.dialects.foreign import refuse_foreign_body, refuse_foreign_lines, refuse_foreign_object
 from ctxcompact.errors import InputError
+from ctxcompact.fileio import read_capped, special_file_kind
 from ctxcompact.ir import Block, Message
+from ctxcompact.jsontext import dumps as _dumps
+from ctxcompact.jsontext import loads as _loads
 
-Container = Literal["array", "body", "jsonl", "claude-code", "collection"]
+#: ``array``, ``body``, ``jsonl``, ``collection``, or a session-log dialect's name.
+Container = str
+#: Containers holding one conversation's messages as one JSON document; the others
+#: (``jsonl`` and session logs) are written one record per line.
+_DOCUMENT_CONTAINERS = ("array", "body", "collection")
 STDIN_NAME = "<stdin>"
 _COLLECTION_KEYS = ("messages", "traj")
+#: The default of ``--max-input-bytes``: far above any real session (the largest Claude Code
+#: sessions are tens of MB), far below what parsing would need memory for (~10× the bytes).
+DEFAULT_MAX_INPUT_BYTES = 512 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +102,12 @@ class Transcript:
 
     @property
     def dialect(self) -> str:
-        return self.conversations[0].dialect if self.conversations else "anthropic"
+        return self.conversations[0].dialect if self.conversations else DEFAULT_DIALECT.name
+
+    @property
+    def line_per_record(self) -> bool:
+        """Written one record per line (JSONL, a session log) rather than as one document."""
+        return self.container not in _DOCUMENT_CONTAINERS
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -111,20 +125,56 @@ class Transcript:
 # --- reading ---------------------------------------------------------------------------------
 
 
-def read_bytes(path: str | os.PathLike[str] | None, stdin: BinaryIO | None = None) -> tuple[str, bytes]:
-    """Bytes of a path, or of stdin for ``None`` / ``"-"``; returns ``(display name, data)``."""
+def read_bytes(
+    path: str | os.PathLike[str] | None,
+    stdin: BinaryIO | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_INPUT_BYTES,
+) -> tuple[str, bytes]:
+    """Bytes of a path, or of stdin for ``None`` / ``"-"``; returns ``(display name, data)``.
+
+    Only regular files are read: a FIFO (which could block forever), a device (``/dev/zero``
+    never ends) or a directory is refused before any read. Stdin may be anything, a pipe
+    included. Input over ``max_bytes`` is refused after reading at most ``max_bytes + 1``.
+    """
     if path is None or str(path) == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        return STDIN_NAME, stream.read()
+        return STDIN_NAME, _capped(STDIN_NAME, stream, max_bytes)
     p = Path(path)
     try:
-        return str(p), p.read_bytes()
+        # O_NONBLOCK: opening a FIFO without a writer returns at once (and is refused below).
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise InputError(f"{p}: no such file.") from None
     except IsADirectoryError:
         raise InputError(f"{p}: is a directory; give the transcript files in it.") from None
     except OSError as exc:
         raise InputError(f"{p}: cannot read it ({exc.strerror or exc}).") from None
+    try:
+        info = os.fstat(fd)
+        mode = info.st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError(f"{p}: is a directory; give the transcript files in it.")
+        if not stat.S_ISREG(mode):
+            raise InputError(
+                f"{p}: is a {special_file_kind(mode)}, not a regular file; give a transcript file, "
+                "or '-' to read stdin."
+            )
+        with os.fdopen(fd, "rb", closefd=False) as stream:
+            return str(p), _capped(str(p), stream, max_bytes, info.st_size)
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read it ({exc.strerror or exc}).") from None
+    finally:
+        os.close(fd)
+
+
+def _capped(name: str, stream: BinaryIO, max_bytes: int, size: int | None = None) -> bytes:
+    data = read_capped(stream, max_bytes, size)
+    if data is None:
+        raise InputError(
+            f"{name}: larger than the input limit of {max_bytes:,} bytes; raise --max-input-bytes to read it."
+        )
+    return data
 
 
 def load_transcript(
@@ -133,17 +183,19 @@ def load_transcript(
     data: bytes | str | None = None,
     name: str | None = None,
     dialect: str | None = None,
+    max_bytes: int = DEFAULT_MAX_INPUT_BYTES,
 ) -> Transcript:
     """Read a transcript from ``path`` (``None`` or ``"-"``: stdin) or from ``data``.
 
-    ``dialect`` forces ``anthropic``, ``openai`` or ``claude-code`` instead of detecting it.
-    Raises :class:`InputError` naming the file and the line/column or message index of what
-    is wrong.
+    ``dialect`` forces one of the registered dialects (``anthropic``, ``openai``,
+    ``claude-code``) instead of detecting it; ``max_bytes`` caps what is read (see
+    :func:`read_bytes`). Raises :class:`InputError` naming the file and the line/column or
+    message index of what is wrong.
     """
-    if dialect is not None and dialect not in DIALECTS:
-        raise InputError(f"unknown format {dialect!r}; expected one of {', '.join(DIALECTS)}.")
+    if dialect is not None:
+        dialect_named(dialect)
     if data is None:
-        name, raw = read_bytes(path)
+        name, raw = read_bytes(path, max_bytes=max_bytes)
     else:
         raw = data.encode() if isinstance(data, str) else data
         name = name or (str(path) if path is not None else STDIN_NAME)
@@ -174,7 +226,8 @@ def _parse(raw: bytes, *, name: str, dialect: str | None) -> Transcript:
     if not text_start:
         if name.endswith(".jsonl"):
             # Zero lines is valid JSONL: the line-per-message form of an empty list.
-            return Transcript(name, "jsonl", [], (_conversation(name, [], dialect or "anthropic", None),))
+            chosen = dialect or DEFAULT_DIALECT.name
+            return Transcript(name, "jsonl", [], (_conversation(name, [], chosen, None),))
         raise InputError("is empty; expected a JSON array of messages, a request body or JSONL.")
     root, err = _loads(raw)
     if err is None:
@@ -186,49 +239,6 @@ def _parse(raw: bytes, *, name: str, dialect: str | None) -> Transcript:
     raise InputError(f"invalid JSON at {err}.")
 
 
-_LONE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-
-
-def _loads(raw: bytes) -> tuple[Any, str | None]:
-    """Parse JSON fast with orjson; on failure ask the stdlib for the line and column.
-
-    What only the stdlib accepts is kept (integers beyond 64 bits, a BOM), except lone
-    surrogate escapes (``"\\ud800"`` without its pair): they are not text, no API accepts them,
-    and they could not be written back as UTF-8, so they are refused with their position.
-    """
-    try:
-        return orjson.loads(raw), None
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        return None, f"byte {exc.start}: not valid UTF-8"
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        # The stdlib says "Unterminated string starting at" and gives the position apart.
-        msg = exc.msg[:-3] + " here" if exc.msg.endswith(" at") else exc.msg
-        return None, f"line {exc.lineno}, column {exc.colno}: {msg}"
-    except RecursionError:
-        return None, "line 1, column 1: nested too deeply (more than ~1,000 levels)"
-    try:
-        orjson.dumps(value)
-    except orjson.JSONEncodeError as exc:
-        if "surrogate" in str(exc):
-            return None, _surrogate_position(text)
-    return value, None
-
-
-def _surrogate_position(text: str) -> str:
-    for match in _LONE_SURROGATE.finditer(text):
-        before = text[: match.start()]
-        line = before.count("\n") + 1
-        column = match.start() - (before.rfind("\n") + 1) + 1
-        return f"line {line}, column {column}: {match.group(0)} is a lone surrogate escape, not valid Unicode text"
-    return "line 1, column 1: a lone surrogate escape, not valid Unicode text"
-
-
 def _from_lines(name: str, raw: bytes, dialect: str | None) -> Transcript:
     records: list[Any] = []
     for lineno, line in enumerate(raw.split(b"\n"), start=1):
@@ -237,17 +247,32 @@ def _from_lines(name: str, raw: bytes, dialect: str | None) -> Transcript:
             continue
         value, err = _loads(stripped)
         if err is not None:
-            column = err.split("column ", 1)[1].split(":", 1)[0] if "column " in err else "1"
-            detail = err.split(": ", 1)[1] if ": " in err else err
-            hint = " (truncated line?)" if lineno == raw.rstrip(b"\n").count(b"\n") + 1 else ""
-            raise InputError(f"invalid JSON on line {lineno}, column {column}: {detail}{hint}.")
+            # A line that is whole JSON but unreadable (a huge integer) was not cut off.
+            last = lineno == raw.rstrip(b"\n").count(b"\n") + 1 and not err.whole
+            hint = " (truncated line?)" if last else ""
+            raise InputError(f"invalid JSON on line {lineno}, column {err.column}: {err.detail}{hint}.")
         records.append(value)
-    _refuse_foreign_lines(records)
-    chosen = dialect or ("claude-code" if claude_code.looks_like(records) else detect_dialect(records, None))
-    if chosen == "claude-code":
-        conv = _conversation(name, records, "claude-code", None)
-        return Transcript(name, "claude-code", records, (conv,))
+    whole_file = _whole_file_dialect(records, dialect)
+    if whole_file is not None:
+        return _whole_file(name, records, whole_file)
+    chosen = dialect or detect_dialect(records, None)
     return Transcript(name, "jsonl", records, (_conversation(name, records, chosen, None),))
+
+
+def _whole_file_dialect(records: Sequence[Any], forced: str | None, *, refuse: bool = True) -> str | None:
+    """The session-log dialect (forced, or recognised) a whole file is written in, if any.
+    With ``refuse``, lines of another agent's format that no dialect reads are refused here."""
+    if forced is not None and dialect_named(forced).owns_file:
+        return forced
+    found = file_dialect(records) if forced is None else None
+    if found is None and refuse:
+        refuse_foreign_lines(records)
+    return found.name if found is not None else None
+
+
+def _whole_file(name: str, records: list[Any], dialect: str) -> Transcript:
+    """A session log: the file is the container, named after its dialect."""
+    return Transcript(name, dialect, records, (_conversation(name, records, dialect, None),))
 
 
 def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
@@ -261,32 +286,25 @@ def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
                     _collection_item(name, i, item[key], chosen, item) for i, item in enumerate(root)
                 )
                 return Transcript(name, "collection", root, convs, collection_key=key)
-            _refuse_foreign_lines(root)
-            if dialect == "claude-code" or claude_code.looks_like(root):
-                return Transcript(
-                    name, "claude-code", root, (_conversation(name, root, "claude-code", None),)
-                )
+            whole_file = _whole_file_dialect(root, dialect)
+            if whole_file is not None:
+                return _whole_file(name, root, whole_file)
         chosen = dialect or detect_dialect(root, None)
         return Transcript(name, "array", root, (_conversation(name, root, chosen, None),))
     if isinstance(root, Mapping):
         messages = root.get("messages")
         if isinstance(messages, list):
-            _refuse_gemini(root)
+            refuse_foreign_body(root)
             chosen = dialect or detect_dialect(messages, root)
             return Transcript(name, "body", root, (_conversation(name, messages, chosen, root),))
         if "role" in root:
-            return Transcript(
-                name,
-                "jsonl",
-                [root],
-                (_conversation(name, [root], dialect or detect_dialect([root], None), None),),
-            )
-        if dialect == "claude-code" or claude_code.looks_like([root]):
-            # A one-line session file (a session just started, a short subagent run).
-            return Transcript(
-                name, "claude-code", [root], (_conversation(name, [root], "claude-code", None),)
-            )
-        _refuse_foreign_object(root)
+            chosen = dialect or detect_dialect([root], None)
+            return Transcript(name, "jsonl", [root], (_conversation(name, [root], chosen, None),))
+        # A one-line session file (a session just started, a short subagent run).
+        whole_file = _whole_file_dialect([root], dialect, refuse=False)
+        if whole_file is not None:
+            return _whole_file(name, [root], whole_file)
+        refuse_foreign_object(root)
         if "messages" in root:
             raise InputError(
                 f"'messages' is a JSON {json_kind(root['messages'])}, expected a list of messages."
@@ -308,103 +326,18 @@ def _collection_item(name: str, i: int, records: Any, dialect: str, item: Mappin
         raise InputError(f"item {i}: {exc}") from None
 
 
-def _refuse_foreign_object(root: Mapping[str, Any]) -> None:
-    if "history" in root and ("trajectory" in root or "info" in root):
-        raise InputError(
-            "looks like a SWE-agent trajectory (.traj): not a supported input format; export its 'history' as a message list."
-        )
-    if "history" in root and "instance_id" in root:
-        raise InputError("looks like an OpenHands evaluation record: not a supported input format.")
-
-
-def _refuse_gemini(root: Mapping[str, Any]) -> None:
-    msgs = root.get("messages") or []
-    if msgs and all(
-        isinstance(m, Mapping) and "role" not in m and m.get("type") in ("user", "gemini", "info", "error")
-        for m in msgs[:20]
-    ):
-        raise InputError(
-            "looks like a Gemini CLI session: not a supported input format (its messages have 'type', not 'role')."
-        )
-
-
-def _refuse_foreign_lines(records: Sequence[Any]) -> None:
-    head = [r for r in records[:20] if isinstance(r, Mapping)]
-    if head and all(
-        "payload" in r and r.get("type") in ("session_meta", "response_item", "event_msg", "turn_context")
-        for r in head
-    ):
-        raise InputError("looks like a Codex CLI rollout: not a supported input format.")
-    if head and all("history" in r and "instance_id" in r for r in head):
-        raise InputError("looks like OpenHands evaluation output: not a supported input format.")
-    if head and all(("action" in r or "observation" in r) and "role" not in r for r in head):
-        raise InputError("looks like an OpenHands event stream: not a supported input format.")
-
-
 def detect_dialect(records: Sequence[Any], body: Mapping[str, Any] | None) -> str:
-    """``openai`` when the records use OpenAI shapes, ``anthropic`` otherwise.
-
-    OpenAI signs: a ``tool`` role, ``tool_calls``, null content, ``image_url`` parts, or
-    function-style tool definitions in the body. Plain text messages are the same in both
-    dialects; they default to ``anthropic`` unless the body's tools or model say otherwise.
-    """
-    for record in records:
-        if not isinstance(record, Mapping):
-            continue
-        if record.get("role") in ("tool", "function", "developer") or record.get("tool_calls"):
-            return "openai"
-        content = record.get("content")
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, Mapping):
-                    kind = block.get("type")
-                    if kind in (
-                        "tool_use",
-                        "tool_result",
-                        "thinking",
-                        "redacted_thinking",
-                        "image",
-                        "document",
-                    ):
-                        return "anthropic"
-                    if kind in ("image_url", "input_audio", "file"):
-                        return "openai"
-        elif content is None and record.get("role") == "assistant":
-            return "openai"
-    if body is not None:
-        tools = body.get("tools")
-        if isinstance(tools, list) and tools and isinstance(tools[0], Mapping):
-            if tools[0].get("type") == "function" or "function" in tools[0]:
-                return "openai"
-            if "input_schema" in tools[0]:
-                return "anthropic"
-        model = str(body.get("model", ""))
-        if model.startswith(("gpt", "o1", "o3", "o4", "deepseek", "qwen")):
-            return "openai"
-    return "anthropic"
+    """The name of the dialect of a list of bare messages (and of the request ``body`` holding
+    them, if any): the registry's most specific message dialect that claims them, else the
+    default (see :mod:`ctxcompact.dialects`)."""
+    return message_dialect(records, body).name
 
 
 def _conversation(
     label: str, records: Sequence[Any], dialect: str, body: Mapping[str, Any] | None
 ) -> Conversation:
-    parsed = DIALECTS[dialect].parse_records(records)
-    system: tuple[Block, ...] = ()
-    tools: tuple[Any, ...] = ()
-    model = None
-    thinking = False
-    if body is not None:
-        raw_system = body.get("system")
-        if isinstance(raw_system, str):
-            system = ({"type": "text", "text": raw_system},) if raw_system else ()
-        elif isinstance(raw_system, list):
-            system = tuple(b for b in raw_system if isinstance(b, Mapping))
-        raw_tools = body.get("tools")
-        if isinstance(raw_tools, list):
-            tools = tuple(raw_tools)
-        if isinstance(body.get("model"), str):
-            model = body["model"]
-        raw_thinking = body.get("thinking")
-        thinking = isinstance(raw_thinking, Mapping) and raw_thinking.get("type") in ("enabled", "adaptive")
+    parsed = dialect_named(dialect).parse(records)
+    request = RequestBody.of(body)
     return Conversation(
         label=label,
         dialect=dialect,
@@ -412,10 +345,10 @@ def _conversation(
         messages=parsed.messages,
         read_messages=parsed.messages,
         passthrough=parsed.passthrough,
-        system=system,
-        tools=tools,
-        model=model,
-        thinking=thinking,
+        system=request.system,
+        tools=request.tools,
+        model=request.model,
+        thinking=request.thinking,
         warnings=parsed.warnings,
     )
 
@@ -432,7 +365,8 @@ def conversation_records(conversation: Conversation) -> list[Any]:
     right after the message before it (at the start: just before the first original one).
     Strategies never reorder messages, so sorting by these positions is the output order.
     """
-    render = DIALECTS[conversation.dialect].render_message
+    adapter = dialect_named(conversation.dialect)
+    render = adapter.render
     items: list[tuple[tuple[int, int, int], Any]] = [
         ((i, 0, 0), conversation.records[i]) for i in conversation.passthrough
     ]
@@ -455,12 +389,13 @@ def conversation_records(conversation: Conversation) -> list[Any]:
             first = message.source.indices[0]
             by_id = {id(r): i for i, r in zip(message.source.indices, message.source.records, strict=True)}
             by_uuid = {
-                r.get("uuid"): i
+                r["uuid"]: i
                 for i, r in zip(message.source.indices, message.source.records, strict=True)
-                if isinstance(r, Mapping) and r.get("uuid")
+                if isinstance(r, Mapping) and isinstance(r.get("uuid"), str) and r["uuid"]
             }
             for j, record in enumerate(render(message)):
                 uid = record.get("uuid") if isinstance(record, Mapping) else None
+                uid = uid if isinstance(uid, str) else None
                 index = by_id.get(id(record), by_uuid.get(uid, first))
                 items.append(((index, 0, j), record))
             cursor = max(message.source.indices)
@@ -470,8 +405,7 @@ def conversation_records(conversation: Conversation) -> list[Any]:
                 items.append(((cursor, 1, seq), record))
     items.sort(key=lambda item: item[0])
     records = [record for _, record in items]
-    finalize = getattr(DIALECTS[conversation.dialect], "finalize_records", None)
-    return finalize(records, conversation.records) if finalize else records
+    return adapter.finalize(records, conversation.records)
 
 
 def dump_transcript(transcript: Transcript) -> bytes:
@@ -497,21 +431,9 @@ def dump_transcript(transcript: Transcript) -> bytes:
             new_item[key] = conversation_records(conv)
             items.append(new_item)
         return _dumps(items, indent=True) + b"\n"
-    if transcript.container in ("jsonl", "claude-code"):
-        records = conversation_records(convs[0])
-        return b"".join(_dumps(r) + b"\n" for r in records)
-    raise AssertionError(f"unknown container {transcript.container}")
+    return dump_records(conversation_records(convs[0]))
 
 
 def dump_records(records: Iterable[Any]) -> bytes:
     """JSONL bytes for a list of records (archives)."""
     return b"".join(_dumps(r) + b"\n" for r in records)
-
-
-def _dumps(value: Any, *, indent: bool = False) -> bytes:
-    option = orjson.OPT_INDENT_2 if indent else 0
-    try:
-        return orjson.dumps(value, option=option)
-    except (TypeError, orjson.JSONEncodeError):
-        # Lone surrogates or integers beyond 64 bits that only the stdlib reader accepted.
-        return json.dumps(value, indent=2 if indent else None, ensure_ascii=True).encode()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxcompact.context_size import ContextSize, context_size
+from ctxcompact.dialects import DEFAULT_DIALECT
 from ctxcompact.ir import Message
 from ctxcompact.models import DEFAULT_RATIO, Budget, BudgetCheck, ModelInfo, make_budget, resolve_model
 from ctxcompact.tokens import TokenCounter, TokenReport, count_tokens, make_counter, scale_report
@@ -27,7 +28,7 @@ def as_conversation(messages: MessagesLike, *, dialect: str | None = None) -> Co
         return messages
     items = list(messages)
     if items and all(isinstance(m, Message) for m in items):
-        return Conversation("messages", dialect or "anthropic", (), tuple(items))  # type: ignore[arg-type]
+        return Conversation("messages", dialect or DEFAULT_DIALECT.name, (), tuple(items))  # type: ignore[arg-type]
     return load_messages(items, dialect=dialect)  # type: ignore[arg-type]
 
 

@@ -6,14 +6,15 @@ Errors (the API would reject the request):
                          preceding assistant message
 ``unanswered_tool_use``  a tool_use with no tool_result in the next message — except in the
                          last assistant message, whose calls may still be running
-``duplicate_tool_id``    the same tool_use id used twice (a warning for OpenAI when reused in a
-                         later turn, which its API accepts)
+``duplicate_tool_id``    the same tool_use id used twice (a warning when reused in a later turn
+                         in a dialect whose API accepts that, such as OpenAI's)
 ``system_not_leading``   a system message after the conversation started
 
 Warnings (tolerated by the APIs, which merge them, but worth knowing):
 
-``consecutive_roles``    two user or two assistant messages in a row (Anthropic dialect only;
-                         OpenAI allows it, and its ``tool`` runs map to one user message)
+``consecutive_roles``    two user or two assistant messages in a row, in a dialect whose roles
+                         alternate (Anthropic's; OpenAI allows it, and its ``tool`` runs map to
+                         one user message)
 ``first_not_user``       the first non-system message is not from the user
 
 With ``thinking=True`` (a request body that turns extended thinking on), also an error:
@@ -28,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ctxcompact.dialects import dialect_named
 from ctxcompact.ir import Message, tool_results, tool_uses
 
 Severity = Literal["error", "warning"]
@@ -53,8 +55,10 @@ def validate_messages(
     """Every invariant break in ``messages``, in message order. Pure; never raises for bad data.
 
     ``message_index`` is the position in the IR list; for messages read from a file the
-    CLI reports the record position too.
+    CLI reports the record position too. ``dialect`` names a registered dialect: its rules
+    say whether roles must alternate and whether a tool id may be reused in a later turn.
     """
+    rules = dialect_named(dialect)
     found: list[Violation] = []
     seen_ids: dict[str, int] = {}
     last_assistant = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
@@ -77,31 +81,14 @@ def validate_messages(
                 )
             )
         started = True
-        if dialect != "openai" and previous_role == message.role:
+        if rules.alternating_roles and previous_role == message.role:
             found.append(
                 Violation("consecutive_roles", "warning", i, f"two {message.role} messages in a row")
             )
         previous_role = message.role
 
-        for block in tool_uses(message) if message.role == "assistant" else []:
-            tool_id = block.get("id")
-            if not isinstance(tool_id, str) or not tool_id:
-                found.append(Violation("missing_tool_id", "error", i, "tool_use without an id", f"#{i}"))
-                continue
-            if tool_id in seen_ids:
-                # OpenAI accepts an id reused in a later turn (gpt-4o does it); Anthropic does not.
-                severity: Severity = "warning" if dialect == "openai" and seen_ids[tool_id] != i else "error"
-                found.append(
-                    Violation(
-                        "duplicate_tool_id",
-                        severity,
-                        i,
-                        f"tool id {tool_id} already used in message {seen_ids[tool_id]}",
-                        tool_id,
-                    )
-                )
-            else:
-                seen_ids[tool_id] = i
+        if message.role == "assistant":
+            found.extend(_tool_id_violations(message, i, seen_ids, reuse_ok=rules.reused_tool_ids))
 
         if message.role == "user":
             answered = _ids_of_previous_assistant(messages, i)
@@ -129,6 +116,26 @@ def validate_messages(
                 )
     if thinking:
         found.extend(_thinking_request_end(messages))
+    return found
+
+
+def _tool_id_violations(
+    message: Message, i: int, seen_ids: dict[str, int], *, reuse_ok: bool
+) -> list[Violation]:
+    """Missing and duplicate ids of an assistant message's tool uses; records the new ids in
+    ``seen_ids``. With ``reuse_ok`` (OpenAI: gpt-4o does it) an id reused in a later turn is
+    only a warning; Anthropic's API refuses it."""
+    found: list[Violation] = []
+    for block in tool_uses(message):
+        tool_id = block.get("id")
+        if not isinstance(tool_id, str) or not tool_id:
+            found.append(Violation("missing_tool_id", "error", i, "tool_use without an id", f"#{i}"))
+        elif tool_id in seen_ids:
+            severity: Severity = "warning" if reuse_ok and seen_ids[tool_id] != i else "error"
+            detail = f"tool id {tool_id} already used in message {seen_ids[tool_id]}"
+            found.append(Violation("duplicate_tool_id", severity, i, detail, tool_id))
+        else:
+            seen_ids[tool_id] = i
     return found
 
 

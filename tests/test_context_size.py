@@ -17,9 +17,11 @@ from ctxcompact.context_size import (
     recorded_usage,
     side_entries,
 )
+from ctxcompact.dialects import DIALECTS, dialect_named
 from ctxcompact.ir import new_message
 from ctxcompact.tokens import count_tokens, make_counter
 from ctxcompact.transcript import Conversation, load_transcript
+from ctxcompact.usage import conversation_model
 
 BIG = "lorem ipsum dolor sit amet " * 200
 
@@ -210,3 +212,21 @@ def test_real_session_over_the_threshold_by_its_recorded_usage() -> None:
     [row] = result.json()["transcripts"]
     assert row["source"] == "recorded" and row["tokens"] == 14 + 15_142 + 126_159 + 456
     assert row["counted"] < 100_800 <= row["tokens"]
+
+
+def test_mini_swe_agent_names_its_model_in_info_config() -> None:
+    trajectory = {
+        "info": {"config": {"model": {"model_name": "deepseek/deepseek-chat"}}},
+        "messages": [{"role": "user", "content": "task"}, {"role": "assistant", "content": "ls"}],
+        "trajectory_format": "mini-swe-agent-1",
+    }
+    [conv] = load_transcript(data=json.dumps(trajectory)).conversations
+    assert conversation_model(conv) == "deepseek/deepseek-chat"
+
+
+def test_every_dialect_answers_for_its_recorded_usage() -> None:
+    # The protocol seam: a dialect says what it records (None when nothing).
+    for dialect in DIALECTS:
+        assert dialect.recorded_usage(()) is None
+    conv = _conv(_session())
+    assert dialect_named("claude-code").recorded_usage(conv.messages) == recorded_usage(conv)

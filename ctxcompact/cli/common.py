@@ -23,11 +23,13 @@ if TYPE_CHECKING:
 
     from ctxcompact.transcript import Transcript
 
+from ctxcompact.dialects import DIALECT_NAMES
 from ctxcompact.errors import CtxcompactError, InputError
 from ctxcompact.models import DEFAULT_RATIO
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 from ctxcompact.tokens import DEFAULT_ENCODING
+from ctxcompact.transcript import DEFAULT_MAX_INPUT_BYTES
 
 TRACEBACK_ENV = "CTXCOMPACT_TRACEBACK"
 TRANSCRIPT_SUFFIXES = (".json", ".jsonl")
@@ -36,10 +38,14 @@ OFFLOAD_MANIFEST = "offload-manifest.json"  # offload's own bookkeeping, not a t
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class Format(StrEnum):
-    anthropic = "anthropic"
-    openai = "openai"
-    claude_code = "claude-code"
+if TYPE_CHECKING:
+
+    class Format(StrEnum):
+        """A registered dialect's name (members made from the registry at run time)."""
+
+else:
+    #: The ``--format`` choices: the registered dialects, in the registry's order.
+    Format = StrEnum("Format", [(name, name) for name in DIALECT_NAMES])
 
 
 class Streams:
@@ -215,7 +221,7 @@ class Loaded:
     failed: int = 0
 
 
-def load_all(paths: Sequence[Path] | None, fmt: Format | None) -> Loaded:
+def load_all(paths: Sequence[Path] | None, fmt: Format | None, *, max_bytes: int) -> Loaded:
     """Every input read. With one input a bad one is the command's error; with several each
     bad one is reported on stderr and the others are still read (exit 2 at the end)."""
     from ctxcompact.transcript import load_transcript
@@ -224,7 +230,9 @@ def load_all(paths: Sequence[Path] | None, fmt: Format | None) -> Loaded:
     loaded = Loaded([])
     for path in inputs:
         try:
-            loaded.transcripts.append(load_transcript(path, dialect=fmt.value if fmt else None))
+            loaded.transcripts.append(
+                load_transcript(path, dialect=fmt.value if fmt else None, max_bytes=max_bytes)
+            )
         except InputError as exc:
             if len(inputs) == 1:
                 raise
@@ -241,6 +249,13 @@ FILES_ARG = typer.Argument(
 )
 FORMAT_OPT = typer.Option(
     None, "--format", "-f", help="Force the dialect instead of detecting it.", case_sensitive=False
+)
+MAX_INPUT_BYTES_OPT = typer.Option(
+    DEFAULT_MAX_INPUT_BYTES,
+    "--max-input-bytes",
+    min=1,
+    show_default=False,
+    help="Refuse an input larger than this (bytes) without reading it all [default: 512 MiB].",
 )
 COUNTER_OPT = typer.Option(
     CounterName.tiktoken,

@@ -10,6 +10,7 @@ from ctxcompact.cli.common import (
     CONTEXT_WINDOW_OPT,
     FILES_ARG,
     FORMAT_OPT,
+    MAX_INPUT_BYTES_OPT,
     MODEL_OPT,
     MODELS_FILE_OPT,
     OUTPUT_OPT,
@@ -72,6 +73,7 @@ def compact(
     stats_json: Path | None = STATS_JSON_OPT,
     quiet: bool = QUIET_OPT,
     fmt: Format | None = FORMAT_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
     auto: bool = typer.Option(
         False,
         "--auto",
@@ -217,6 +219,7 @@ def compact(
     files_options = FileOptions(
         compact=options,
         dialect=fmt.value if fmt else None,
+        max_input_bytes=max_input_bytes,
         auto=auto,
         dry_run=dry_run,
         model=model,

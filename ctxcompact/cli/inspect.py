@@ -14,6 +14,7 @@ from ctxcompact.cli.common import (
     FILES_ARG,
     FORMAT_OPT,
     JSON_OPT,
+    MAX_INPUT_BYTES_OPT,
     MODEL_OPT,
     MODELS_FILE_OPT,
     OUTPUT_RESERVE_OPT,
@@ -44,6 +45,7 @@ def _counter(name: CounterName, encoding: str, model: str | None) -> Any:
 def count(
     files: list[Path] | None = FILES_ARG,
     fmt: Format | None = FORMAT_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
     counter: CounterName = COUNTER_OPT,
     encoding: str = ENCODING_OPT,
     model: str | None = MODEL_OPT,
@@ -78,7 +80,7 @@ def count(
     registry = load_registry(models_file)
     rows: list[CountRow] = []
     warnings: list[str] = []
-    loaded = load_all(files, fmt)
+    loaded = load_all(files, fmt, max_bytes=max_input_bytes)
     info = resolve_model(model, registry=registry) if model is not None else None
     warning = unknown_model_warning(info) if info is not None else None
     if warning:
@@ -123,6 +125,7 @@ def check(
         True, "--validate/--no-validate", help="Also check API invariants (tool pairs, ids, roles)."
     ),
     fmt: Format | None = FORMAT_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
     counter: CounterName = COUNTER_OPT,
     encoding: str = ENCODING_OPT,
     models_file: Path | None = MODELS_FILE_OPT,
@@ -155,7 +158,7 @@ def check(
     results = []
     budget = None
     warnings: list[str] = []
-    loaded = load_all(files, fmt)
+    loaded = load_all(files, fmt, max_bytes=max_input_bytes)
     for transcript in loaded.transcripts:
         for conv in transcript.conversations:
             budget = budget_for(

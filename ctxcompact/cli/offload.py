@@ -10,6 +10,7 @@ import typer
 from ctxcompact.cli.common import (
     FILES_ARG,
     FORMAT_OPT,
+    MAX_INPUT_BYTES_OPT,
     OUTPUT_OPT,
     QUIET_OPT,
     STATS_JSON_OPT,
@@ -84,6 +85,7 @@ def offload(
     stats_json: Path | None = STATS_JSON_OPT,
     quiet: bool = QUIET_OPT,
     fmt: Format | None = FORMAT_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
     counter: LocalCounterName = LOCAL_COUNTER_OPT,
 ) -> None:
     """Move large tool results to files and leave a path reference; --undo puts them back.
@@ -122,7 +124,7 @@ def offload(
             f"offload rewrites one transcript per run, got {len(inputs)} inputs; run it once per file "
             '(e.g. for f in sessions/*.jsonl; do ctxcompact offload "$f" -o "lean/${f##*/}"; done).'
         )
-    transcript = load_transcript(inputs[0], dialect=fmt.value if fmt else None)
+    transcript = load_transcript(inputs[0], dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)
 
     if undo:
         _undo(transcript, out_dir=out_dir, output=output, stats_json=stats_json, streams=streams)

@@ -12,6 +12,7 @@ import typer
 
 from ctxcompact.cli.common import (
     FORMAT_OPT,
+    MAX_INPUT_BYTES_OPT,
     OUTPUT_OPT,
     QUIET_OPT,
     STATS_JSON_OPT,
@@ -65,6 +66,7 @@ def restore_files(
     ),
     output: Path | None = OUTPUT_OPT,
     fmt: Format | None = FORMAT_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
     stats_json: Path | None = STATS_JSON_OPT,
     quiet: bool = QUIET_OPT,
 ) -> None:
@@ -87,7 +89,7 @@ def restore_files(
     from ctxcompact.transcript import dump_transcript, load_transcript
 
     streams = Streams(quiet=quiet)
-    transcript = load_transcript(file, dialect=fmt.value if fmt else None)
+    transcript = load_transcript(file, dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)
     result = restore(
         transcript,
         work_dir=work_dir,

@@ -7,12 +7,13 @@ a request body's top-level ``system`` is handled by :mod:`ctxcompact.transcript`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxcompact.dialects.common import Parsed, content_blocks, plain_text, require_mapping
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Message, Source
+from ctxcompact.recorded_usage import RecordedUsage
 
 NAME = "anthropic"
 ROLES = ("system", "user", "assistant")
@@ -44,6 +45,36 @@ def render_message(message: Message) -> list[Any]:
     text = plain_text(message.content)
     out["content"] = text if text is not None else [dict(b) for b in message.content]
     return [out]
+
+
+class AnthropicDialect:
+    """The Messages API's own shape; the registry's default when no dialect claims a file."""
+
+    name = NAME
+    owns_file = False
+    alternating_roles = True
+    reused_tool_ids = False
+    read_tools: tuple[tuple[str, str], ...] = (("read_file", "path"),)
+
+    def looks_like(self, records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
+        """Every record is a message object with an Anthropic role (plain-text messages look
+        the same in OpenAI's dialect: ask that one first)."""
+        return all(isinstance(r, Mapping) and r.get("role") in ROLES for r in records)
+
+    def parse(self, records: Sequence[Any]) -> Parsed:
+        return parse_records(records)
+
+    def render(self, message: Message) -> list[Any]:
+        return render_message(message)
+
+    def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
+        return records
+
+    def recorded_usage(self, messages: Sequence[Message]) -> RecordedUsage | None:
+        return None  # a request body: sent, not answered yet
+
+
+DIALECT = AnthropicDialect()
 
 
 def to_api_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:

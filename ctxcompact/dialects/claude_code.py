@@ -28,6 +28,7 @@ from typing import Any
 from ctxcompact.dialects.common import Parsed, content_blocks, json_kind, plain_text
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message, Source
+from ctxcompact.recorded_usage import RecordedUsage, as_recorded, token_field
 
 NAME = "claude-code"
 MESSAGE_TYPES = ("user", "assistant")
@@ -37,7 +38,7 @@ MARKER_TYPES = frozenset(
 )
 
 
-def looks_like(records: Sequence[Any]) -> bool:
+def looks_like(records: Sequence[Any], body: Mapping[str, Any] | None = None) -> bool:
     """True when the entries are Claude Code session entries rather than bare messages."""
     for record in records[:50]:
         if not isinstance(record, Mapping):
@@ -47,8 +48,10 @@ def looks_like(records: Sequence[Any]) -> bool:
         kind = record.get("type")
         if kind in MESSAGE_TYPES and isinstance(record.get("message"), Mapping):
             return True
-        if kind in MARKER_TYPES and (
-            "uuid" in record or "sessionId" in record or "leafUuid" in record or "messageId" in record
+        if (
+            isinstance(kind, str)
+            and kind in MARKER_TYPES
+            and ("uuid" in record or "sessionId" in record or "leafUuid" in record or "messageId" in record)
         ):
             return True
     return False
@@ -215,16 +218,18 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
 
     Untouched files come back unchanged: nothing is re-linked when every parent is present.
     """
-    present = {r.get("uuid") for r in records if isinstance(r, Mapping) and r.get("uuid")}
+    present = {_link(r, "uuid") for r in records if isinstance(r, Mapping) and _link(r, "uuid")}
     parents = {
-        r.get("uuid"): r.get("parentUuid") for r in original if isinstance(r, Mapping) and r.get("uuid")
+        _link(r, "uuid"): _link(r, "parentUuid")
+        for r in original
+        if isinstance(r, Mapping) and _link(r, "uuid")
     }
     entries = [r for r in original if isinstance(r, Mapping) and r.get("type") in MESSAGE_TYPES]
     sidechain_thread = bool(entries) and all(r.get("isSidechain") for r in entries)
 
     def in_thread(record: Mapping[str, Any]) -> bool:
         return (
-            bool(record.get("uuid"))
+            _link(record, "uuid") is not None
             and record.get("type") in ("user", "assistant", "system")
             and bool(record.get("isSidechain")) == sidechain_thread
         )
@@ -246,10 +251,10 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
                 entry["timestamp"] = template["timestamp"]
             record = entry
         else:
-            parent = record.get("parentUuid")
+            parent = _link(record, "parentUuid")
             # Only links this rewrite broke: a parent that was in the file and is gone now.
             if parent is not None and parent not in present and parent in parents:
-                ancestor = parent
+                ancestor: str | None = parent
                 seen: set[Any] = set()
                 while ancestor is not None and ancestor not in present and ancestor not in seen:
                     seen.add(ancestor)
@@ -257,9 +262,15 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
                 record = {**record, "parentUuid": ancestor if ancestor in present else last_uuid}
         out.append(record)
         if in_thread(record):
-            last_uuid = record["uuid"]
+            last_uuid = _link(record, "uuid")
             template = record
     return out
+
+
+def _link(record: Mapping[str, Any], key: str) -> str | None:
+    """A ``uuid`` / ``parentUuid`` that can link entries: a non-empty string, else None."""
+    value = record.get(key)
+    return value if isinstance(value, str) and value else None
 
 
 def _derived_uuid(parent: Any, message: Any) -> str:
@@ -271,3 +282,66 @@ def _derived_uuid(parent: Any, message: Any) -> str:
 
 _NEW_MARK = "ctxcompact"
 _SESSION_FIELDS = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "agentId", "slug")
+
+
+class ClaudeCodeDialect:
+    """Claude Code session files: entries, not messages; the file is the container."""
+
+    name = NAME
+    owns_file = True
+    alternating_roles = True
+    reused_tool_ids = False
+    #: The seed's read_file as well as Claude Code's own Read tool.
+    read_tools: tuple[tuple[str, str], ...] = (("read_file", "path"), ("Read", "file_path"))
+
+    def looks_like(self, records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
+        return looks_like(records, body)
+
+    def parse(self, records: Sequence[Any]) -> Parsed:
+        return parse_records(records)
+
+    def render(self, message: Message) -> list[Any]:
+        return render_message(message)
+
+    def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
+        return finalize_records(records, original)
+
+    def recorded_usage(self, messages: Sequence[Message]) -> RecordedUsage | None:
+        return recorded_usage(messages)
+
+
+def recorded_usage(messages: Sequence[Message]) -> RecordedUsage | None:
+    """The last ``message.usage`` of the live main thread (the parsed messages: after the last
+    compact boundary, sidechains excluded). One response is written as several entries; the
+    prompt fields come from its last entry with usage and the output is the largest any of
+    them records (earlier entries hold streaming snapshots). Synthetic responses (API errors,
+    all zeros) are skipped, and so is usage after a message a rewrite created or changed."""
+    for index in range(as_recorded(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role != "assistant" or message.source is None:
+            continue
+        found: tuple[Mapping[str, Any], int] | None = None
+        output = 0
+        for record, position in zip(message.source.records, message.source.indices, strict=True):
+            inner = record.get("message") if isinstance(record, Mapping) else None
+            usage = inner.get("usage") if isinstance(inner, Mapping) else None
+            if isinstance(usage, Mapping):
+                output = max(output, token_field(usage.get("output_tokens")))
+                found = (usage, position)
+        if found is None:
+            continue
+        usage, position = found
+        recorded = RecordedUsage(
+            input=token_field(usage.get("input_tokens")),
+            cache_creation=token_field(usage.get("cache_creation_input_tokens")),
+            cache_read=token_field(usage.get("cache_read_input_tokens")),
+            output=output,
+            at_message_index=index,
+            source=f"message.usage, entry {position + 1}",
+        )
+        if recorded.prompt:
+            return recorded
+    return None
+
+
+DIALECT = ClaudeCodeDialect()

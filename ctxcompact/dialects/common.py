@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message
+from ctxcompact.recorded_usage import RecordedUsage
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +19,99 @@ class Parsed:
     #: Indices of records that are not model-visible messages (kept as they are on write).
     passthrough: frozenset[int] = frozenset()
     warnings: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestBody:
+    """What a request body (Anthropic's or OpenAI's) holds beside its messages: they count
+    towards the prompt, or change its rules, but are not messages."""
+
+    system: tuple[Block, ...] = ()
+    tools: tuple[Any, ...] = ()
+    model: str | None = None
+    #: Extended thinking is on (``"thinking": {"type": "enabled"}``, or ``adaptive``).
+    thinking: bool = False
+
+    @classmethod
+    def of(cls, body: Mapping[str, Any] | None) -> RequestBody:
+        if body is None:
+            return cls()
+        raw_system = body.get("system")
+        system: tuple[Block, ...] = ()
+        if isinstance(raw_system, str):
+            system = ({"type": "text", "text": raw_system},) if raw_system else ()
+        elif isinstance(raw_system, list):
+            system = tuple(b for b in raw_system if isinstance(b, Mapping))
+        raw_tools = body.get("tools")
+        raw_thinking = body.get("thinking")
+        return cls(
+            system=system,
+            tools=tuple(raw_tools) if isinstance(raw_tools, list) else (),
+            model=_body_model(body),
+            thinking=isinstance(raw_thinking, Mapping)
+            and raw_thinking.get("type") in ("enabled", "adaptive"),
+        )
+
+
+def _body_model(body: Mapping[str, Any]) -> str | None:
+    """A request body's ``model``, or the one a mini-swe-agent trajectory names in
+    ``info.config.model.model_name``."""
+    if isinstance(body.get("model"), str):
+        return str(body["model"])
+    found: Any = body
+    for key in ("info", "config", "model", "model_name"):
+        found = found.get(key) if isinstance(found, Mapping) else None
+    return found if isinstance(found, str) and found else None
+
+
+class Dialect(Protocol):
+    """What ctxcompact needs to know about one way of writing a conversation down.
+
+    Each module of :mod:`ctxcompact.dialects` provides one object satisfying this protocol,
+    and the registry in ``ctxcompact/dialects/__init__.py`` lists them. Nothing outside the
+    dialect modules decides by a dialect's name: readers, writers, the validator and file
+    restoration ask the object.
+    """
+
+    #: The ``--format`` value, stored in :attr:`Conversation.dialect`.
+    name: str
+    #: True for a session-log dialect whose records are a whole file's *entries* (Claude
+    #: Code): it is detected only on a whole file (JSONL lines, a top-level array or object),
+    #: never on a request body's message list, and the file's container is named after it.
+    #: False for a dialect of bare API messages.
+    owns_file: bool
+    #: The API merges or refuses two user (or two assistant) messages in a row.
+    alternating_roles: bool
+    #: The API accepts a tool id reused in a later turn (a warning, not an error).
+    reused_tool_ids: bool
+    #: The tools the agent reads files with, as ``(tool name, input field with the path)``:
+    #: what ``restore-files`` scans when the user names none.
+    read_tools: tuple[tuple[str, str], ...]
+
+    def looks_like(self, records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
+        """True when ``records`` (and the request ``body`` holding them, if any) are written
+        in this dialect. The registry asks the most specific dialect first."""
+        ...
+
+    def parse(self, records: Sequence[Any]) -> Parsed:
+        """The IR messages of ``records``; raises :class:`InputError` naming the position."""
+        ...
+
+    def render(self, message: Message) -> list[Any]:
+        """Records for a message a rewrite changed or created (kept ones are never rendered)."""
+        ...
+
+    def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
+        """The output records in file order, after a rewrite, made whole again (links,
+        ids); ``original`` are the records read. Unchanged records come back unchanged."""
+        ...
+
+    def recorded_usage(self, messages: Sequence[Message]) -> RecordedUsage | None:
+        """The last token usage the API reported for these parsed messages (read from their
+        ``source`` records), or None when the dialect records none. Usage recorded after a
+        message a rewrite created or changed is stale: see
+        :func:`ctxcompact.recorded_usage.as_recorded`."""
+        ...
 
 
 def require_mapping(record: Any, where: str) -> Mapping[str, Any]:

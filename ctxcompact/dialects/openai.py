@@ -25,9 +25,51 @@ from typing import Any
 from ctxcompact.dialects.common import Parsed, json_kind, plain_text, require_mapping, require_tool_id
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message, Source
+from ctxcompact.recorded_usage import RecordedUsage, as_recorded, token_field
 
 NAME = "openai"
 _SYSTEM_ROLES = ("system", "developer")
+#: Content parts only OpenAI uses.
+_OPENAI_PARTS = ("image_url", "input_audio", "file")
+#: Content blocks only Anthropic's API uses: a record with one is not OpenAI's.
+_ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document")
+#: Model id prefixes that say a plain-text request body is for an OpenAI-compatible API.
+_OPENAI_MODELS = ("gpt", "o1", "o3", "o4", "deepseek", "qwen")
+
+
+def looks_like(records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
+    """True when the records use OpenAI shapes.
+
+    The first record with a shape only one API uses decides: a ``tool`` / ``function`` /
+    ``developer`` role, ``tool_calls``, null assistant content or ``image_url`` parts say
+    OpenAI; an Anthropic-only block (``tool_use``, ``thinking``, ``image``…) says not. Plain
+    text messages are the same in both dialects: then the body's function-style tools or an
+    OpenAI-family model say OpenAI.
+    """
+    for record in records:
+        if not isinstance(record, Mapping):
+            continue
+        if record.get("role") in ("tool", "function", "developer") or record.get("tool_calls"):
+            return True
+        content = record.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, Mapping):
+                    if block.get("type") in _ANTHROPIC_BLOCKS:
+                        return False
+                    if block.get("type") in _OPENAI_PARTS:
+                        return True
+        elif content is None and record.get("role") == "assistant":
+            return True
+    if body is not None:
+        tools = body.get("tools")
+        if isinstance(tools, list) and tools and isinstance(tools[0], Mapping):
+            if tools[0].get("type") == "function" or "function" in tools[0]:
+                return True
+            if "input_schema" in tools[0]:
+                return False
+        return str(body.get("model", "")).startswith(_OPENAI_MODELS)
+    return False
 
 
 def parse_records(records: Sequence[Any]) -> Parsed:
@@ -65,6 +107,64 @@ def parse_records(records: Sequence[Any]) -> Parsed:
             warnings.append(f"{where} has role {role!r}: kept as it is, not counted.")
     flush_tools()
     return Parsed(tuple(messages), frozenset(passthrough), tuple(warnings))
+
+
+class OpenAIDialect:
+    """Chat Completions messages: roles may repeat, tool ids may be reused in a later turn."""
+
+    name = NAME
+    owns_file = False
+    alternating_roles = False
+    reused_tool_ids = True
+    read_tools: tuple[tuple[str, str], ...] = (("read_file", "path"),)
+
+    def looks_like(self, records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
+        return looks_like(records, body)
+
+    def parse(self, records: Sequence[Any]) -> Parsed:
+        return parse_records(records)
+
+    def render(self, message: Message) -> list[Any]:
+        return render_message(message)
+
+    def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
+        return records
+
+    def recorded_usage(self, messages: Sequence[Message]) -> RecordedUsage | None:
+        return response_usage(messages)
+
+
+def response_usage(messages: Sequence[Message]) -> RecordedUsage | None:
+    """mini-swe-agent trajectories keep each Chat Completions response (with its ``usage``)
+    in the assistant message's ``extra.response``: the last one, with ``prompt_tokens``
+    split into uncached input and cache read (``prompt_tokens_details.cached_tokens``)."""
+    for index in range(as_recorded(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role != "assistant" or message.source is None:
+            continue
+        for record, position in zip(message.source.records, message.source.indices, strict=True):
+            extra = record.get("extra") if isinstance(record, Mapping) else None
+            response = extra.get("response") if isinstance(extra, Mapping) else None
+            usage = response.get("usage") if isinstance(response, Mapping) else None
+            if not isinstance(usage, Mapping) or not token_field(usage.get("prompt_tokens")):
+                continue
+            details = usage.get("prompt_tokens_details")
+            prompt = token_field(usage.get("prompt_tokens"))
+            cached = min(
+                token_field(details.get("cached_tokens")) if isinstance(details, Mapping) else 0, prompt
+            )
+            return RecordedUsage(
+                input=prompt - cached,
+                cache_creation=0,
+                cache_read=cached,
+                output=token_field(usage.get("completion_tokens")),
+                at_message_index=index,
+                source=f"extra.response.usage, message {position + 1}",
+            )
+    return None
+
+
+DIALECT = OpenAIDialect()
 
 
 def _content_blocks(content: Any, where: str) -> tuple[Block, ...]:
