@@ -31,13 +31,15 @@ from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Message, text_of
 from ctxcompact.models import DEFAULT_RATIO, Budget
 from ctxcompact.names import SummarizerName
+from ctxcompact.pins import message_tokens
 from ctxcompact.restore import FileReader
 from ctxcompact.retention import RetentionReport, check_retention
-from ctxcompact.strategies import STRATEGIES, StrategyContext, StrategyResult
+from ctxcompact.strategies import AUTO_STRATEGIES, STRATEGIES, TARGETED, StrategyContext, StrategyResult
+from ctxcompact.strategies.ladder import auto_recent_tokens, ladder_if_over
 from ctxcompact.summarize import Summarizer
-from ctxcompact.tokens import TokenCounter, make_counter
+from ctxcompact.tokens import TokenCounter, TokenReport, make_counter
 from ctxcompact.transcript import Conversation, conversation_records
-from ctxcompact.usage import MessagesLike, as_conversation, measure
+from ctxcompact.usage import MessagesLike, as_conversation, budget_for, measure
 from ctxcompact.validate import errors_only, validate_messages
 
 T = TypeVar("T")
@@ -116,9 +118,7 @@ def compact_conversation(
     strategies run from the table (:data:`ctxcompact.strategies.STRATEGIES`), each with its own
     options from ``options`` and one shared :class:`~ctxcompact.strategies.StrategyContext`.
     ``summarizer`` overrides the one ``options.full`` names (tests inject fakes; agent loops
-    inject their own). ``auto`` decides from the real context size (recorded usage when the
-    transcript has it; ``system_tokens`` is the estimate's overhead, see
-    :func:`~ctxcompact.context_size.context_size`). Never mutates ``conversation``.
+    inject their own). ``auto`` decides as ``check`` does. Never mutates ``conversation``.
     """
     options = options or CompactOptions()
     counter = counter or make_counter()
@@ -126,19 +126,15 @@ def compact_conversation(
         raise UsageError("--auto needs a budget: give --model or --context-window.")
     report = measure(conversation, counter)
     before = report.total
+    budget, options = _targets(conversation, options, budget, auto=auto)
     threshold = budget.threshold if budget else None
     unchanged = partial(_unchanged, conversation, ",".join(options.strategies), before, threshold)
-    if auto and budget is not None:
-        size = context_size(conversation, report, model=budget.model.model, system_tokens=system_tokens)
-        if size.tokens < budget.threshold:
-            source = "" if size.source == "count" else f" by {size.source} size"
-            return unchanged(
-                f"under the threshold ({size.tokens:,} < {budget.threshold:,} tokens{source}): nothing to do"
-            )
+    if auto and (reason := _under_threshold(conversation, report, budget, system_tokens)) is not None:
+        return unchanged(reason)
 
     context = _context(conversation, options, budget, summarizer=summarizer, reader=reader, counter=counter)
-    messages, results, steps = _run_strategies(conversation.messages, options.strategies, context)
-    warnings = [w for r in results for w in r.warnings]
+    context = replace(context, fixed_tokens=before - sum(m.tokens for m in report.messages))
+    messages, results, steps, warnings = _run_with_ladder(conversation.messages, options, context)
     if len(messages) == len(conversation.messages) and all(
         a is b for a, b in zip(messages, conversation.messages, strict=True)
     ):
@@ -169,9 +165,8 @@ def compact_conversation(
 
     archive_path = None
     if replaced and not dry_run:
-        archive_path = str(
-            write_archive(replaced, dialect=conversation.dialect, archive_dir=options.resolved_archive_dir)
-        )
+        archive_dir = options.resolved_archive_dir
+        archive_path = str(write_archive(replaced, dialect=conversation.dialect, archive_dir=archive_dir))
     stats = replace(
         _counters(
             results, messages, replaced, strategy=",".join(options.strategies), before=before, after=after
@@ -206,7 +201,52 @@ def _context(
         dialect=conversation.dialect,
         work_dir=options.work_dir,
         configured=options.strategy_options,
+        pins=options.pins,
     )
+
+
+def _under_threshold(
+    conversation: Conversation, report: TokenReport, budget: Budget | None, system_tokens: int | None
+) -> str | None:
+    """Why ``--auto`` leaves the conversation alone, or None when it is due. Decided from the
+    real context size (recorded usage when the transcript has it), as ``check`` does."""
+    if budget is None:
+        return None
+    size = context_size(conversation, report, model=budget.model.model, system_tokens=system_tokens)
+    if size.tokens >= budget.threshold:
+        return None
+    source = "" if size.source == "count" else f" by {size.source} size"
+    return f"under the threshold ({size.tokens:,} < {budget.threshold:,} tokens{source}): nothing to do"
+
+
+def _targets(
+    conversation: Conversation, options: CompactOptions, budget: Budget | None, *, auto: bool
+) -> tuple[Budget | None, CompactOptions]:
+    """Strategies that aim at a target get the transcript model's budget when none was given;
+    ``--auto`` keeps a recent tail after a summary unless ``--keep-recent-tokens`` says."""
+    if budget is None and TARGETED.intersection(options.strategies):
+        budget = budget_for(conversation)
+    if auto and budget is not None and options.full.keep_recent_tokens is None:
+        recent = auto_recent_tokens(budget.threshold)
+        options = replace(options, full=replace(options.full, keep_recent_tokens=recent))
+    return budget, options
+
+
+def _run_with_ladder(
+    messages: tuple[Message, ...], options: CompactOptions, context: StrategyContext
+) -> tuple[tuple[Message, ...], list[StrategyResult], list[dict[str, Any]], list[str]]:
+    """The strategies, then the fallback ladder when the result is still over the target
+    (issue 10): the messages, the results, the steps and the warnings."""
+    messages, results, steps = _run_strategies(messages, options.strategies, context)
+    warnings = [w for r in results for w in r.warnings]
+    messages, ladder, missed = ladder_if_over(
+        messages, target_tokens=context.message_target(), counter=context.counter, pins=options.pins
+    )
+    if ladder and ladder["pins_over_target"] and options.full.on_failure == "error":
+        raise WorkFailedError(f"{ladder['reason']}: unpin some (--pin, --no-pin-first) or raise the budget.")
+    steps += [ladder] if ladder else []
+    warnings += [missed] if missed else []
+    return messages, results, steps, warnings
 
 
 def _unchanged(
@@ -268,7 +308,13 @@ def _run_strategies(
     for name in names:
         strategy = STRATEGIES[name]
         result = strategy.run(messages, context.options_for(strategy.options), context)
-        steps.append({"strategy": name, "changed": result.changed, **result.details.to_dict()})
+        tokens = {
+            "before": context.fixed_tokens + sum(message_tokens(messages, context.counter)),
+            "after": context.fixed_tokens + sum(message_tokens(result.messages, context.counter)),
+        }
+        steps.append(
+            {"strategy": name, "changed": result.changed, **result.details.to_dict(), "tokens": tokens}
+        )
         results.append(result)
         messages = result.messages
     return messages, results, steps
@@ -344,6 +390,8 @@ def compact_messages(
     if "strategy" in options:
         value = options.pop("strategy")
         options["strategies"] = tuple(value.split(",")) if isinstance(value, str) else tuple(value)
+    if auto:
+        options.setdefault("strategies", AUTO_STRATEGIES)
     opts = CompactOptions.from_keywords(**options)
     budget = None
     if auto or model or context_window:

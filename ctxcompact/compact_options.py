@@ -14,11 +14,15 @@ from typing import Any, TypeVar
 
 from ctxcompact.archive import DEFAULT_ARCHIVE_SUBDIR
 from ctxcompact.errors import UsageError
+from ctxcompact.pins import PinOptions
 from ctxcompact.strategies import DEFAULT_STRATEGIES, STRATEGIES, check_strategy_names, option_owners
 from ctxcompact.strategies.base import find_options
 from ctxcompact.strategies.clean_tools import CleanToolsOptions
 from ctxcompact.strategies.full import FullOptions
+from ctxcompact.strategies.hybrid import HybridOptions
+from ctxcompact.strategies.key_messages import KeyMessageOptions
 from ctxcompact.strategies.prune import PruneOptions
+from ctxcompact.strategies.selective import SelectiveOptions
 
 OptionsT = TypeVar("OptionsT")
 
@@ -35,6 +39,11 @@ class CompactOptions:
     full: FullOptions = field(default_factory=FullOptions)
     prune: PruneOptions = field(default_factory=PruneOptions)
     clean_tools: CleanToolsOptions = field(default_factory=CleanToolsOptions)
+    selective: SelectiveOptions = field(default_factory=SelectiveOptions)
+    key_messages: KeyMessageOptions = field(default_factory=KeyMessageOptions)
+    hybrid: HybridOptions = field(default_factory=HybridOptions)
+    #: What every strategy keeps verbatim (``--pin``, ``--pin-first``; issue 10).
+    pins: PinOptions = field(default_factory=PinOptions)
 
     def __post_init__(self) -> None:
         check_strategy_names(self.strategies)

@@ -24,7 +24,7 @@ from ctxcompact.transcript import load_messages
 
 
 def test_every_strategy_of_the_table_has_its_options_in_compact_options() -> None:
-    assert STRATEGY_NAMES == ("full", "prune", "clean-tools")
+    assert STRATEGY_NAMES == ("full", "prune", "clean-tools", "selective", "key-messages", "hybrid")
     defaults = CompactOptions()
     for strategy in STRATEGIES.values():
         held = [
@@ -35,7 +35,11 @@ def test_every_strategy_of_the_table_has_its_options_in_compact_options() -> Non
 
 def test_option_names_are_unique_so_flat_keywords_have_one_owner() -> None:
     names = [f.name for s in STRATEGIES.values() for f in fields(s.options)]
-    names += [f.name for f in fields(CompactOptions) if f.name not in ("full", "prune", "clean_tools")]
+    names += [
+        f.name
+        for f in fields(CompactOptions)
+        if f.name not in ("full", "prune", "clean_tools", "selective", "key_messages", "hybrid")
+    ]
     assert len(names) == len(set(names))
 
 
@@ -123,4 +127,8 @@ def test_a_new_strategy_is_one_table_row_and_gets_the_budget_and_the_summarizer(
     assert context.options_for(PruneOptions).keep == 7  # a fallback ladder runs others as configured
     assert context.original == conv.messages
     assert result.compacted and result.stats.compacted_message_count == 2
-    assert result.stats.steps == ({"strategy": "probe", "changed": True, "target": budget.threshold},)
+    probe = {k: v for k, v in result.stats.steps[0].items() if k != "tokens"}
+    assert probe == {"strategy": "probe", "changed": True, "target": budget.threshold}
+    # still over the threshold: the fallback ladder ran and says why it could not help
+    assert result.stats.steps[1]["strategy"] == "ladder"
+    assert "pinned messages alone" in result.stats.steps[1]["reason"]  # the task, pinned

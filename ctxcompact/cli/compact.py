@@ -28,6 +28,21 @@ from ctxcompact.cli.common import (
     write_json_file,
     write_output,
 )
+from ctxcompact.cli.local_options import (
+    FALLBACK_ROUNDS_OPT,
+    KEEP_RECENT_TOKENS_OPT,
+    KEEP_USER_TOKENS_OPT,
+    MIN_RECENT_OPT,
+    PIN_FIRST_OPT,
+    PIN_OPT,
+    RULES_OPT,
+    TARGET_USAGE_OPT,
+    VERBOSE_OPT,
+    local_strategy_options,
+    pin_options,
+    render_lines,
+    timeline,
+)
 from ctxcompact.cli.restore import (
     MAX_FILES_OPT,
     MAX_TOKENS_PER_FILE_OPT,
@@ -39,7 +54,7 @@ from ctxcompact.cli.restore import (
 from ctxcompact.errors import UsageError
 from ctxcompact.models import load_registry, validate_ratio
 from ctxcompact.names import LocalCounterName, OnFailure, SummarizerName
-from ctxcompact.strategies import DEFAULT_STRATEGIES, STRATEGY_NAMES, check_strategy_names
+from ctxcompact.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, STRATEGY_NAMES, check_strategy_names
 from ctxcompact.strategies.clean_tools import DEFAULT_ROUNDS, CleanToolsOptions
 from ctxcompact.strategies.full import DEFAULT_SUMMARY_MAX_WORDS, FullOptions
 from ctxcompact.strategies.prune import DEFAULT_CLEAR_AT_LEAST, DEFAULT_KEEP, PruneOptions
@@ -49,11 +64,12 @@ from ctxcompact.summarize.llm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 @reports_errors
 def compact(
     files: list[Path] | None = FILES_ARG,
-    strategy: str = typer.Option(
-        ",".join(DEFAULT_STRATEGIES),
+    strategy: str | None = typer.Option(
+        None,
         "--strategy",
         "-s",
-        help=f"One or more of {', '.join(STRATEGY_NAMES)}, comma-separated, run in order (e.g. prune,full).",
+        help=f"One or more of {', '.join(STRATEGY_NAMES)}, comma-separated, run in order (e.g. prune,full). "
+        f"Default {','.join(DEFAULT_STRATEGIES)}; with --auto {','.join(AUTO_STRATEGIES)}.",
     ),
     output: Path | None = OUTPUT_OPT,
     out_dir: Path | None = typer.Option(
@@ -157,6 +173,15 @@ def compact(
         "--include-loop",
         help="Let prune clear inside the current tool loop too (as the API's own edit does).",
     ),
+    rules: Path | None = RULES_OPT,
+    target_usage: float = TARGET_USAGE_OPT,
+    min_recent: int = MIN_RECENT_OPT,
+    fallback_rounds: int = FALLBACK_ROUNDS_OPT,
+    pin: list[str] | None = PIN_OPT,
+    pin_first: bool | None = PIN_FIRST_OPT,
+    keep_recent_tokens: int | None = KEEP_RECENT_TOKENS_OPT,
+    keep_user_tokens: int = KEEP_USER_TOKENS_OPT,
+    verbose: bool = VERBOSE_OPT,
 ) -> None:
     """Rewrite a transcript to fit: summarize history and restore recent files, or prune locally.
 
@@ -187,8 +212,14 @@ def compact(
         if keep_thinking.strip().lower() == "all"
         else _non_negative_int(keep_thinking, "--keep-thinking")
     )
+    selective, key_messages = local_strategy_options(
+        rules=rules, target_usage=target_usage, min_recent=min_recent, fallback_rounds=fallback_rounds
+    )
+    chosen = (
+        strategy.split(",") if strategy is not None else (AUTO_STRATEGIES if auto else DEFAULT_STRATEGIES)
+    )
     options = CompactOptions(
-        strategies=check_strategy_names(s.strip() for s in strategy.split(",") if s.strip()),
+        strategies=check_strategy_names(s.strip() for s in chosen if s.strip()),
         work_dir=work_dir,
         archive_dir=archive_dir,
         full=FullOptions(
@@ -205,6 +236,8 @@ def compact(
             max_files=max_files,
             max_tokens_per_file=max_tokens_per_file,
             max_tokens_total=max_tokens_total,
+            keep_recent_tokens=keep_recent_tokens,
+            keep_user_tokens=keep_user_tokens,
         ),
         prune=PruneOptions(
             keep=keep,
@@ -215,6 +248,9 @@ def compact(
             include_loop=include_loop,
         ),
         clean_tools=CleanToolsOptions(rounds=rounds),
+        selective=selective,
+        key_messages=key_messages,
+        pins=pin_options(pin, pin_first),
     )
     files_options = FileOptions(
         compact=options,
@@ -247,6 +283,9 @@ def compact(
             else:
                 write_output(data, output)
         render_file_stats(done, streams.err)
+        if verbose or dry_run:
+            for r in done.results:
+                render_lines(timeline(r.stats.steps), streams.err)
         write_json_file(stats_json, file_stats_json(done))
         if report is not None:
             shown = path if in_place else (str(output) if output else None)

@@ -18,7 +18,10 @@ from ctxcompact.errors import UsageError
 from ctxcompact.strategies.base import Run, StrategyContext, StrategyResult
 from ctxcompact.strategies.clean_tools import CleanToolsOptions, run_clean_tools
 from ctxcompact.strategies.full import FullOptions, run_full
+from ctxcompact.strategies.hybrid import HybridOptions, run_hybrid
+from ctxcompact.strategies.key_messages import KeyMessageOptions, run_key_messages
 from ctxcompact.strategies.prune import PruneOptions, run_prune
+from ctxcompact.strategies.selective import SelectiveOptions, run_selective
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,12 +39,20 @@ STRATEGIES: Mapping[str, Strategy] = {
         Strategy("full", FullOptions, run_full),
         Strategy("prune", PruneOptions, run_prune),
         Strategy("clean-tools", CleanToolsOptions, run_clean_tools),
+        Strategy("selective", SelectiveOptions, run_selective),
+        Strategy("key-messages", KeyMessageOptions, run_key_messages),
+        Strategy("hybrid", HybridOptions, run_hybrid),
     )
 }
 
 #: What ``compact --strategy`` accepts (comma-separated, run in order).
 STRATEGY_NAMES = tuple(STRATEGIES)
 DEFAULT_STRATEGIES: tuple[str, ...] = ("full",)
+#: What ``compact --auto`` runs when no ``--strategy`` is given (issue 10).
+AUTO_STRATEGIES: tuple[str, ...] = ("hybrid",)
+#: Strategies that aim at a token target: without a budget the run makes one from the
+#: transcript's model (or the default window).
+TARGETED = frozenset({"selective", "key-messages", "hybrid"})
 
 
 def check_strategy_names(names: Iterable[str]) -> tuple[str, ...]:
@@ -62,9 +73,11 @@ def option_owners() -> dict[str, type[Any]]:
 
 
 __all__ = [
+    "AUTO_STRATEGIES",
     "DEFAULT_STRATEGIES",
     "STRATEGIES",
     "STRATEGY_NAMES",
+    "TARGETED",
     "Strategy",
     "StrategyContext",
     "StrategyResult",

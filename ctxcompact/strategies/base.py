@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ctxcompact.ir import Message
+from ctxcompact.pins import DEFAULT_PINS, PinOptions
 from ctxcompact.tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -72,6 +73,17 @@ class StrategyContext:
     dialect: str = "anthropic"
     work_dir: Path = Path(".")
     configured: tuple[object, ...] = ()
+    #: Tokens of the system prompt and tool definitions outside the message list: a strategy
+    #: that aims at ``target_tokens`` aims its messages at ``target_tokens - fixed_tokens``.
+    fixed_tokens: int = 0
+    #: What every strategy keeps verbatim besides the head and the live loop (issue 10).
+    pins: PinOptions = DEFAULT_PINS
+
+    def message_target(self) -> int | None:
+        """The tokens the message list may count so the whole ends below ``target_tokens``."""
+        if self.target_tokens is None:
+            return None
+        return max(self.target_tokens - self.fixed_tokens - 1, 0)
 
     def options_for(self, kind: type[OptionsT]) -> OptionsT:
         """The run's options of type ``kind``, or its defaults when the run has none."""

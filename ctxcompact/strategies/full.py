@@ -48,12 +48,14 @@ from ctxcompact.restore import (
     restored_message_text,
 )
 from ctxcompact.strategies.base import StrategyContext, StrategyResult
+from ctxcompact.strategies.survivors import insert_after_summary, kept_verbatim, recent_start
 from ctxcompact.summarize import SUMMARY_MAX_WORDS, Summary, SummaryFailed
 from ctxcompact.summarize.llm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from ctxcompact.summarize import Summarizer
 
+ACK_KINDS = ("summary_ack", "restored_ack")
 DEFAULT_SUMMARIZER = SummarizerName.auto
 DEFAULT_ON_FAILURE = OnFailure.fallback
 DEFAULT_SUMMARY_MAX_WORDS = SUMMARY_MAX_WORDS
@@ -77,8 +79,14 @@ class FullOptions:
     max_files: int = DEFAULT_MAX_FILES
     max_tokens_per_file: int = DEFAULT_MAX_TOKENS_PER_FILE
     max_tokens_total: int = DEFAULT_MAX_TOKENS_TOTAL
+    #: Newest tokens kept verbatim after the summary (None: 0, or 20 % of the threshold under
+    #: ``--auto``, see :data:`ctxcompact.compact.AUTO_RECENT_SHARE`).
+    keep_recent_tokens: int | None = None
+    keep_user_tokens: int = 0
 
     def __post_init__(self) -> None:
+        if (self.keep_recent_tokens or 0) < 0 or self.keep_user_tokens < 0:
+            raise UsageError("--keep-recent-tokens and --keep-user-tokens must not be negative.")
         # Library callers pass plain strings: take them as the enum, or refuse them clearly.
         for name, kind in (("summarizer", SummarizerName), ("on_failure", OnFailure)):
             value = getattr(self, name)
@@ -181,7 +189,7 @@ def restored_pairs(result: RestoreResult) -> list[Message]:
 
 
 def split_for_summary(
-    messages: Sequence[Message], *, keep_loop: bool
+    messages: Sequence[Message], *, keep_loop: bool, recent: int | None = None
 ) -> tuple[Partition, tuple[Message, ...]]:
     """(head and the part to summarize, the tail kept verbatim after the summary).
 
@@ -190,9 +198,12 @@ def split_for_summary(
     answers tool uses keeps the assistant message holding them, so no pair is cut.
     """
     part = partition_messages(messages)
-    if not keep_loop:
+    starts = [block_start_at(messages, current_loop_start(messages))] if keep_loop else []
+    if recent is not None:  # ``--keep-recent-tokens``: a round start outside any tool block
+        starts.append(recent)
+    if not starts:
         return part, ()
-    start = max(block_start_at(messages, current_loop_start(messages)), len(part.head))
+    start = max(min(starts), len(part.head))
     return Partition(part.head, tuple(messages[len(part.head) : start])), tuple(messages[start:])
 
 
@@ -206,7 +217,8 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
     summarized. Raises :class:`~ctxcompact.summarize.SummaryFailed` when the summarizer fails
     under ``on_failure="error"``.
     """
-    part, kept_tail = split_for_summary(messages, keep_loop=options.keep_loop)
+    recent = recent_start(messages, options.keep_recent_tokens, context.counter)
+    part, kept_tail = split_for_summary(messages, keep_loop=options.keep_loop, recent=recent)
     if not part.rest:
         reason = (
             "nothing to compact before the current request (--keep-loop)"
@@ -242,8 +254,12 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
     warnings.extend(f"file not restored: {s.path} ({s.reason})" for s in restored.skipped)
     if not summary.text.strip():
         warnings.append("the summary is empty")
-    out = assemble(part.head, summary.text, restored)
-    if kept_tail and kept_tail[0].role == "assistant":
+    rest = range(len(part.head), len(part.head) + len(part.rest))
+    middle = kept_verbatim(
+        messages, rest, pins=context.pins, keep_user_tokens=options.keep_user_tokens, counter=context.counter
+    )
+    out = insert_after_summary(assemble(part.head, summary.text, restored), len(part.head), middle)
+    if kept_tail and kept_tail[0].role == "assistant" and out[-1].meta.get("kind") in ACK_KINDS:
         out = out[:-1]  # the kept assistant turn answers the summary in place of the last ack
     details = FullDetails(len(part.rest), len(kept_tail), len(part.head), restored, summary, failure)
     return StrategyResult(
