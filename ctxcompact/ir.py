@@ -25,6 +25,10 @@ from typing import Any, Literal
 
 Block = Mapping[str, Any]
 Role = Literal["system", "user", "assistant"]
+#: A ``tool_use`` block's list of the files that call read or wrote, when its dialect can tell
+#: (Codex reads through shell commands): file restoration counts them as read. Not sent to the
+#: model and not counted; a dialect writes the call back without it.
+READ_PATHS = "read_paths"
 
 
 @dataclass(frozen=True, slots=True)

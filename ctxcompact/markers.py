@@ -21,8 +21,18 @@ RESTORED_ACK = "Noted, file content restored."
 #: Claude Code's own /compact summary opens with this.
 CLAUDE_CODE_SUMMARY_PREFIX = "This session is being continued from a previous conversation"
 
-#: An earlier compaction summary (ours or Claude Code's) starts with one of these.
-EARLIER_SUMMARY_PREFIXES = (SUMMARY_PREFIX.rstrip(), CLAUDE_CODE_SUMMARY_PREFIX)
+#: Codex's summary prefix (``codex-rs/core/templates/compact/summary_prefix.md``): a Codex
+#: compacted history's summary message is this, a newline, and the summary.
+CODEX_SUMMARY_PREFIX = (
+    "Another language model started to solve this problem and produced a summary of its "
+    "thinking process. You also have access to the state of the tools that were used by that "
+    "language model. Use this to build on the work that has already been done and avoid "
+    "duplicating work. Here is the summary produced by the other language model, use the "
+    "information in this summary to  assist with your own analysis:"
+)
+
+#: An earlier compaction summary (ours, Claude Code's or Codex's) starts with one of these.
+EARLIER_SUMMARY_PREFIXES = (SUMMARY_PREFIX.rstrip(), CLAUDE_CODE_SUMMARY_PREFIX, CODEX_SUMMARY_PREFIX)
 #: The compaction's own assistant acknowledgements.
 OUR_ACKS = frozenset({SUMMARY_ACK, RESTORED_ACK})
 

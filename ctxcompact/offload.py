@@ -12,8 +12,10 @@ Beyond the seed, and why (file I/O, names, the manifest and its lock live in
 
 * **Safe names.** Ids are sanitized (:func:`~ctxcompact.offload_store.safe_id`) and every path is checked to resolve
   inside ``out_dir``: a hostile id such as ``../../x`` can never write elsewhere.
-* **Never overwrite, idempotent.** A file is created with a no-clobber link of a fully
-  written, fsynced temp file. An existing file with the *same* bytes is reused (so running
+* **Never overwrite, idempotent.** A file is created with ``O_CREAT | O_EXCL`` (never
+  replacing anything, never through a symlink); the batch is made durable at once (one sync,
+  then the manifest that names the files) before the transcript that refers to them is
+  emitted, and a failure removes the files the run created. An existing file with the *same* bytes is reused (so running
   the same offload twice writes nothing new); one with different bytes is left alone and the
   next suffix is tried. Content that already is a reference is skipped, so ``offload`` on its
   own output offloads nothing.
@@ -70,7 +72,7 @@ from ctxcompact.offload_store import (
     resolved_dir,
     sha256_hex,
 )
-from ctxcompact.tokens import TokenCounter, block_tokens, make_counter
+from ctxcompact.tokens import TokenCounter, block_tokens, cached
 
 REFERENCE_PREFIX = "[Content offloaded to: "
 DEFAULT_MIN_CHARS = 100
@@ -231,12 +233,19 @@ def _store_all(writer: OffloadWriter, root: Path, plans: Sequence[_Plan], *, pre
             }
             done.append(plan)
         # Entries of earlier runs stay; ours are added. A run that only reused files writes
-        # nothing at all, not even the manifest.
+        # nothing at all, not even the manifest. Like a database commit: every file is
+        # written, then made durable at once (the files, then the directory), then the
+        # manifest that names them; the transcript is emitted only after that.
         updates = {p.entry.file_name: p.entry.to_json() for p in done if p.entry is not None}
+        try:
+            writer.sync(root)
+        except OSError as exc:
+            raise WorkFailedError(f"cannot sync the offload files in {root}: {os_reason(exc)}.") from None
         if any(manifest.get(name) != record for name, record in updates.items()):
             manifest.update(updates)
             try:
                 writer.replace(root / MANIFEST_NAME, manifest_bytes(manifest))
+                writer.sync(root)
             except OSError as exc:
                 raise WorkFailedError(f"cannot write {root / MANIFEST_NAME}: {os_reason(exc)}.") from None
     except BaseException:
@@ -303,12 +312,12 @@ def _store(
             return None
         path = path_inside(root, name)
         try:
-            existing = writer.read(path)
-            if existing is None and writer.create(path, plan.data):
+            # Create first (no-clobber): the common case costs one open, not a check and then
+            # a create; a name already taken is read and compared.
+            if writer.create(path, plan.data):
                 created.append(path)
                 return ManifestEntry(name, str(path), tool_use_id, digest, plan.stored_as, plan.chars)
-            if existing is None:
-                existing = writer.read(path)  # lost a race: someone created it meanwhile
+            existing = writer.read(path)
         except OSError as exc:
             raise WorkFailedError(f"cannot write offload file {path}: {os_reason(exc)}.") from None
         known = manifest.get(name)
@@ -324,7 +333,8 @@ def _store(
 def _tokens_freed(plans: Sequence[_Plan], counter: TokenCounter | None) -> int:
     if not plans:
         return 0
-    counts = block_tokens([p.block for p in plans] + [p.new_block for p in plans], counter or make_counter())
+    # Through a per-run cache: identical contents (a command run twice) are encoded once.
+    counts = block_tokens([p.block for p in plans] + [p.new_block for p in plans], cached(counter))
     return sum(counts[: len(plans)]) - sum(counts[len(plans) :])
 
 

@@ -8,8 +8,7 @@ result objects and a console; they decide nothing about the results themselves.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
@@ -19,11 +18,11 @@ from rich.text import Text
 
 from ctxcompact.context_size import describe_side, describe_size
 from ctxcompact.models import Budget
-from ctxcompact.reports import CountRow
+from ctxcompact.reports import CountRow, recorded_text
 from ctxcompact.usage import CheckResult
 
 if TYPE_CHECKING:
-    from ctxcompact.batch import BatchProgress, BatchResult, FileCompaction, ProgressCallback
+    from ctxcompact.batch import FileCompaction
 
 
 class _PipeSafeConsole(Console):
@@ -121,6 +120,8 @@ def _render_count_detail(row: CountRow, console: Console, *, top: int) -> None:
             f" · {_pct(report.total, row.model.context_window)} of {row.model.model or 'default'}'s "
             f"{_n(row.model.context_window)}-token window"
         )
+    if row.recorded is not None:
+        head.append(f"\n{recorded_text(row.recorded)}")
     console.print(head, soft_wrap=True)
     source = describe_size(row.size) if row.size is not None else ""
     if source:
@@ -228,6 +229,10 @@ def render_check(results: Sequence[CheckResult], budget: Budget, console: Consol
         source = describe_size(r.size) if r.size is not None else ""
         if source:
             lines.append(Text(source, style="dim"))
+        if r.recorded is not None:
+            lines.append(
+                Text(f"{recorded_text(r.recorded)}; counted here: {_n(r.report.total)}", style="dim")
+            )
         for v in r.violations:
             style = "red" if v.severity == "error" else "yellow"
             lines.append(Text(f"{v.severity}: {v}", style=style))
@@ -367,54 +372,6 @@ def render_file_stats(done: FileCompaction, console: Console) -> None:
         render_compact_stats(r.stats, console, label=r.conversation.label if len(done.results) > 1 else None)
 
 
-@contextmanager
-def batch_progress(console: Console, total: int) -> Iterator[ProgressCallback]:
-    """A transient progress bar for a batch; yields the callback that drives it."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("compacting", total=total)
-
-        def update(event: BatchProgress) -> None:
-            if event.item is None:
-                progress.update(task, description=f"compacting {os.path.basename(event.input)}")
-            else:
-                progress.advance(task)
-
-        yield update
-
-
-def render_batch(batch: BatchResult, console: Console) -> None:
-    table = Table(title="Batch compaction", title_justify="left")
-    for column, justify in (
-        ("input", "left"),
-        ("status", "left"),
-        ("before", "right"),
-        ("after", "right"),
-        ("ratio", "right"),
-        ("output", "left"),
-    ):
-        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for item in batch.items:
-        style = "red" if item.status == "failed" else ("green" if item.status == "compacted" else "")
-        table.add_row(
-            item.input,
-            Text(item.status, style=style),
-            _n(item.before) if item.before is not None else "-",
-            _n(item.after) if item.after is not None else "-",
-            f"{item.ratio:.1%}" if item.ratio is not None else "-",
-            item.output or item.error or "",
-        )
-    console.print(table)
-
-
 def render_restore(result: Any, console: Console) -> None:
     """Restored and skipped files (``result`` is a :class:`ctxcompact.restore.RestoreResult`)."""
     table = Table(title="restore-files", title_justify="left")
@@ -427,4 +384,19 @@ def render_restore(result: Any, console: Console) -> None:
         table.add_row(s.path, "-", Text(f"skipped: {s.reason}", style="yellow"))
     if not result.files and not result.skipped:
         table.add_row("(no file reads found)", "", "")
+    console.print(table)
+
+
+def render_config(payload: dict[str, Any], console: Console) -> None:
+    """``ctxcompact config``: the file found, then each setting with its source and commands."""
+    console.print(f"config file: {payload['file'] or '(none found)'}", markup=False, highlight=False)
+    table = Table(title="Effective settings", title_justify="left")
+    for column in ("setting", "value", "source", "commands"):
+        table.add_column(column, overflow="fold")
+    for row in payload["settings"]:
+        style = "" if row["source"] == "default" else "bold"
+        value = row["value"] if isinstance(row["value"], str) else repr(row["value"])
+        table.add_row(  # Text, not markup: "[check]" is a source, not a style
+            Text(row["key"]), Text(value, style=style), Text(row["source"]), Text(", ".join(row["commands"]))
+        )
     console.print(table)

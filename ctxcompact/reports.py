@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ctxcompact.context_size import ContextSize, RecordedUsage, SideEntries
+from ctxcompact.context_size import ContextSize, SideEntries
+from ctxcompact.dialects.recorded import RecordedUsage
 from ctxcompact.models import Budget, ModelInfo
+from ctxcompact.recorded_usage import RecordedUsage as ApiUsage
 from ctxcompact.tokens import TokenReport
 from ctxcompact.usage import CheckResult
 
@@ -37,6 +39,8 @@ class CountRow:
     model: ModelInfo | None = None
     size: ContextSize | None = None
     side: SideEntries | None = None
+    #: The usage the agent recorded for its newest API call (Codex), shown beside our count.
+    recorded: RecordedUsage | None = None
 
 
 # --- count -----------------------------------------------------------------------------------
@@ -56,6 +60,7 @@ def _count_row_json(row: CountRow, *, top: int) -> dict[str, Any]:
         "dialect": row.dialect,
         "counter": report.counter,
         "encoding": report.encoding,
+        "tokenizer": report.tokenizer,
         "total": report.total,
         "exact_total": report.exact_total,
         "per_message_approximate": report.per_message_approximate,
@@ -86,10 +91,12 @@ def _count_row_json(row: CountRow, *, top: int) -> dict[str, Any]:
     if row.side is not None:
         out["sidechain"] = {"entries": row.side.sidechain_entries, "tokens": row.side.sidechain_tokens}
         out["meta"] = {"entries": row.side.meta_entries, "tokens": row.side.meta_tokens}
+    if row.recorded is not None:
+        out["recorded_usage"] = row.recorded.to_dict()
     return out
 
 
-def recorded_usage_json(usage: RecordedUsage) -> dict[str, Any]:
+def recorded_usage_json(usage: ApiUsage) -> dict[str, Any]:
     return {
         "input_tokens": usage.input,
         "cache_creation_input_tokens": usage.cache_creation,
@@ -149,6 +156,7 @@ def check_to_json(results: Sequence[CheckResult], budget: Budget) -> dict[str, A
                     }
                     for v in r.violations
                 ],
+                **_recorded_json(r),
             }
             for r in results
         ],
@@ -211,17 +219,19 @@ def file_report_json(done: FileCompaction, *, output: str | None) -> dict[str, A
     return {"inputs": [row], "compacted": int(done.status == "compacted"), "failed": 0}
 
 
-def batch_item_json(item: BatchItem) -> dict[str, Any]:
+def batch_item_json(item: BatchItem, *, fail_over: float | None = None) -> dict[str, Any]:
     """One input of a batch: its figures once it was compacted, its output once written,
-    its error and exit code when it failed (a failed write keeps the figures)."""
+    its error and exit code when it failed (a failed write keeps the figures); ``resumed``
+    when an earlier run finished it (figures from the journal, no stats)."""
     row: dict[str, Any] = {"input": item.input, "status": item.status}
+    if item.before is not None:
+        row.update(before=item.before, after=item.after, ratio=item.ratio)
     if item.stats is not None:
-        row.update(
-            before=item.before,
-            after=item.after,
-            ratio=item.ratio,
-            stats=[compact_stats_json(s) for s in item.stats],
-        )
+        row["stats"] = [compact_stats_json(s) for s in item.stats]
+    if item.resumed:
+        row["resumed"] = True
+    if fail_over is not None:
+        row["over_fail_over"] = item.over_ratio(fail_over)
     if item.output is not None:
         row["output"] = item.output
     if item.error is not None:
@@ -229,13 +239,18 @@ def batch_item_json(item: BatchItem) -> dict[str, Any]:
     return row
 
 
-def batch_report_json(batch: BatchResult) -> dict[str, Any]:
-    """``compact --report`` (and ``--stats-json``) of a batch: every input, then the counts."""
-    return {
-        "inputs": [batch_item_json(item) for item in batch.items],
+def batch_report_json(batch: BatchResult, *, fail_over: float | None = None) -> dict[str, Any]:
+    """``compact --report`` (and ``--stats-json``) of a batch: every input, then the counts
+    and, with ``--fail-over``, the limit, the files above it and the exit code it gives."""
+    out: dict[str, Any] = {
+        "inputs": [batch_item_json(item, fail_over=fail_over) for item in batch.items],
         "compacted": batch.compacted,
         "failed": batch.failed,
     }
+    if fail_over is not None:
+        out.update(fail_over=fail_over, over_fail_over=len(batch.over_ratio(fail_over)))
+    out["exit_code"] = int(batch.gate(fail_over))
+    return out
 
 
 # --- restore-files ----------------------------------------------------------------------------
@@ -286,6 +301,24 @@ def orphan_cleanup_stats_json(result: OrphanCleanup) -> dict[str, Any]:
         "removed": list(result.removed),
         "referencedCount": result.referenced,
     }
+
+
+def recorded_text(recorded: RecordedUsage) -> str:
+    """One line on the usage an agent recorded: ``count`` and ``check`` show it."""
+    last = recorded.last
+    window = f" of a {recorded.context_window:,}-token window" if recorded.context_window else ""
+    return (
+        f"recorded by the agent (line {recorded.line + 1}): {recorded.context_tokens:,} tokens in context"
+        f"{window} — last call {last.input_tokens:,} input ({last.cached_input_tokens:,} cached)"
+        f" + {last.output_tokens:,} output"
+    )
+
+
+def _recorded_json(result: CheckResult) -> dict[str, Any]:
+    """``check --json``'s account of a decision made from the agent's recorded usage."""
+    if result.recorded is None:
+        return {}
+    return {"counted_tokens": result.report.total, "recorded_usage": result.recorded.to_dict()}
 
 
 # --- sessions --------------------------------------------------------------------------------

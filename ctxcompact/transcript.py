@@ -33,6 +33,7 @@ from typing import Any, BinaryIO
 from ctxcompact.dialects import DEFAULT_DIALECT, dialect_named, file_dialect, message_dialect
 from ctxcompact.dialects.common import RequestBody, json_kind
 from ctxcompact.dialects.foreign import refuse_foreign_body, refuse_foreign_lines, refuse_foreign_object
+from ctxcompact.dialects.recorded import RecordedUsage
 from ctxcompact.errors import InputError
 from ctxcompact.fileio import read_capped, special_file_kind
 from ctxcompact.ir import Block, Message
@@ -74,6 +75,8 @@ class Conversation:
 
     #: The messages as read, to tell whether a rewrite changed anything.
     read_messages: tuple[Message, ...] = ()
+    #: The usage the API reported for the newest call, when the session log records it.
+    recorded: RecordedUsage | None = None
 
     @property
     def unchanged(self) -> bool:
@@ -345,11 +348,12 @@ def _conversation(
         messages=parsed.messages,
         read_messages=parsed.messages,
         passthrough=parsed.passthrough,
-        system=request.system,
+        system=request.system or parsed.system,
         tools=request.tools,
-        model=request.model,
+        model=request.model or parsed.model,
         thinking=request.thinking,
         warnings=parsed.warnings,
+        recorded=parsed.recorded,
     )
 
 
@@ -363,12 +367,14 @@ def conversation_records(conversation: Conversation) -> list[Any]:
     that are not messages keep theirs, so an untouched conversation is written back exactly.
     A changed message is rendered at the position of its first record; a new message goes
     right after the message before it (at the start: just before the first original one).
-    Strategies never reorder messages, so sorting by these positions is the output order.
+    Strategies never reorder messages, so sorting by these positions is the output order;
+    messages that share a position (the items of a Codex ``compacted`` line's history) keep
+    their message order.
     """
     adapter = dialect_named(conversation.dialect)
     render = adapter.render
-    items: list[tuple[tuple[int, int, int], Any]] = [
-        ((i, 0, 0), conversation.records[i]) for i in conversation.passthrough
+    items: list[tuple[tuple[int, int, int, int], Any]] = [
+        ((i, 0, 0, 0), conversation.records[i]) for i in conversation.passthrough
     ]
     # New messages before any kept one go where the first message of the file was: after
     # leading non-message records (a Claude Code compact boundary), before trailing ones.
@@ -377,10 +383,10 @@ def conversation_records(conversation: Conversation) -> list[Any]:
     )
     cursor = first_message - 1 if first_message is not None else len(conversation.records)
     seq = 0
-    for message in conversation.messages:
+    for n, message in enumerate(conversation.messages):
         if message.source is not None and not message.changed:
             items.extend(
-                ((i, 0, 0), r) for i, r in zip(message.source.indices, message.source.records, strict=True)
+                ((i, 1, n, 0), r) for i, r in zip(message.source.indices, message.source.records, strict=True)
             )
             cursor = max(message.source.indices)
         elif message.source is not None:
@@ -397,12 +403,12 @@ def conversation_records(conversation: Conversation) -> list[Any]:
                 uid = record.get("uuid") if isinstance(record, Mapping) else None
                 uid = uid if isinstance(uid, str) else None
                 index = by_id.get(id(record), by_uuid.get(uid, first))
-                items.append(((index, 0, j), record))
+                items.append(((index, 1, n, j), record))
             cursor = max(message.source.indices)
         else:
             for record in render(message):
                 seq += 1
-                items.append(((cursor, 1, seq), record))
+                items.append(((cursor, 1, n, seq), record))
     items.sort(key=lambda item: item[0])
     records = [record for _, record in items]
     return adapter.finalize(records, conversation.records)

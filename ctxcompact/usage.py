@@ -8,14 +8,22 @@ here prints or exits.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxcompact.context_size import ContextSize, context_size
 from ctxcompact.dialects import DEFAULT_DIALECT
+from ctxcompact.dialects.recorded import RecordedUsage
 from ctxcompact.ir import Message
 from ctxcompact.models import DEFAULT_RATIO, Budget, BudgetCheck, ModelInfo, make_budget, resolve_model
-from ctxcompact.tokens import TokenCounter, TokenReport, count_tokens, make_counter, scale_report
+from ctxcompact.tokens import (
+    TokenCounter,
+    TokenReport,
+    count_tokens,
+    make_counter,
+    scale_report,
+    total_tokens,
+)
 from ctxcompact.transcript import Conversation, load_messages
 from ctxcompact.validate import Violation, errors_only, validate_messages
 
@@ -72,6 +80,10 @@ def budget_for(
 ) -> Budget:
     """The budget for a conversation: ``model`` or, failing that, the model the transcript
     names; ``budget.model.known`` says whether the window came from the registry."""
+    recorded = conversation.recorded
+    if model is None and context_window is None and recorded is not None and recorded.context_window:
+        # The agent recorded the window it used (Codex's model_context_window): take it.
+        context_window = recorded.context_window
     info = resolve_model(
         model or conversation_model(conversation), context_window=context_window, registry=registry
     )
@@ -104,6 +116,16 @@ def measure(conversation: Conversation, counter: TokenCounter | Any) -> TokenRep
     )
 
 
+def measure_total(conversation: Conversation, counter: TokenCounter | Any) -> int:
+    """``measure(conversation, counter).total``, without building the per-message report
+    when the counter is local (a compaction's before and after figures)."""
+    if hasattr(counter, "count_request"):
+        return measure(conversation, counter).total
+    return total_tokens(
+        conversation.messages, counter=counter, system=conversation.system, tools=conversation.tools
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     """``check``'s answer for one conversation."""
@@ -114,6 +136,8 @@ class CheckResult:
     violations: tuple[Violation, ...] = ()
     #: The figure ``status`` was decided from and its source (recorded usage, estimate, count).
     size: ContextSize | None = None
+    #: The agent's recorded usage the decision was made from (Codex), if any.
+    recorded: RecordedUsage | None = None
 
     @property
     def errors(self) -> list[Violation]:
@@ -142,7 +166,38 @@ def check_conversation(
             conversation.messages, dialect=conversation.dialect, thinking=conversation.thinking
         )
         violations = tuple(found)
-    return CheckResult(conversation.label, report, BudgetCheck(size.tokens, budget), violations, size)
+    # A Codex rollout's token_count record decides as the codex dialect defined it; every
+    # other transcript by its real context size (recorded usage, estimate or our count).
+    if conversation.recorded is not None and size.recorded is None:
+        tokens = decision_tokens(conversation, report)
+        size = replace(size, tokens=tokens, source="recorded" if tokens != report.total else size.source)
+    status = BudgetCheck(size.tokens, budget)
+    return CheckResult(
+        conversation.label, report, status, violations, size=size, recorded=conversation.recorded
+    )
+
+
+#: Below this share of the recorded input, our count of the same messages says a rewrite
+#: (prune, offload) shrank them since the call was recorded: the record is stale.
+STALE_RECORD_RATIO = 0.75
+
+
+def decision_tokens(conversation: Conversation, report: TokenReport) -> int:
+    """What ``check`` decides from: our count, or — when the session log recorded the API's
+    usage (Codex's ``token_count``) — that recorded figure plus our count of the messages
+    written after it. A record our count of the same messages falls far short of (a rewrite
+    shrank them since) is stale: our count decides."""
+    recorded = conversation.recorded
+    if recorded is None:
+        return report.total
+    later = 0
+    for entry in report.messages:
+        message = conversation.messages[entry.index] if entry.index < len(conversation.messages) else None
+        if message is not None and message.source is not None and message.source.indices[0] > recorded.line:
+            later += entry.tokens
+    if report.total - later < STALE_RECORD_RATIO * recorded.last.input_tokens:
+        return report.total
+    return recorded.context_tokens + later
 
 
 # --- library facade --------------------------------------------------------------------------

@@ -8,7 +8,8 @@ Errors (the API would reject the request):
                          last assistant message, whose calls may still be running
 ``duplicate_tool_id``    the same tool_use id used twice (a warning when reused in a later turn
                          in a dialect whose API accepts that, such as OpenAI's)
-``system_not_leading``   a system message after the conversation started
+``system_not_leading``   a system message after the conversation started (in a dialect whose
+                         API wants them first; Codex's Responses API takes them anywhere)
 
 Warnings (tolerated by the APIs, which merge them, but worth knowing):
 
@@ -67,7 +68,7 @@ def validate_messages(
 
     for i, message in enumerate(messages):
         if message.role == "system":
-            if started:
+            if started and not rules.system_anywhere:
                 found.append(
                     Violation(
                         "system_not_leading", "error", i, "system message after the conversation started"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,16 @@ def _fake_api() -> Iterator[FakeAnthropicServer]:
 
 @pytest.fixture(autouse=True)
 def _no_real_api(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """No test may reach a real API, pick up the developer's key, or write to their cache."""
+    """No test may reach a real API, pick up the developer's key, or write to their cache or
+    state dir."""
     monkeypatch.setenv("CTXCOMPACT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "ctxcompact-cache"))
+    # Archives (and any other state) go to a scratch dir, never the developer's home.
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-state"))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
     monkeypatch.delenv("CTXCOMPACT_MODELS_FILE", raising=False)
+    for name in [n for n in os.environ if n.startswith("CTXCOMPACT_") and n != "CTXCOMPACT_CACHE_DIR"]:
+        monkeypatch.delenv(name)  # a developer's CTXCOMPACT_MODEL etc. are settings (config.py)
 
 
 def corpus_files(*subdirs: str) -> list[Path]:

@@ -97,7 +97,10 @@ def run_case(case: Case) -> dict[str, object]:
 
     with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(ROOT):
         argv = COMMANDS[case.command](os.path.relpath(case.path, ROOT), tmp)
-        result = run_cli(*argv, env={"COLUMNS": "100", "ANTHROPIC_API_KEY": ""})
+        # The tokenizer is pinned: `count --json` names it, and bpe-openai (same counts) is
+        # optional, so the digests must not depend on whether it is installed.
+        env = {"COLUMNS": "100", "ANTHROPIC_API_KEY": "", "CTXCOMPACT_TOKENIZER": "tiktoken"}
+        result = run_cli(*argv, env=env)
         stderr = _TIMESTAMP.sub(b"<TS>", result.stderr_bytes.replace(tmp.encode(), b"<TMP>"))
         return {
             "exit": result.exit_code,

@@ -107,7 +107,7 @@ def test_a_bug_in_a_cli_batch_honours_ctxcompact_traceback(
         raise RuntimeError("boom")
 
     monkeypatch.setattr("ctxcompact.batch.compact_conversation", broken)
-    argv = ["compact", *map(str, inputs), "--dry-run", "--report", str(tmp_path / "r.json")]
+    argv = ["compact", *map(str, inputs), "--dry-run", "--jobs", "1", "--report", str(tmp_path / "r.json")]
     plain = run_cli(*argv, env={"CTXCOMPACT_TRACEBACK": None})
     assert plain.status == ExitStatus.INTERNAL_ERROR and plain.exception is None
     rows = orjson.loads((tmp_path / "r.json").read_bytes())["inputs"]

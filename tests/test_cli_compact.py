@@ -114,7 +114,8 @@ def test_batch_directory_with_a_bad_file(tmp_path: Path) -> None:
         *offline(tmp_path),
     )
     assert result.exit_code == 2
-    assert sorted(p.name for p in out_dir.iterdir()) == ["a.json", "b.json"]
+    # the outputs, and the batch's hidden journal (--resume)
+    assert sorted(p.name for p in out_dir.iterdir()) == [".ctxcompact-journal.jsonl", "a.json", "b.json"]
     data = json.loads(report.read_text())
     assert data["compacted"] == 2 and data["failed"] == 1
     failed = next(r for r in data["inputs"] if r["status"] == "failed")

@@ -126,6 +126,7 @@ def test_count_json_schema(session: Path) -> None:
         "dialect",
         "counter",
         "encoding",
+        "tokenizer",
         "total",
         "exact_total",
         "per_message_approximate",
@@ -145,6 +146,7 @@ def test_count_json_schema(session: Path) -> None:
         "tiktoken",
         "cl100k_base",
     )
+    assert row["tokenizer"] in ("tiktoken", "bpe-openai")  # the library that counted
     assert row["total"] == data["total"] == sum(row["by_role"].values()) == sum(row["by_type"].values())
     assert row["message_count"] == 5
     assert (row["model"], row["context_window"]) == ("gpt-4o", 128_000)

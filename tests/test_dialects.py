@@ -37,7 +37,7 @@ def rendered_unchanged(dialect: Dialect, records: list[Any]) -> list[Any]:
 
 class TestRegistry:
     def test_names_in_registry_order_are_the_format_choices(self) -> None:
-        assert DIALECT_NAMES == ("anthropic", "openai", "claude-code")
+        assert DIALECT_NAMES == ("anthropic", "openai", "claude-code", "codex")
         assert tuple(d.name for d in DIALECTS) == DIALECT_NAMES
         assert DEFAULT_DIALECT is ANTHROPIC
 
@@ -47,7 +47,7 @@ class TestRegistry:
             dialect_named("gemini")
 
     def test_only_session_logs_own_their_file(self) -> None:
-        assert [d.name for d in DIALECTS if d.owns_file] == ["claude-code"]
+        assert [d.name for d in DIALECTS if d.owns_file] == ["claude-code", "codex"]
 
     def test_message_lists_default_to_anthropic_and_openai_shapes_win(self) -> None:
         plain = [{"role": "user", "content": "hi"}]

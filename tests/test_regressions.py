@@ -123,7 +123,7 @@ def test_batch_over_a_directory_skips_its_own_outputs(tmp_path: Path) -> None:
         assert result.exit_code == 0, result.stderr
     report = json.loads((work / "report.json").read_text())
     assert [row["input"] for row in report["inputs"]] == [str(work / "s.json")]
-    assert sorted(p.name for p in (work / "out").iterdir()) == ["s.json"]
+    assert sorted(p.name for p in (work / "out").iterdir() if not p.name.startswith(".")) == ["s.json"]
 
 
 def test_a_second_in_place_run_keeps_the_first_backup(tmp_path: Path) -> None:

@@ -88,8 +88,8 @@ def test_a_batch_report_lists_each_input_then_the_counts() -> None:
     # a write that failed after the work keeps the figures, and has no output
     late = BatchItem("c.json", "failed", 10, 5, (), error="cannot write", exit_code=ExitStatus.WORK_FAILED)
     report = batch_report_json(BatchResult((ok, bad, late)))
-    assert list(report) == ["inputs", "compacted", "failed"]
-    assert (report["compacted"], report["failed"]) == (1, 2)
+    assert list(report) == ["inputs", "compacted", "failed", "exit_code"]
+    assert (report["compacted"], report["failed"], report["exit_code"]) == (1, 2, 3)  # the worst
     first, second, third = report["inputs"]
     assert list(first) == ["input", "status", "before", "after", "ratio", "stats", "output"]
     assert first["ratio"] == 0.333 and first["stats"] == [compact_stats_json(STATS)]
@@ -98,6 +98,15 @@ def test_a_batch_report_lists_each_input_then_the_counts() -> None:
         written, {"input": "b.json", "status": "failed", "error": "b.json: broken", "exit_code": 2}
     )
     assert list(third) == ["input", "status", "before", "after", "ratio", "stats", "error", "exit_code"]
+
+
+def test_a_batch_report_with_fail_over_names_the_files_above_it_and_the_gate() -> None:
+    small = BatchItem("a.json", "compacted", 1000, 300, (STATS,))
+    big = BatchItem("b.json", "compacted", 1000, 800, (STATS,))
+    report = batch_report_json(BatchResult((small, big)), fail_over=0.5)
+    assert [row["over_fail_over"] for row in report["inputs"]] == [False, True]
+    assert (report["fail_over"], report["over_fail_over"], report["exit_code"]) == (0.5, 1, 1)
+    assert batch_report_json(BatchResult((small,)), fail_over=0.5)["exit_code"] == 0
 
 
 def test_an_unchanged_input_with_no_tokens_has_no_ratio() -> None:

@@ -7,6 +7,7 @@ import typer
 
 from ctxcompact import __version__
 from ctxcompact.cli import compact, inspect, offload, restore, sessions
+from ctxcompact.cli import config as config_cli
 
 app = typer.Typer(
     name="ctxcompact",
@@ -34,11 +35,13 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
     """Keep LLM agent transcripts inside their context window."""
+    config_cli.apply_config(ctx)
 
 
 app.command("count")(inspect.count)
@@ -47,6 +50,7 @@ app.command("compact")(compact.compact)
 app.command("restore-files")(restore.restore_files)
 app.command("offload")(offload.offload)
 app.command("sessions")(sessions.sessions)
+app.command("config")(config_cli.config)
 
 
 def main() -> None:

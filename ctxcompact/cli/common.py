@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from ctxcompact.transcript import Transcript
 
+from ctxcompact.batch_inputs import BatchInput, find_inputs
 from ctxcompact.dialects import DIALECT_NAMES
 from ctxcompact.errors import CtxcompactError, InputError
 from ctxcompact.models import DEFAULT_RATIO
@@ -32,8 +33,6 @@ from ctxcompact.tokens import DEFAULT_ENCODING
 from ctxcompact.transcript import DEFAULT_MAX_INPUT_BYTES
 
 TRACEBACK_ENV = "CTXCOMPACT_TRACEBACK"
-TRANSCRIPT_SUFFIXES = (".json", ".jsonl")
-OFFLOAD_MANIFEST = "offload-manifest.json"  # offload's own bookkeeping, not a transcript
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -149,34 +148,20 @@ def expand_inputs(paths: Sequence[Path] | None, *, exclude: Sequence[Path | None
     leaving out hidden files and folders (``.ctxcompact/`` archives, editor files) and anything
     under ``exclude`` (a batch's own --out-dir and --report); nothing or ``-`` means stdin,
     which must not be a terminal."""
+    return [i.path for i in expand_batch_inputs(paths, exclude=exclude)]
+
+
+def expand_batch_inputs(
+    paths: Sequence[Path] | None, *, globs: Sequence[str] = (), exclude: Sequence[Path | None] = ()
+) -> list[BatchInput]:
+    """:func:`expand_inputs` with each input's name relative to its root (see batch_inputs)."""
     if not paths:
         if sys.stdin is None or sys.stdin.isatty():
             raise InputError(
                 "no input: give a transcript file, a directory, or pipe one on stdin (see --help)."
             )
-        return [None]
-    out: list[str | None] = []
-    for path in paths:
-        if str(path) == "-":
-            out.append(None)
-        elif path.is_dir():
-            skip = [e.resolve() for e in exclude if e is not None]
-            found = sorted(
-                p
-                for p in path.rglob("*")
-                if p.suffix in TRANSCRIPT_SUFFIXES
-                and p.name != OFFLOAD_MANIFEST
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-                and not any(p.resolve() == s or p.resolve().is_relative_to(s) for s in skip)
-                and p.is_file()
-            )
-            if not found:
-                skipped = " once --out-dir, --report and hidden folders are left out" if exclude else ""
-                raise InputError(f"{path}: directory has no .json or .jsonl files{skipped}.")
-            out.extend(str(p) for p in found)
-        else:
-            out.append(str(path))
-    return out
+        return [BatchInput(None, "stdin.json")]
+    return find_inputs([str(p) for p in paths], globs=globs, exclude=exclude)
 
 
 def write_output(data: bytes, output: Path | None) -> None:

@@ -6,6 +6,19 @@ from pathlib import Path
 
 import typer
 
+from ctxcompact.cli.batch import (
+    ARCHIVE_IN_OUT_DIR,
+    FAIL_OVER_OPT,
+    FROM_OPT,
+    GLOB_OPT,
+    JOBS_OPT,
+    LLM_CONCURRENCY_OPT,
+    RESUME_OPT,
+    SHARD_OPT,
+    batch_inputs,
+    is_batch,
+    run_batch,
+)
 from ctxcompact.cli.common import (
     CONTEXT_WINDOW_OPT,
     FILES_ARG,
@@ -22,9 +35,7 @@ from ctxcompact.cli.common import (
     Format,
     Streams,
     ensure_writable_dir,
-    expand_inputs,
     reports_errors,
-    traceback_wanted,
     write_json_file,
     write_output,
 )
@@ -73,7 +84,7 @@ def compact(
     ),
     output: Path | None = OUTPUT_OPT,
     out_dir: Path | None = typer.Option(
-        None, "--out-dir", help="Batch mode: write each input's result here under its own name."
+        None, "--out-dir", help="Batch mode: write each input's result here, mirroring the input tree."
     ),
     in_place: bool = typer.Option(
         False, "--in-place", "-i", help="Rewrite each input file atomically, keeping FILE.bak."
@@ -86,6 +97,13 @@ def compact(
     report: Path | None = typer.Option(
         None, "--report", help="Batch mode: write a JSON report of every input here."
     ),
+    globs: list[str] | None = GLOB_OPT,
+    from_list: str | None = FROM_OPT,
+    jobs: int | None = JOBS_OPT,
+    llm_concurrency: int | None = LLM_CONCURRENCY_OPT,
+    fail_over: float | None = FAIL_OVER_OPT,
+    resume: bool = RESUME_OPT,
+    shard: str | None = SHARD_OPT,
     stats_json: Path | None = STATS_JSON_OPT,
     quiet: bool = QUIET_OPT,
     fmt: Format | None = FORMAT_OPT,
@@ -142,7 +160,7 @@ def compact(
     archive_dir: Path | None = typer.Option(
         None,
         "--archive-dir",
-        help="Where replaced messages are archived [default: WORK_DIR/.ctxcompact/archive].",
+        help="Where replaced messages are archived [default: $XDG_STATE_HOME/ctxcompact/archive; OUT_DIR/.ctxcompact-archive in a batch].",
     ),
     restore: bool = typer.Option(
         True, "--restore/--no-restore", help="Re-read the files the agent read most recently."
@@ -180,7 +198,7 @@ def compact(
     pin: list[str] | None = PIN_OPT,
     pin_first: bool | None = PIN_FIRST_OPT,
     keep_recent_tokens: int | None = KEEP_RECENT_TOKENS_OPT,
-    keep_user_tokens: int = KEEP_USER_TOKENS_OPT,
+    keep_user_tokens: int | None = KEEP_USER_TOKENS_OPT,
     verbose: bool = VERBOSE_OPT,
 ) -> None:
     """Rewrite a transcript to fit: summarize history and restore recent files, or prune locally.
@@ -197,11 +215,12 @@ def compact(
       ctxcompact compact t.json --summarizer extractive --work-dir ~/project
       ctxcompact compact session.jsonl --strategy prune,full --read-tool Read:file_path
       ctxcompact compact sessions/ --out-dir compacted/ --report report.json
+      ctxcompact compact sessions/ --out-dir out/ --jobs 4 --shard 1/2 --fail-over 0.5
     """
-    from ctxcompact.batch import FileOptions, compact_file, compact_files, replace_keeping_backup
+    from ctxcompact.batch import FileOptions, compact_file, replace_keeping_backup
     from ctxcompact.compact import CompactOptions
-    from ctxcompact.render import batch_progress, render_batch, render_file_stats, render_warnings
-    from ctxcompact.reports import batch_report_json, file_report_json, file_stats_json
+    from ctxcompact.render import render_file_stats, render_warnings
+    from ctxcompact.reports import file_report_json, file_stats_json
     from ctxcompact.tokens import make_counter
     from ctxcompact.transcript import dump_transcript
 
@@ -212,6 +231,8 @@ def compact(
         if keep_thinking.strip().lower() == "all"
         else _non_negative_int(keep_thinking, "--keep-thinking")
     )
+    if archive_dir is None and out_dir is not None:
+        archive_dir = out_dir / ARCHIVE_IN_OUT_DIR
     selective, key_messages = local_strategy_options(
         rules=rules, target_usage=target_usage, min_recent=min_recent, fallback_rounds=fallback_rounds
     )
@@ -266,14 +287,15 @@ def compact(
         counter=counter_name,
         system_tokens=system_tokens,
     )
-    counter = make_counter(counter_name.value)
-    inputs = expand_inputs(files, exclude=(out_dir, report, stats_json, archive_dir))
-    batch = _is_batch(inputs, output=output, out_dir=out_dir, in_place=in_place, dry_run=dry_run)
+    exclude = (out_dir, report, stats_json, archive_dir)
+    found = batch_inputs(files, from_list=from_list, globs=globs, shard=shard, exclude=exclude)
+    inputs = [i.path for i in found]
+    batch = is_batch(inputs, output=output, out_dir=out_dir, in_place=in_place, dry_run=dry_run, shard=shard)
     for option, target in (("--stats-json", stats_json), ("--report", report)):
         ensure_writable_dir(target, option)
     if not batch:
         path = inputs[0]
-        done = compact_file(path, options=files_options, counter=counter)
+        done = compact_file(path, options=files_options, counter=make_counter(counter_name.value))
         render_warnings(done.warnings, streams.err)
         # The transcript first: stats that say "compacted" only once the output exists.
         if not dry_run:
@@ -291,43 +313,19 @@ def compact(
             shown = path if in_place else (str(output) if output else None)
             write_json_file(report, file_report_json(done, output=shown))
         return
-    with batch_progress(streams.err, len(inputs)) as progress:
-        result = compact_files(
-            inputs,
-            options=files_options,
-            out_dir=out_dir,
-            in_place=in_place,
-            progress=progress,
-            raise_bugs=traceback_wanted(),
-            counter=counter,
-        )
-    render_warnings(result.warnings, streams.err)
-    render_batch(result, streams.err)
-    write_json_file(report, batch_report_json(result))
-    write_json_file(stats_json, batch_report_json(result))
-    if result.failed:
-        raise typer.Exit(result.exit_code)
-
-
-def _is_batch(
-    inputs: list[str | None], *, output: Path | None, out_dir: Path | None, in_place: bool, dry_run: bool
-) -> bool:
-    """Whether this run is a batch (several inputs, or --out-dir); refuses outputs that
-    contradict each other or leave some result without a file."""
-    if output is not None and out_dir is not None:
-        raise UsageError(
-            "-o/--output names one output file and --out-dir a directory for several: give one of them."
-        )
-    if output is not None and in_place:
-        raise UsageError("--in-place rewrites each input file: it does not combine with -o/--output.")
-    batch = len(inputs) > 1 or out_dir is not None
-    if batch and out_dir is None and not in_place and not dry_run:
-        raise UsageError("several inputs: give --out-dir DIR (or --in-place) so each result has a file.")
-    if output is not None and batch:
-        raise UsageError("-o/--output takes one input; use --out-dir for several.")
-    if in_place and None in inputs:
-        raise UsageError("--in-place needs files, not stdin.")
-    return batch
+    run_batch(
+        found,
+        options=files_options,
+        out_dir=out_dir,
+        in_place=in_place,
+        report=report,
+        stats_json=stats_json,
+        jobs=jobs,
+        llm_concurrency=llm_concurrency,
+        fail_over=fail_over,
+        resume=resume,
+        streams=streams,
+    )
 
 
 def _non_negative_int(value: str, option: str) -> int:

@@ -94,12 +94,17 @@ def count(
             row_info = info
             if row_info is None and own:
                 # The transcript's own model gives the window share when we know its window.
-                found = resolve_model(own, registry=registry)
-                row_info = found if found.known else None
+                window = conv.recorded.context_window if conv.recorded is not None else None
+                found = resolve_model(own, context_window=window, registry=registry)
+                row_info = found if found.known or window else None
             size = context_size(conv, report, model=own, system_tokens=system_tokens)
             plain = chosen if hasattr(chosen, "count_batch") else make_counter(encoding=encoding)
             side = side_entries(conv, plain)
-            rows.append(CountRow(conv.label, conv.dialect, report, row_info, size, side))
+            rows.append(
+                CountRow(
+                    conv.label, conv.dialect, report, row_info, size=size, side=side, recorded=conv.recorded
+                )
+            )
     if warnings:
         from ctxcompact.render import render_warnings
 

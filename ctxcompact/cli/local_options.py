@@ -70,9 +70,10 @@ KEEP_RECENT_TOKENS_OPT = typer.Option(
     rich_help_panel=KEEP,
 )
 KEEP_USER_TOKENS_OPT = typer.Option(
-    0,
+    None,
     "--keep-user-tokens",
-    help="full: keep the newest user messages verbatim up to N tokens after the summary (0 = off).",
+    help="full: keep the newest user messages verbatim up to N tokens after the summary "
+    "[default: 0 (off); Codex sessions: 20,000, Codex's own rule (bytes/4)].",
     rich_help_panel=KEEP,
 )
 VERBOSE_OPT = typer.Option(

@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxcompact.dialects import anthropic, claude_code, openai
+from ctxcompact.dialects import anthropic, claude_code, codex, openai
 from ctxcompact.dialects.common import Dialect, Parsed
 from ctxcompact.errors import InputError
 
 #: Every dialect, from the most general to the most specific (see the module docstring).
-DIALECTS: tuple[Dialect, ...] = (anthropic.DIALECT, openai.DIALECT, claude_code.DIALECT)
+DIALECTS: tuple[Dialect, ...] = (anthropic.DIALECT, openai.DIALECT, claude_code.DIALECT, codex.DIALECT)
 #: What a message list is read as when nothing in it says otherwise.
 DEFAULT_DIALECT: Dialect = DIALECTS[0]
 #: The ``--format`` choices.

@@ -54,6 +54,7 @@ class AnthropicDialect:
     owns_file = False
     alternating_roles = True
     reused_tool_ids = False
+    system_anywhere = False
     read_tools: tuple[tuple[str, str], ...] = (("read_file", "path"),)
 
     def looks_like(self, records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
@@ -66,6 +67,11 @@ class AnthropicDialect:
 
     def render(self, message: Message) -> list[Any]:
         return render_message(message)
+
+    def summary_layout(
+        self, messages: Sequence[Message], summary: str, *, keep_user_tokens: int | None
+    ) -> tuple[Message, ...] | None:
+        return None
 
     def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
         return records

@@ -291,6 +291,7 @@ class ClaudeCodeDialect:
     owns_file = True
     alternating_roles = True
     reused_tool_ids = False
+    system_anywhere = False
     #: The seed's read_file as well as Claude Code's own Read tool.
     read_tools: tuple[tuple[str, str], ...] = (("read_file", "path"), ("Read", "file_path"))
 
@@ -302,6 +303,11 @@ class ClaudeCodeDialect:
 
     def render(self, message: Message) -> list[Any]:
         return render_message(message)
+
+    def summary_layout(
+        self, messages: Sequence[Message], summary: str, *, keep_user_tokens: int | None
+    ) -> tuple[Message, ...] | None:
+        return None
 
     def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
         return finalize_records(records, original)

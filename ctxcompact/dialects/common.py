@@ -6,9 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ctxcompact.dialects.recorded import RecordedUsage
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message
-from ctxcompact.recorded_usage import RecordedUsage
+from ctxcompact.recorded_usage import RecordedUsage as ApiUsage
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +20,11 @@ class Parsed:
     #: Indices of records that are not model-visible messages (kept as they are on write).
     passthrough: frozenset[int] = frozenset()
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: What a session log records beside its messages: the system prompt it sends, the
+    #: model, and the token usage the API reported for the newest call.
+    system: tuple[Block, ...] = ()
+    model: str | None = None
+    recorded: RecordedUsage | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +90,8 @@ class Dialect(Protocol):
     alternating_roles: bool
     #: The API accepts a tool id reused in a later turn (a warning, not an error).
     reused_tool_ids: bool
+    #: The API takes system (developer) messages anywhere in the list, not only first.
+    system_anywhere: bool
     #: The tools the agent reads files with, as ``(tool name, input field with the path)``:
     #: what ``restore-files`` scans when the user names none.
     read_tools: tuple[tuple[str, str], ...]
@@ -101,12 +109,19 @@ class Dialect(Protocol):
         """Records for a message a rewrite changed or created (kept ones are never rendered)."""
         ...
 
+    def summary_layout(
+        self, messages: Sequence[Message], summary: str, *, keep_user_tokens: int | None
+    ) -> tuple[Message, ...] | None:
+        """The compacted history this agent itself makes from ``messages`` (everything before
+        a kept tail) and a summary, or None for the seed's layout (head + summary pair)."""
+        ...
+
     def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
         """The output records in file order, after a rewrite, made whole again (links,
         ids); ``original`` are the records read. Unchanged records come back unchanged."""
         ...
 
-    def recorded_usage(self, messages: Sequence[Message]) -> RecordedUsage | None:
+    def recorded_usage(self, messages: Sequence[Message]) -> ApiUsage | None:
         """The last token usage the API reported for these parsed messages (read from their
         ``source`` records), or None when the dialect records none. Usage recorded after a
         message a rewrite created or changed is stale: see

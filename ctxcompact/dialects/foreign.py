@@ -39,11 +39,6 @@ def refuse_foreign_body(root: Mapping[str, Any]) -> None:
 def refuse_foreign_lines(records: Sequence[Any]) -> None:
     """JSONL lines (or a top-level array) of another agent's event log."""
     head = [r for r in records[:20] if isinstance(r, Mapping)]
-    if head and all(
-        "payload" in r and r.get("type") in ("session_meta", "response_item", "event_msg", "turn_context")
-        for r in head
-    ):
-        raise InputError("looks like a Codex CLI rollout: not a supported input format.")
     if head and all("history" in r and "instance_id" in r for r in head):
         raise InputError("looks like OpenHands evaluation output: not a supported input format.")
     if head and all(("action" in r or "observation" in r) and "role" not in r for r in head):

@@ -116,6 +116,7 @@ class OpenAIDialect:
     owns_file = False
     alternating_roles = False
     reused_tool_ids = True
+    system_anywhere = False
     read_tools: tuple[tuple[str, str], ...] = (("read_file", "path"),)
 
     def looks_like(self, records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
@@ -126,6 +127,11 @@ class OpenAIDialect:
 
     def render(self, message: Message) -> list[Any]:
         return render_message(message)
+
+    def summary_layout(
+        self, messages: Sequence[Message], summary: str, *, keep_user_tokens: int | None
+    ) -> tuple[Message, ...] | None:
+        return None
 
     def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
         return records

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ctxcompact.dialects import dialect_named
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Message, block_start_at, current_loop_start, new_message
 from ctxcompact.markers import RESTORED_ACK, SUMMARY_ACK, SUMMARY_PREFIX
@@ -82,10 +83,13 @@ class FullOptions:
     #: Newest tokens kept verbatim after the summary (None: 0, or 20 % of the threshold under
     #: ``--auto``, see :data:`ctxcompact.compact.AUTO_RECENT_SHARE`).
     keep_recent_tokens: int | None = None
-    keep_user_tokens: int = 0
+    #: The newest real user messages kept verbatim after the summary, up to this many tokens.
+    #: None: the dialect's rule — 0 (off) for message lists, Codex's 20,000 (bytes/4) for
+    #: Codex rollouts, which lay out their own compacted history.
+    keep_user_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        if (self.keep_recent_tokens or 0) < 0 or self.keep_user_tokens < 0:
+        if (self.keep_recent_tokens or 0) < 0 or (self.keep_user_tokens or 0) < 0:
             raise UsageError("--keep-recent-tokens and --keep-user-tokens must not be negative.")
         # Library callers pass plain strings: take them as the enum, or refuse them clearly.
         for name, kind in (("summarizer", SummarizerName), ("on_failure", OnFailure)):
@@ -254,11 +258,21 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
     warnings.extend(f"file not restored: {s.path} ({s.reason})" for s in restored.skipped)
     if not summary.text.strip():
         warnings.append("the summary is empty")
-    rest = range(len(part.head), len(part.head) + len(part.rest))
-    middle = kept_verbatim(
-        messages, rest, pins=context.pins, keep_user_tokens=options.keep_user_tokens, counter=context.counter
+    layout = dialect_named(context.dialect).summary_layout(
+        messages[: len(messages) - len(kept_tail)], summary.text, keep_user_tokens=options.keep_user_tokens
     )
-    out = insert_after_summary(assemble(part.head, summary.text, restored), len(part.head), middle)
+    if layout is not None:
+        out = (*layout, *restored_pairs(restored))
+    else:
+        rest = range(len(part.head), len(part.head) + len(part.rest))
+        middle = kept_verbatim(
+            messages,
+            rest,
+            pins=context.pins,
+            keep_user_tokens=options.keep_user_tokens or 0,
+            counter=context.counter,
+        )
+        out = insert_after_summary(assemble(part.head, summary.text, restored), len(part.head), middle)
     if kept_tail and kept_tail[0].role == "assistant" and out[-1].meta.get("kind") in ACK_KINDS:
         out = out[:-1]  # the kept assistant turn answers the summary in place of the last ack
     details = FullDetails(len(part.rest), len(kept_tail), len(part.head), restored, summary, failure)

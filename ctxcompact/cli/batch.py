@@ -1,0 +1,180 @@
+"""``compact``'s batch options (inputs, parallelism, gates, resume, shards) and its batch run.
+
+Declared here so ``cli/compact.py`` stays a thin list of compaction options; the rules live
+in :mod:`ctxcompact.batch`, :mod:`ctxcompact.batch_inputs` and :mod:`ctxcompact.batch_journal`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from ctxcompact.batch_inputs import BatchInput, parse_shard, read_path_list, select_shard
+from ctxcompact.cli.common import Streams, expand_batch_inputs, traceback_wanted, write_json_file
+from ctxcompact.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    from ctxcompact.batch import FileOptions
+
+#: Where a batch with ``--out-dir`` archives what its rewrites replaced (hidden: never an input).
+ARCHIVE_IN_OUT_DIR = ".ctxcompact-archive"
+
+GLOB_OPT = typer.Option(
+    None,
+    "--glob",
+    metavar="PATTERN",
+    help="In input directories, take the files matching PATTERN (repeatable) instead of *.json/*.jsonl.",
+)
+FROM_OPT = typer.Option(
+    None,
+    "--from",
+    metavar="FILE",
+    help="Also take the paths listed in FILE (one a line, or JSON); '-' reads the list from stdin.",
+)
+JOBS_OPT = typer.Option(
+    None, "--jobs", "-j", min=1, help="Files compacted in parallel processes [default: the CPU count]."
+)
+LLM_CONCURRENCY_OPT = typer.Option(
+    None,
+    "--llm-concurrency",
+    min=1,
+    help="Summary requests in flight at once across all jobs [default: 4].",
+)
+FAIL_OVER_OPT = typer.Option(
+    None,
+    "--fail-over",
+    metavar="RATIO",
+    min=0.0,
+    help="Exit 1 when any file's tokens after / before stays above RATIO (e.g. 0.5).",
+)
+RESUME_OPT = typer.Option(
+    False,
+    "--resume",
+    help="Skip the files an interrupted run of the same batch finished (see its journal).",
+)
+SHARD_OPT = typer.Option(
+    None,
+    "--shard",
+    metavar="I/N",
+    help="Work on shard I of N only (stable hash of each file's relative path): for CI matrices.",
+)
+
+
+def batch_inputs(
+    files: list[Path] | None,
+    *,
+    from_list: str | None,
+    globs: list[str] | None,
+    shard: str | None,
+    exclude: tuple[Path | None, ...],
+) -> list[BatchInput]:
+    """The inputs of a run: the paths given, those of ``--from``, directories expanded,
+    then the ``--shard`` selected."""
+    listed: list[Path] = []
+    if from_list is not None:
+        source = "stdin" if from_list == "-" else from_list
+        try:
+            text = sys.stdin.read() if from_list == "-" else Path(from_list).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"--from {source}: cannot read the path list ({exc}).") from None
+        listed = [Path(p) for p in read_path_list(text, source=source)]
+        if not listed and not files:
+            raise InputError(f"--from {source}: the path list is empty.")
+    if from_list == "-" and files and any(str(f) == "-" for f in files):
+        raise UsageError("--from - reads the path list from stdin: no transcript can come from stdin too.")
+    inputs = expand_batch_inputs([*(files or []), *listed], globs=globs or (), exclude=exclude)
+    if shard is not None:
+        inputs = select_shard(inputs, *parse_shard(shard))
+    return inputs
+
+
+def is_batch(
+    inputs: list[str | None],
+    *,
+    output: Path | None,
+    out_dir: Path | None,
+    in_place: bool,
+    dry_run: bool,
+    shard: str | None = None,
+) -> bool:
+    """Whether this run is a batch (several inputs, --out-dir or --shard); refuses outputs that
+    contradict each other or leave some result without a file."""
+    if output is not None and out_dir is not None:
+        raise UsageError(
+            "-o/--output names one output file and --out-dir a directory for several: give one of them."
+        )
+    if output is not None and in_place:
+        raise UsageError("--in-place rewrites each input file: it does not combine with -o/--output.")
+    batch = len(inputs) > 1 or out_dir is not None or shard is not None
+    if batch and out_dir is None and not in_place and not dry_run:
+        raise UsageError("several inputs: give --out-dir DIR (or --in-place) so each result has a file.")
+    if output is not None and batch:
+        raise UsageError("-o/--output takes one input; use --out-dir for several.")
+    if in_place and None in inputs:
+        raise UsageError("--in-place needs files, not stdin.")
+    return batch
+
+
+def journal_path(*, out_dir: Path | None, in_place: bool, report: Path | None, dry_run: bool) -> Path | None:
+    """Where a batch keeps its journal: in ``--out-dir``; with ``--in-place``, beside the
+    report (``REPORT.journal``); none for a dry run."""
+    from ctxcompact.batch_journal import JOURNAL_NAME
+
+    if dry_run:
+        return None
+    if out_dir is not None and not in_place:
+        return out_dir / JOURNAL_NAME
+    if report is not None and str(report) != "-":
+        return Path(f"{report}.journal")
+    return None
+
+
+def run_batch(
+    inputs: list[BatchInput],
+    *,
+    options: FileOptions,
+    out_dir: Path | None,
+    in_place: bool,
+    report: Path | None,
+    stats_json: Path | None,
+    jobs: int | None,
+    llm_concurrency: int | None,
+    fail_over: float | None,
+    resume: bool,
+    streams: Streams,
+) -> None:
+    """Run the batch, render its progress and table, write its report; exit with its gate."""
+    from ctxcompact.batch import compact_files
+    from ctxcompact.batch_journal import BatchJournal
+    from ctxcompact.batch_parallel import DEFAULT_LLM_CONCURRENCY, default_jobs
+    from ctxcompact.render import render_warnings
+    from ctxcompact.render_batch import batch_progress, render_batch
+    from ctxcompact.reports import batch_report_json
+
+    where = journal_path(out_dir=out_dir, in_place=in_place, report=report, dry_run=options.dry_run)
+    if resume and where is None:
+        raise UsageError("--resume needs a journal: give --out-dir, or --report with --in-place.")
+    journal = BatchJournal.open(where, options=options, resume=resume) if where is not None else None
+    with batch_progress(streams.err, len(inputs)) as progress:
+        result = compact_files(
+            [i.path for i in inputs],
+            names=[i.name for i in inputs],
+            options=options,
+            out_dir=out_dir,
+            in_place=in_place,
+            progress=progress,
+            raise_bugs=traceback_wanted(),
+            jobs=jobs or default_jobs(),
+            llm_concurrency=llm_concurrency or DEFAULT_LLM_CONCURRENCY,
+            journal=journal,
+        )
+    render_warnings(result.warnings, streams.err)
+    render_batch(result, streams.err, fail_over=fail_over)
+    write_json_file(report, batch_report_json(result, fail_over=fail_over))
+    write_json_file(stats_json, batch_report_json(result, fail_over=fail_over))
+    status = result.gate(fail_over)
+    if status:
+        raise typer.Exit(status)

@@ -1,0 +1,120 @@
+"""Configuration on the command line: settings become click's ``default_map`` (so flags still
+win), and ``ctxcompact config`` shows the effective settings and where each came from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from ctxcompact.cli.common import Streams, error, reports_errors
+from ctxcompact.config import Config, OptionSpec, load_config
+from ctxcompact.errors import CtxcompactError
+
+#: Options that are not settings: they act at once or name one run's own files.
+NOT_SETTINGS = frozenset(
+    {
+        "help",
+        "version",
+        "output",
+        "from",
+        "resume",
+        "shard",
+        "undo",
+        "in-place",
+        "dry-run",
+        "report",
+        "stats-json",
+    }
+)
+
+
+def option_specs(group: Any) -> list[OptionSpec]:
+    """Every option of every command of ``group`` (a click group: typer vendors click, so it is
+    read by its attributes) as a :class:`OptionSpec`."""
+    specs: list[OptionSpec] = []
+    for name, command in sorted(group.commands.items()):
+        if name == "config":
+            continue
+        for param in command.params:
+            longs = [o for o in (*param.opts, *param.secondary_opts) if o.startswith("--")]
+            if param.param_type_name != "option" or not longs or param.name is None:
+                continue
+            key = longs[0][2:]
+            if key in NOT_SETTINGS:
+                continue
+            default = param.default() if callable(param.default) else param.default
+            specs.append(
+                OptionSpec(
+                    name,
+                    key,
+                    param.name,
+                    default=getattr(default, "value", default),
+                    multiple=param.multiple,
+                    is_path=any(t.__name__ in ("Path", "TyperPath") for t in type(param.type).__mro__),
+                )
+            )
+    return specs
+
+
+def apply_config(ctx: typer.Context) -> None:
+    """Feed the config file and ``CTXCOMPACT_*`` settings to the subcommand about to run."""
+    group = ctx.command
+    if not hasattr(group, "commands") or ctx.invoked_subcommand in (None, "config"):
+        return
+    specs = option_specs(group)
+    try:
+        found = load_config(specs).default_map(specs)
+    except CtxcompactError as exc:  # the root callback is not a command: report it here
+        raise error(str(exc), exc.exit_code) from None
+    if found:
+        ctx.default_map = {**(ctx.default_map or {}), **found}
+
+
+@reports_errors
+def config(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print the settings as JSON."),
+) -> None:
+    """Show the effective settings and where each came from.
+
+    Settings come, lowest precedence first, from the built-in defaults, the nearest
+    ctxcompact.toml or pyproject.toml [tool.ctxcompact] (searched from the current directory
+    upward; a [tool.ctxcompact.COMMAND] table for one command), CTXCOMPACT_<KEY> environment
+    variables, and the command line.
+
+    \b
+    Examples:
+      ctxcompact config
+      CTXCOMPACT_MODEL=gpt-4o ctxcompact config --json | jq '.settings[] | select(.key=="model")'
+    """
+    from ctxcompact.config import effective_settings
+
+    assert ctx.parent is not None
+    specs = option_specs(ctx.parent.command)
+    loaded: Config = load_config(specs)
+    rows = effective_settings(loaded, specs)
+    payload: dict[str, Any] = {
+        "file": str(loaded.file) if loaded.file else None,
+        "settings": [
+            {"key": r.key, "value": _plain(r.value), "source": r.source, "commands": list(r.commands)}
+            for r in rows
+        ],
+    }
+    if as_json:
+        import orjson
+
+        typer.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
+        return
+    from ctxcompact.render import render_config
+
+    render_config(payload, Streams().out)
+
+
+def _plain(value: Any) -> Any:
+    """A value as JSON holds it (paths and enums as text)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return str(value)

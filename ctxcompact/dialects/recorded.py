@@ -1,0 +1,59 @@
+"""Token usage an agent recorded in its session file: the API's own figures.
+
+A session-log dialect that finds them (Codex's ``token_count`` events) returns them in
+:attr:`~ctxcompact.dialects.common.Parsed.recorded`; ``count`` shows them beside our count and
+``check`` decides from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """One ``token_count`` usage record (Responses API fields)."""
+
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_output_tokens: int = 0
+    total_tokens: int = 0
+
+    @classmethod
+    def of(cls, value: Any) -> TokenUsage | None:
+        if not isinstance(value, Mapping):
+            return None
+        fields = {k: value.get(k) for k in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in fields.items() if isinstance(v, int) and not isinstance(v, bool)})
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedUsage:
+    """The usage of the last API call of a rollout, as Codex recorded it."""
+
+    last: TokenUsage
+    total: TokenUsage | None
+    context_window: int | None
+    #: 0-based line of the ``token_count`` event.
+    line: int
+
+    @property
+    def context_tokens(self) -> int:
+        """Tokens in the context after that call: its prompt plus its answer (what Codex's
+        "context left" indicator measures)."""
+        return self.last.total_tokens or self.last.input_tokens + self.last.output_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "context_tokens": self.context_tokens,
+            "input_tokens": self.last.input_tokens,
+            "cached_input_tokens": self.last.cached_input_tokens,
+            "output_tokens": self.last.output_tokens,
+            "reasoning_output_tokens": self.last.reasoning_output_tokens,
+            "session_total_tokens": self.total.total_tokens if self.total else None,
+            "model_context_window": self.context_window,
+            "line": self.line + 1,
+        }

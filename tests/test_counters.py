@@ -1,0 +1,233 @@
+"""Counters: one encoding per distinct string per run, and the fast tokenizer's exact counts."""
+
+from __future__ import annotations
+
+import collections
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SAMPLES
+
+from ctxcompact import counters
+from ctxcompact.compact import CompactOptions, compact_conversation
+from ctxcompact.counters import (
+    BPE_MAX_CHARS,
+    BpeCounter,
+    CachedCounter,
+    EstimateCounter,
+    TiktokenCounter,
+    cached,
+    load_bpe,
+    make_counter,
+)
+from ctxcompact.models import make_budget, resolve_model
+from ctxcompact.offload import offload_tool_results
+from ctxcompact.tokens import block_pieces, count_tokens, preview, total_tokens
+from ctxcompact.transcript import load_messages, load_transcript
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from gen_transcript import generate  # noqa: E402
+
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+class SpyCounter:
+    """Estimates, and records every string it is asked to encode."""
+
+    name = "spy"
+
+    def __init__(self) -> None:
+        self.encoded: list[str] = []
+        self.calls = 0
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        self.calls += 1
+        self.encoded.extend(texts)
+        return EstimateCounter().count_batch(texts)
+
+    def twice(self) -> list[str]:
+        return [t[:40] for t, n in collections.Counter(self.encoded).items() if n > 1]
+
+
+def _session() -> Any:
+    records = generate(30_000, seed=3)
+    # The same tool output twice (an agent that runs `ls` again): one encoding still.
+    records.append({"role": "assistant", "content": [{"type": "text", "text": "Again."}]})
+    return load_messages(records)
+
+
+@pytest.mark.parametrize(
+    "strategy", ["full", "prune", "prune,full", "clean-tools", "selective", "key-messages", "hybrid"]
+)
+def test_a_compaction_encodes_each_distinct_string_once(strategy: str, tmp_path: Path) -> None:
+    spy = SpyCounter()
+    options = CompactOptions.from_keywords(
+        strategies=tuple(strategy.split(",")), summarizer="extractive", archive_dir=tmp_path, keep=1
+    )
+    budget = make_budget(resolve_model(None, context_window=24_000))  # a target for the targeted ones
+    result = compact_conversation(_session(), options=options, counter=spy, budget=budget, dry_run=True)
+    assert result.compacted
+    assert spy.encoded, "nothing was counted"
+    # before, the strategies and after all read one cache: nothing reaches the tokenizer twice
+    assert spy.twice() == []
+
+
+def test_offload_encodes_each_distinct_string_once(tmp_path: Path) -> None:
+    content = "total 48\n" + "\n".join(f"-rw-r--r-- file_{i}.py" for i in range(60))
+    records: list[dict[str, Any]] = [{"role": "user", "content": "list it twice"}]
+    for n in range(3):
+        records.append(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": f"t{n}", "name": "bash", "input": {"cmd": "ls"}}],
+            }
+        )
+        records.append(
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": content}]}
+        )
+    records.append({"role": "assistant", "content": "done"})
+    spy = SpyCounter()
+    result = offload_tool_results(load_messages(records).messages, out_dir=tmp_path, counter=spy)
+    assert result.offloaded_count == 3 and result.tokens_freed > 0
+    assert spy.twice() == []
+
+
+def test_the_cache_answers_like_its_counter_and_only_asks_for_new_strings() -> None:
+    spy = SpyCounter()
+    counter = CachedCounter(spy)
+    texts = ["alpha beta", "gamma", "alpha beta", ""]
+    assert counter.count_batch(texts) == EstimateCounter().count_batch(texts)
+    assert counter.count_batch(["gamma", "delta"]) == EstimateCounter().count_batch(["gamma", "delta"])
+    assert spy.encoded == ["alpha beta", "gamma", "", "delta"]
+    # a fresh cache per run, in front of the same counter: nothing kept from the last run
+    again = cached(counter)
+    assert again is not counter and again.inner is spy and again.counts == {}
+    assert make_counter("estimate").name == "estimate"
+
+
+def test_tiktoken_uses_no_thread_pool_below_the_crossover(monkeypatch: pytest.MonkeyPatch) -> None:
+    enc = counters.load_encoding("cl100k_base")
+    monkeypatch.setattr(counters, "usable_cores", lambda: 2)
+    monkeypatch.setattr(
+        type(enc), "encode_ordinary_batch", lambda *a, **k: pytest.fail("thread pool used"), raising=True
+    )
+    assert TiktokenCounter().count_batch(["hello world", "x" * 300_000, "y" * 300_000]) == [2, 37500, 75000]
+
+
+def test_tiktoken_threads_large_pieces_only_with_several_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    enc = counters.load_encoding("cl100k_base")
+    seen: list[int] = []
+    original = type(enc).encode_ordinary_batch
+
+    def spy(self: Any, texts: list[str], **kwargs: Any) -> Any:
+        seen.extend(len(t) for t in texts)
+        return original(self, texts, **kwargs)
+
+    monkeypatch.setattr(counters, "usable_cores", lambda: 8)
+    monkeypatch.setattr(type(enc), "encode_ordinary_batch", spy)
+    texts = ["hello world", "x" * 300_000, "y" * 300_000]
+    assert TiktokenCounter().count_batch(texts) == [2, 37500, 75000]
+    assert seen == [300_000, 300_000]
+
+
+def test_preview_of_a_prefix_matches_the_whole_text() -> None:
+    for text in ["", "  a  ", "word " * 5000, " " * 1000 + "x y", "a\n\n" * 40, "é" * 61]:
+        flat = " ".join(text.split())
+        assert preview(text) == (flat if len(flat) <= 60 else flat[:59] + "…")
+
+
+def test_count_tokens_reports_the_tokenizer() -> None:
+    report = count_tokens(load_messages([{"role": "user", "content": "hi"}]).messages)
+    assert report.tokenizer in ("tiktoken", "bpe-openai")
+    assert count_tokens((), counter=EstimateCounter()).tokenizer is None
+
+
+def test_tokenizer_env_forces_tiktoken(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXCOMPACT_TOKENIZER", "tiktoken")
+    assert make_counter().tokenizer == "tiktoken"  # type: ignore[attr-defined]
+
+
+# --- bpe-openai: the ctxcompact[fast] extra --------------------------------------------------
+
+needs_bpe = pytest.mark.skipif(load_bpe("cl100k_base") is None, reason="bpe-openai is not installed")
+
+
+def _pieces(paths: list[Path]) -> list[str]:
+    texts: list[str] = []
+    for path in paths:
+        try:
+            transcript = load_transcript(path)
+        except Exception:
+            continue  # formats ctxcompact does not read
+        for conv in transcript.conversations:
+            for message in (*conv.messages,):
+                for block in message.content:
+                    texts.extend(block_pieces(block)[0])
+    return texts
+
+
+def _assert_same_counts(texts: list[str]) -> None:
+    assert texts
+    fast = BpeCounter().count_batch(texts)
+    slow = TiktokenCounter().count_batch(texts)
+    diff = [(t[:60], a, b) for t, a, b in zip(texts, fast, slow, strict=True) if a != b]
+    assert diff == []
+
+
+@needs_bpe
+def test_bpe_is_chosen_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CTXCOMPACT_TOKENIZER", raising=False)
+    assert make_counter().tokenizer == "bpe-openai"  # type: ignore[attr-defined]
+    assert make_counter(encoding="o200k_base").tokenizer == "tiktoken"  # type: ignore[attr-defined]
+
+
+@needs_bpe
+def test_bpe_counts_like_tiktoken_on_the_samples_and_generated_transcripts() -> None:
+    texts = _pieces(sorted(SAMPLES.glob("*.json*")))
+    for seed in range(3):
+        for message in load_messages(generate(40_000, seed=seed)).messages:
+            for block in message.content:
+                texts.extend(block_pieces(block)[0])
+    texts += ["\ud800 lone surrogate", "é" * 1000, "\r\n\r\n  x", " " * 5000, "1234567" * 99]
+    _assert_same_counts(texts)
+
+
+@pytest.mark.corpus
+@needs_bpe
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is absent")
+def test_bpe_counts_like_tiktoken_on_the_corpus() -> None:
+    _assert_same_counts(_pieces(sorted(p for p in CORPUS.rglob("*") if p.is_file())))
+
+
+@needs_bpe
+def test_bpe_long_inputs_never_hit_its_limit() -> None:
+    line = "def f(x):\n    return x * 2  # twice\n"
+    with_lines = line * (2 * BPE_MAX_CHARS // len(line) + 3)  # over 1M characters: split at lines
+    one_line = "word " * (BPE_MAX_CHARS // 4)  # no safe boundary: tiktoken counts it
+    mixed = "\n".join([with_lines, one_line, "tail\n" * 10])
+    _assert_same_counts([with_lines, one_line, mixed])
+
+
+def test_total_tokens_is_the_reports_total() -> None:
+    convs = [c for p in sorted(SAMPLES.glob("*.json*")) for c in load_transcript(p).conversations]
+    convs.append(load_messages(generate(20_000, seed=5)))
+    for conv in convs:
+        for counter in (EstimateCounter(), make_counter()):
+            report = count_tokens(conv.messages, counter=counter, system=conv.system, tools=conv.tools)
+            assert total_tokens(conv.messages, counter=counter, system=conv.system, tools=conv.tools) == (
+                report.total
+            )
+
+
+def test_a_counter_kept_across_runs_keeps_no_strings(tmp_path: Path) -> None:
+    """An agent loop may pass one counter to every compaction: each run caches on its own."""
+    kept = make_counter("estimate")
+    options = CompactOptions.from_keywords(strategies=("prune",), archive_dir=tmp_path, keep=1)
+    for _ in range(2):
+        assert compact_conversation(_session(), options=options, counter=kept, dry_run=True).compacted
+    assert isinstance(kept, CachedCounter) and kept.counts == {}
