@@ -156,19 +156,9 @@ def compact_conversation(
             f"still over the threshold after compaction ({after:,} ≥ {budget.threshold:,} tokens)"
         )
 
-    kept = {id(m) for m in messages}
-    replaced = tuple(m for m in conversation.messages if id(m) not in kept)
-    replacement = "\n".join(text_of(m, include_tool_results=True) for m in messages if m.is_new or m.changed)
-    retention = check_retention(replaced, replacement) if replaced else None
-    if retention is not None and retention.last_request is False:
-        warnings.append(
-            "the retention check did not find the last user request in the result: read the summary"
-        )
-
-    archive_path = None
-    if replaced and not dry_run:
-        archive_dir = options.resolved_archive_dir
-        archive_path = str(write_archive(replaced, dialect=conversation.dialect, archive_dir=archive_dir))
+    replaced, retention, archive_path = _check_and_archive(
+        conversation, messages, options, dry_run=dry_run, warnings=warnings
+    )
     stats = replace(
         _counters(
             results, messages, replaced, strategy=",".join(options.strategies), before=before, after=after
@@ -181,6 +171,32 @@ def compact_conversation(
         steps=tuple(steps),
     )
     return CompactResult(rewritten, stats, replaced)
+
+
+def _check_and_archive(
+    conversation: Conversation,
+    messages: Sequence[Message],
+    options: CompactOptions,
+    *,
+    dry_run: bool,
+    warnings: list[str],
+) -> tuple[tuple[Message, ...], RetentionReport | None, str | None]:
+    """The messages a rewrite replaced, the retention check of what replaced them, and where
+    their raw records were archived (F-007: before anything is emitted; not on a dry run)."""
+    kept = {id(m) for m in messages}
+    replaced = tuple(m for m in conversation.messages if id(m) not in kept)
+    replacement = "\n".join(text_of(m, include_tool_results=True) for m in messages if m.is_new or m.changed)
+    retention = check_retention(replaced, replacement) if replaced else None
+    if retention is not None and retention.last_request is False:
+        warnings.append(
+            "the retention check did not find the last user request in the result: read the summary"
+        )
+    archive_path = None
+    if replaced and not dry_run:
+        archive_path = str(
+            write_archive(replaced, dialect=conversation.dialect, archive_dir=options.resolved_archive_dir)
+        )
+    return replaced, retention, archive_path
 
 
 def _context(

@@ -253,21 +253,18 @@ def preview(text: str, width: int = 60) -> str:
         size *= 4
 
 
-def count_tokens(
-    messages: Sequence[Message],
-    *,
-    counter: TokenCounter | None = None,
-    system: Sequence[Block] = (),
-    tools: Sequence[Any] = (),
-) -> TokenReport:
-    """Count every message, the system prompt and the tool definitions with one batched call
-    to ``counter`` (default: tiktoken cl100k_base). Pure apart from loading the encoding."""
-    counter = counter or make_counter()
-    texts: list[str] = []
-    # (message index or -1 system / -2 tools, block type, piece count, fixed tokens, result key)
-    plan: list[tuple[int, str, int, int, int]] = []
-    results_meta: list[tuple[int, str]] = []
+#: (message index, or -1 system / -2 tools; block type; piece count; fixed tokens; result key)
+_PlanRow = tuple[int, str, int, int, int]
 
+
+def _count_plan(
+    messages: Sequence[Message], system: Sequence[Block], tools: Sequence[Any]
+) -> tuple[list[str], list[_PlanRow], list[tuple[int, str]]]:
+    """The texts to encode in one batch, what each run of them belongs to, and the
+    (message index, tool_use_id) of every tool result in order."""
+    texts: list[str] = []
+    plan: list[_PlanRow] = []
+    results_meta: list[tuple[int, str]] = []
     for block in system:
         pieces, fixed = block_pieces(block)
         texts.extend(pieces)
@@ -284,7 +281,20 @@ def count_tokens(
                 key = len(results_meta)
                 results_meta.append((i, str(block.get("tool_use_id") or "")))
             plan.append((i, _display_type(block), len(pieces), fixed, key))
+    return texts, plan, results_meta
 
+
+def count_tokens(
+    messages: Sequence[Message],
+    *,
+    counter: TokenCounter | None = None,
+    system: Sequence[Block] = (),
+    tools: Sequence[Any] = (),
+) -> TokenReport:
+    """Count every message, the system prompt and the tool definitions with one batched call
+    to ``counter`` (default: tiktoken cl100k_base). Pure apart from loading the encoding."""
+    counter = counter or make_counter()
+    texts, plan, results_meta = _count_plan(messages, system, tools)
     counts = counter.count_batch(texts) if texts else []
     per_message = [dict[str, int]() for _ in messages]
     result_tokens = [0] * len(results_meta)
