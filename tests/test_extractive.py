@@ -76,18 +76,23 @@ def test_five_sections_in_order() -> None:
 
 def test_requests_and_constraints() -> None:
     goals = sections(ExtractiveSummarizer().summarize(HANDMADE).text)["Goals & Decisions"]
-    assert "1. Add a --verbose flag to the CLI." in goals
+    # The first request is the task statement, whole; later ones are listed in order.
+    assert "Primary request (the task statement):\nAdd a --verbose flag to the CLI. You must not" in goals
+    assert "1. (the primary request above)" in goals
     assert "2. Great. Now document the flag in README.md" in goals
-    assert "- You must not break the existing options." in goals
+    # A rule of the task statement is read there while it is shown whole, not listed twice.
+    assert goals.count("You must not break the existing options.") == 1
+    assert "User instructions and constraints:\n- Now document the flag" in goals
     assert "never touch the changelog" in goals
     assert "You are a coding agent" not in goals  # system prompts stay in the head
 
 
 def test_files_by_operation_and_commands() -> None:
     files = sections(ExtractiveSummarizer().summarize(HANDMADE).text)["File Operations"]
-    assert "- `app/cli.py` — read, edited" in files
-    assert "- `docs/verbose.md` — written" in files
-    assert "- `README.md` — read" in files
+    # One line per set of operations, a path costs one word (issue 13: many files fit).
+    assert "- edited, read: `app/cli.py`" in files
+    assert "- written: `docs/verbose.md`" in files
+    assert "- read: `missing.py`, `README.md`" in files
     assert "`tests/test_cli.py`" in files  # mentioned in a command
 
 
@@ -101,9 +106,12 @@ def test_tool_tallies() -> None:
 
 def test_errors_with_what_followed() -> None:
     errors = sections(ExtractiveSummarizer().summarize(HANDMADE).text)["Errors & Resolutions"]
-    assert "run_command: `NameError: name 'verbose' is not defined`" in errors
-    assert "next: I forgot to define verbose; fixing it." in errors
-    assert "read_file: `Error: no such file` → next: That file does not exist" in errors
+    # Each error with its own call and its own outcome (issue 13).
+    assert "- run_command(python -m pytest tests/test_cli.py -q): `NameError: name 'verbose'" in errors
+    assert "→ the agent said: I forgot to define verbose; fixing it.; not retried" in errors
+    assert (
+        "- read_file(missing.py): `Error: no such file` → the agent said: That file does not exist" in errors
+    )
 
 
 def test_task_status_and_next_step() -> None:
@@ -156,8 +164,7 @@ def test_sample_session() -> None:
     found = sections(out)
     assert "California invoices come out a cent short" in found["Goals & Decisions"]
     assert "don't change the public API" in found["Goals & Decisions"]
-    assert "- `src/invoice/tax.py` — read, edited" in found["File Operations"]
-    assert "- `tests/test_totals.py` — read, edited" in found["File Operations"]
+    assert "- edited, read: `src/invoice/tax.py`, `tests/test_totals.py`" in found["File Operations"]
     assert "- read_file × 8 (1 failed)" in found["Tool Calls"]
     assert "- run_command × 8" in found["Tool Calls"]
     errors = found["Errors & Resolutions"]
@@ -179,11 +186,14 @@ def test_repeated_compaction_inputs() -> None:
         msg("user", text("Now add tests.")),
     ]
     out = sections(ExtractiveSummarizer().summarize(messages).text)
-    # The earlier summary is carried forward under its own headings (UC-005).
-    assert "From the earlier summary:\nShip the parser rewrite." in out["Goals & Decisions"]
-    assert "1. Now add tests." in out["Goals & Decisions"]
+    # The earlier summary is carried forward whole under its own heading (UC-005, issue 13).
+    assert (
+        "### Earlier compaction summary (carried forward)\n**Goals & Decisions**\nShip the parser rewrite."
+        in out["Goals & Decisions"]
+    )
+    assert "Primary request (the task statement):\nNow add tests." in out["Goals & Decisions"]
     assert "[Restored after compact]" not in out["Goals & Decisions"]
-    assert "Restored by an earlier compaction: `src/parser.py`" in out["File Operations"]
+    assert "restored by an earlier compaction: `src/parser.py`" in out["File Operations"]
 
 
 def test_an_earlier_summary_without_the_five_headings_is_kept_as_context() -> None:
@@ -199,7 +209,7 @@ def test_an_earlier_summary_without_the_five_headings_is_kept_as_context() -> No
         msg("user", text("Carry on.")),
     ]
     out = sections(ExtractiveSummarizer().summarize(messages).text)
-    assert "Earlier compacted context:" in out["Goals & Decisions"]
+    assert "### Earlier compaction summary (carried forward)" in out["Goals & Decisions"]
     assert "porting the CLI" in out["Goals & Decisions"]
     # The compaction's own acknowledgement is not reported as the agent's work.
     assert "Understood. I have the context" not in out["Task Status"]
@@ -224,9 +234,9 @@ def test_openai_dialect_and_claude_code_noise() -> None:
         ]
     )
     out = sections(ExtractiveSummarizer().summarize(conv.messages).text)
-    assert "1. Rename foo to bar." in out["Goals & Decisions"]
+    assert "Primary request (the task statement):\nRename foo to bar." in out["Goals & Decisions"]
     assert "ignore me" not in out["Goals & Decisions"]
-    assert "- `foo.py` — read" in out["File Operations"]
+    assert "- read: `foo.py`" in out["File Operations"]
 
 
 def test_empty_transcript_still_has_the_sections() -> None:

@@ -337,7 +337,8 @@ def test_a_second_compaction_restores_the_files_again(tmp_path: Path) -> None:
     assert second.exit_code == 0, second.stderr
     assert json.loads((tmp_path / "s.json").read_text())["restoredFileCount"] == 4
     summary = json.loads(second.stdout)[1]["content"]
-    assert "From the earlier summary:" in summary and "ROUND_HALF_UP" in summary
+    # The earlier summary is carried forward whole under its own heading (issue 13).
+    assert "### Earlier compaction summary (carried forward)" in summary and "ROUND_HALF_UP" in summary
 
 
 def test_error_messages_name_what_is_wrong() -> None:

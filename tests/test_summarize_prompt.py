@@ -101,3 +101,22 @@ def test_merge_prompt_has_parts_in_order_and_the_same_rules() -> None:
     assert all(f"## {d}" in user for d in DIMENSIONS)
     assert "at most 500 words" in user
     assert user.rstrip().endswith("Keep SQL.")
+
+
+def test_the_five_sections_ask_for_what_nine_section_prompts_carry() -> None:
+    # Issue 13: the five headings stay, their content matches the best nine-section prompts.
+    _, user = build_prompt("x")
+    for phrase in (
+        "Primary request and intent",
+        "Key technical concepts",
+        "Files and code",
+        "Errors and fixes",
+        "problem solving",
+        "All user messages",
+        "Pending tasks",
+        "Current work",
+        "Next step",
+        "earlier compaction summary",
+        "sed -i",
+    ):
+        assert phrase in user, phrase

@@ -1,87 +1,64 @@
 """The offline summarizer: a structured summary built from the transcript itself (SPEC §3.5).
 
 No model, no key, no network, and deterministic: the same messages always give the same text.
-It fills the same five sections the LLM prompt asks for (:data:`~.prompt.DIMENSIONS`), as
-Markdown, from what can be read off the messages:
+It fills seed 000's five sections (:data:`~.prompt.DIMENSIONS`) with what the nine-section
+compaction prompts ask for, read off the messages (:mod:`.facts`):
 
-Goals & Decisions      the user's requests in order (their own words, clipped); sentences that
-                       state a constraint or decision ("must", "don't", "never", "always",
-                       "make sure"… from the user; "decided", "instead of", "root cause"… from
-                       the agent); the text of an earlier compaction summary, if any.
-File Operations        files read, written, edited (tool inputs ``path``, ``file_path``,
-                       ``filename``, ``notebook_path``; the tool name, or an editor tool's
-                       ``command``, tells the operation), files restored by an earlier
-                       compaction, and file paths mentioned in shell commands.
+Goals & Decisions      primary request and intent: the task statement (the first request)
+                       whole, or its first and last parts around a marker when it alone
+                       exceeds its share; an earlier compaction summary (ours or Claude
+                       Code's), carried forward whole under its own heading and only ever cut
+                       between sentences; all user messages, in order; every user instruction
+                       and constraint (sentences with must / never / always / don't / should…,
+                       必须 / 不要 / 需要 / 应该 / 总是 / 永远…); the agent's stated decisions;
+                       key technical concepts (identifiers in backticks the user wrote, or
+                       that were quoted more than once); figures mentioned (numbers with units).
+File Operations        files and code: every file read, written, edited or deleted, by a file
+                       tool or a shell command (:mod:`.shell_files`), files restored by an
+                       earlier compaction, other paths mentioned in commands.
 Tool Calls             calls per tool name, most used first, and how many failed.
-Task Status            the latest user request, the agent's last actions and last words, and
-                       the next step: the unanswered request, the pending tool result, or the
-                       agent's own stated plan.
-Errors & Resolutions   failed tool results (``is_error``, tracebacks, ``Error:`` lines, failing
-                       tests, non-zero exit codes) with what the agent said next.
+Task Status            pending tasks (the agent's last to-do list), current work (the latest
+                       user request, the agent's last actions and last words) and the next
+                       step: the unanswered request, the pending tool result, or the agent's
+                       own stated plan.
+Errors & Resolutions   errors and fixes, problem solving: each failed tool call with its own
+                       error lines and its own outcome (what the agent said, whether its next
+                       call of that tool on that target succeeded).
 
-``max_words`` is respected by trimming each section to a share of the budget (sections that
-need less give the rest to the others), dropping the least useful items first: the middle
-requests, the oldest decisions, files and errors. ``instructions`` are ignored — there is no
-model to follow them.
+Boilerplate is dropped first (:mod:`.boilerplate`). ``max_words`` is respected as
+:mod:`.layout` describes: the task statement and an earlier summary are served first,
+Task Status next. ``instructions`` are ignored — there is no model to follow them.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
 
-from ctxcompact.ir import Block, Message, has_user_text, tool_names_by_id, tool_result_text
-from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES, OUR_ACKS, restored_file_path
+from ctxcompact.ir import Message
+from ctxcompact.markers import OUR_ACKS
 from ctxcompact.summarize import Summary
+from ctxcompact.summarize.facts import ErrorNote, Facts, call_label, sentences, texts
+from ctxcompact.summarize.layout import PINNED_SHARE, Part, Section, clip_words, render, words
 from ctxcompact.summarize.prompt import DIMENSIONS, SUMMARY_MAX_WORDS
 
-PATH_FIELDS = ("path", "file_path", "filename", "notebook_path")
-COMMAND_FIELDS = ("command", "cmd", "script")
-
 REQUEST_WORDS = 80
-LATEST_REQUEST_WORDS = 300  # the task itself: in a single-prompt agent run, all there is
-SENTENCE_WORDS = 45
+LATEST_REQUEST_WORDS = 300
 ERROR_LINE_WORDS = 24
-FOLLOW_WORDS = 30
 LAST_TEXT_WORDS = 80
-EARLIER_SUMMARY_WORDS = 150
 LAST_ACTIONS = 6
+PRIMARY_LABEL = "Primary request (the task statement):"
+EARLIER_LABEL = "### Earlier compaction summary (carried forward)"
+SAME_AS_TASK = "(the primary request above)"
+#: Headings and labels: what the room for the task statement is short of PINNED_SHARE × max_words.
+TASK_SLACK_WORDS = 60
 
-_USER_RULE = re.compile(
-    r"\b(must|mustn't|should|shouldn't|don't|do not|never|always|need to|needs to|have to|has to|"
-    r"make sure|ensure|avoid|prefer|instead|required|requires|keep|only)\b",
-    re.IGNORECASE,
-)
-_AGENT_DECISION = re.compile(
-    r"\b(decided|decision|instead of|i chose|we chose|going with|root cause|the cause is|"
-    r"the fix is|won't|will not|minimal fix)\b",
-    re.IGNORECASE,
-)
 _NEXT_CUE = re.compile(
     r"\b(next|then|i'll|i will|let me|let's|remaining|still need|todo|to do|should i|want me to|"
     r"shall i|would you like)\b",
     re.IGNORECASE,
 )
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
-_ERROR_LINE = re.compile(
-    r"^\s*(?:E\s+)?(?:Traceback \(most recent call last\)|[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b:|"
-    r"(?:error|fatal|panic)(?:\[\w+\])?:|(?:FAILED|ERROR)\s+\S+::|FAILED \()"
-    r"|\b\d+ failed\b|\bexit (?:code|status):? *[1-9]\d*\b",
-    re.IGNORECASE,
-)
-_CMD_PATH = re.compile(
-    r"(?<![\w:/.-])((?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]*\.[A-Za-z][\w]{0,7}|[\w-][\w.-]*\.(?:"
-    r"py|pyi|js|mjs|cjs|ts|tsx|jsx|json|jsonl|md|rst|txt|toml|ya?ml|cfg|ini|sh|rs|go|java|kt|c|h|cc|"
-    r"cpp|hpp|rb|php|html|css|scss|sql|lock|xml|csv|ipynb|swift|vue|svelte|env|conf|log))(?![\w/])"
-)
-_TAG_BLOCKS = re.compile(
-    r"<(system-reminder|local-command-stdout|local-command-stderr|command-message)>.*?</\1>", re.DOTALL
-)
-_TAGS = re.compile(r"</?(command-name|command-args)>")
-_CC_CAVEAT = "Caveat: The messages below were generated by the user while running local commands"
+_HEADING = re.compile(r"^\s*#{1,6}\s+(.+?)\s*$")
 
 
 class ExtractiveSummarizer:
@@ -96,452 +73,138 @@ class ExtractiveSummarizer:
         max_words: int = SUMMARY_MAX_WORDS,
         instructions: str | None = None,
     ) -> Summary:
-        facts = _Facts.gather(messages)
-        return Summary(render(facts.sections(), max_words=max_words), self.name)
+        facts = Facts.gather(messages)
+        sections = build_sections(facts, messages, max_words=max_words)
+        return Summary(render(sections, max_words=max_words), self.name)
 
 
-# --- sections and the word budget ------------------------------------------------------------
-
-Keep = Literal["first", "last", "ends"]
-
-
-@dataclass(frozen=True, slots=True)
-class Part:
-    """A run of items under an optional label, trimmed as a unit.
-
-    ``keep`` says which items survive trimming: the ``first``, the ``last``, or both ``ends``
-    (first, last, second, second to last…). Items keep their order in the output.
-    """
-
-    label: str | None
-    items: tuple[str, ...]
-    keep: Keep = "first"
+def build_sections(facts: Facts, messages: Sequence[Message], *, max_words: int) -> list[Section]:
+    goals, files, tools, status, errors = DIMENSIONS
+    return [
+        Section(goals, _goal_parts(facts, max_words=max_words)),
+        Section(files, (Part(None, _file_lines(facts), "first"),)),
+        Section(tools, (Part(None, _tool_lines(facts), "first"),)),
+        Section(status, _status_parts(facts, messages), priority=True),
+        Section(errors, (Part(None, tuple(_error_line(e) for e in facts.errors), "last"),)),
+    ]
 
 
-@dataclass(frozen=True, slots=True)
-class Section:
-    title: str
-    parts: tuple[Part, ...]
-    #: Share of the budget this section may claim before the others (Task Status matters most).
-    priority: bool = False
-
-
-def words(text: str) -> int:
-    return len(text.split())
-
-
-def clip_words(text: str, limit: int) -> str:
-    """``text`` on one line, cut to ``limit`` words with an ellipsis."""
-    tokens = text.split()
-    if len(tokens) <= limit:
-        return " ".join(tokens)
-    return " ".join(tokens[: max(limit - 1, 1)]) + " …"
-
-
-def render(sections: Sequence[Section], *, max_words: int) -> str:
-    """Markdown for ``sections``, at most ``max_words`` words when that is at least the
-    headings' own words (they are always written)."""
-    # Headings, plus the two words of "None recorded." that a section trimmed empty may need.
-    fixed = sum(words(f"## {s.title}") + 2 for s in sections)
-    labels = sum(words(p.label) for s in sections for p in s.parts if p.label and p.items)
-    need = [sum(words(i) for p in s.parts for i in p.items) for s in sections]
-    room = max(max_words - fixed - labels, 0)
-    if sum(need) > room:
-        quotas = _quotas(need, [s.priority for s in sections], room)
-        sections = [_trim(s, q) for s, q in zip(sections, quotas, strict=True)]
-    out: list[str] = []
-    for section in sections:
-        out.append(f"## {section.title}")
-        body: list[str] = []
-        for part in section.parts:
-            if not part.items:
-                continue
-            if part.label:
-                body.append(part.label)
-            # An item is one line of the transcript's own text: never let it become a heading.
-            body.extend("\\" + item if item.startswith("#") else item for item in part.items)
-        out.append("\n".join(body) if body else "None recorded.")
-        out.append("")
-    return "\n".join(out).rstrip() + "\n"
-
-
-def _quotas(need: Sequence[int], priority: Sequence[bool], room: int) -> list[int]:
-    """Split ``room`` words: priority sections first (up to 40%), then water-filling — a
-    section that needs less than an equal share gets what it needs, the rest share the rest."""
-    quotas = [0] * len(need)
-    left = room
-    for i, p in enumerate(priority):
-        if p:
-            quotas[i] = min(need[i], room * 2 // 5)
-            left -= quotas[i]
-    pending = sorted((i for i, p in enumerate(priority) if not p), key=lambda i: (need[i], i))
-    while pending:
-        share = left // len(pending)
-        i = pending.pop(0)
-        quotas[i] = min(need[i], share)
-        left -= quotas[i]
-    # Priority sections may take back what the others left unused.
-    for i, p in enumerate(priority):
-        if p and left > 0:
-            extra = min(need[i] - quotas[i], left)
-            quotas[i] += extra
-            left -= extra
-    return quotas
-
-
-def _trim(section: Section, quota: int) -> Section:
-    need = [sum(words(i) for i in p.items) for p in section.parts]
-    quotas = _quotas(need, [False] * len(need), quota)
-    return Section(
-        section.title,
-        tuple(_trim_part(p, q) for p, q in zip(section.parts, quotas, strict=True)),
-        section.priority,
+def _goal_parts(facts: Facts, *, max_words: int) -> tuple[Part, ...]:
+    requests = tuple(
+        f"{n}. {SAME_AS_TASK if text == facts.task else clip_words(text, REQUEST_WORDS)}"
+        for n, (_, text) in enumerate(facts.requests, 1)
+    )
+    concepts = facts.concept_line()
+    # The task statement's own rules are read there while it fits whole; listed again when
+    # it will be cut.
+    task_whole = words(facts.task) <= PINNED_SHARE * max_words - TASK_SLACK_WORDS
+    rules = tuple(r for r in facts.rules if not (task_whole and r in facts.task_rules))
+    return (
+        Part(PRIMARY_LABEL, (facts.task,) if facts.task else (), pinned=True, quote=True),
+        Part(EARLIER_LABEL, tuple(_earlier_units(facts.earlier)), "ends", pinned=True, whole=True),
+        Part("All user messages, in order:", requests if len(requests) > 1 else (), "ends"),
+        Part("User instructions and constraints:", rules, "ends"),
+        Part("Decisions:", tuple(facts.decisions[-12:]), "last"),
+        Part("Key technical concepts:", (concepts,) if concepts else (), "first"),
+        Part("Figures mentioned:", (", ".join(facts.figures),) if facts.figures else (), "first"),
     )
 
 
-def _trim_part(part: Part, quota: int) -> Part:
-    if sum(words(i) for i in part.items) <= quota:
-        return part
-    note_words = 3  # "(N more omitted)"
-    left = quota - note_words
-    kept: dict[int, str] = {}
-    for index in _priority_order(len(part.items), part.keep):
-        item = part.items[index]
-        size = words(item)
-        if size <= left:
-            kept[index] = item
-            left -= size
-        elif left >= 6:
-            kept[index] = clip_words(item, left)
-            left = 0
-        if left <= 0:
+def _earlier_units(summaries: Sequence[str]) -> list[str]:
+    """An earlier summary as whole lines, long lines as whole sentences; its headings become
+    bold labels so they do not compete with ours."""
+    units: list[str] = []
+    for summary in summaries:
+        for line in summary.splitlines():
+            heading = _HEADING.match(line)
+            if heading:
+                units.append(f"**{heading.group(1).strip('*')}**")
+            elif len(line.split()) > 60:
+                units.extend(sentences(line))
+            elif line.strip():
+                units.append(line.rstrip())
+    return units
+
+
+def _file_lines(facts: Facts) -> tuple[str, ...]:
+    """One line per combination of operations (``edited, read: `a`, `b```), paths in the
+    order last touched — a path costs one word, so many files fit. Changed files first."""
+    groups: dict[str, list[str]] = {}
+    for path, entry in sorted(facts.files.items(), key=lambda kv: (kv[1].last, kv[0])):
+        groups.setdefault(", ".join(sorted(entry.ops, key=_op_rank)), []).append(path)
+    lines = [
+        f"- {ops}: " + ", ".join(f"`{p}`" for p in paths)
+        for ops, paths in sorted(groups.items(), key=lambda kv: (_op_rank(kv[0].split(", ")[0]), kv[0]))
+    ]
+    mentioned = [p for p, _ in sorted(facts.mentioned.items(), key=lambda kv: (kv[1], kv[0]))]
+    if mentioned:
+        lines.append("- mentioned in commands: " + ", ".join(f"`{p}`" for p in mentioned))
+    if facts.restored:
+        lines.append("- restored by an earlier compaction: " + ", ".join(f"`{p}`" for p in facts.restored))
+    return tuple(lines)
+
+
+def _op_rank(op: str) -> int:
+    order = ("edited", "written", "deleted", "read")
+    return order.index(op) if op in order else len(order)
+
+
+def _tool_lines(facts: Facts) -> tuple[str, ...]:
+    if not facts.tools:
+        return ()
+    total = sum(facts.tools.values())
+    failed = sum(facts.failed.values())
+    lines = [f"- {total} tool calls" + (f", {failed} with errors" if failed else "")]
+    for name, count in sorted(facts.tools.items(), key=lambda kv: (-kv[1], kv[0])):
+        errs = facts.failed.get(name, 0)
+        lines.append(f"- {name} × {count}" + (f" ({errs} failed)" if errs else ""))
+    return tuple(lines)
+
+
+def _error_line(error: ErrorNote) -> str:
+    shown = "; ".join(f"`{clip_words(line, ERROR_LINE_WORDS)}`" for line in error.lines[:2])
+    more = f" (+{len(error.lines) - 2} more)" if len(error.lines) > 2 else ""
+    return f"- {error.call}: {shown}{more} → {error.outcome}"
+
+
+def _status_parts(facts: Facts, messages: Sequence[Message]) -> tuple[Part, ...]:
+    last_request = facts.last_request_index
+    tail = messages[last_request + 1 :] if last_request >= 0 else messages
+    calls = [b for m in tail if m.role == "assistant" for b in m.content if b.get("type") == "tool_use"]
+    actions = [f"- {call_label(b)}" for b in calls[-LAST_ACTIONS:]]
+    if len(calls) > LAST_ACTIONS:
+        actions.insert(0, f"- … {len(calls) - LAST_ACTIONS} earlier calls")
+    last_text = ""
+    for message in reversed(tail):
+        text = texts(message.content) if message.role == "assistant" else ""
+        if text.strip() and text.strip() not in OUR_ACKS:
+            last_text = clip_words(text, LAST_TEXT_WORDS)
             break
-    omitted = len(part.items) - len(kept)
-    items = [kept[i] for i in sorted(kept)]
-    if omitted and quota >= note_words:
-        items.append(f"({omitted} more omitted)")
-    return Part(part.label if items else None, tuple(items), part.keep)
+    latest = facts.requests[-1][1] if facts.requests else ""
+    if latest and latest == facts.task:
+        latest = SAME_AS_TASK
+    step = next_step(messages, facts, last_text)
+    return (
+        Part("Latest user request:", (clip_words(latest, LATEST_REQUEST_WORDS),) if latest else ()),
+        Part("Pending tasks:", tuple(facts.todos), "first"),
+        Part("Current work — the agent's last actions:", tuple(actions), "last"),
+        Part("Agent's last message:", (last_text,) if last_text else ()),
+        Part("Next step:", (step,) if step else ()),
+    )
 
 
-def _priority_order(n: int, keep: Keep) -> list[int]:
-    if keep == "first":
-        return list(range(n))
-    if keep == "last":
-        return list(range(n - 1, -1, -1))
-    order: list[int] = []
-    lo, hi = 0, n - 1
-    while lo <= hi:
-        order.append(lo)
-        if hi != lo:
-            order.append(hi)
-        lo, hi = lo + 1, hi - 1
-    return order
-
-
-# --- reading the transcript ------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _FileOps:
-    ops: list[str] = field(default_factory=list)
-    last: int = 0
-
-
-@dataclass(slots=True)
-class _Facts:
-    requests: list[tuple[int, str]] = field(default_factory=list)  # (message index, text)
-    latest_request: str = ""
-    rules: list[str] = field(default_factory=list)
-    earlier: list[str] = field(default_factory=list)
-    #: An earlier summary's lines under each of the five headings, carried forward.
-    earlier_sections: dict[str, list[str]] = field(default_factory=dict)
-    files: dict[str, _FileOps] = field(default_factory=dict)
-    mentioned: dict[str, int] = field(default_factory=dict)
-    restored: list[str] = field(default_factory=list)
-    tools: Counter[str] = field(default_factory=Counter)
-    failed: Counter[str] = field(default_factory=Counter)
-    errors: list[str] = field(default_factory=list)
-    last_calls: list[str] = field(default_factory=list)
-    last_text: str = ""
-    next_step: str = ""
-
-    @classmethod
-    def gather(cls, messages: Sequence[Message]) -> _Facts:
-        facts = cls()
-        names = tool_names_by_id(messages)
-        last_request = -1
-        for index, message in enumerate(messages):
-            if message.role == "system":
-                continue
-            if message.role == "user":
-                if facts._read_user(index, message):
-                    last_request = index
-                facts._read_results(index, message, names, messages)
-            else:
-                facts._read_assistant(index, message)
-        facts._read_tail(messages, last_request, names)
-        return facts
-
-    # -- user messages --
-
-    def _read_user(self, index: int, message: Message) -> bool:
-        """Record the user's words; True when this message is a request."""
-        if not has_user_text(message):
-            return False
-        text = _clean_user_text(_texts(message.content))
-        restored = restored_file_path(message)
-        if restored is not None:
-            self.restored.append(restored)
-            return False
-        if text.startswith(EARLIER_SUMMARY_PREFIXES):
-            prefix = next(p for p in EARLIER_SUMMARY_PREFIXES if text.startswith(p))
-            body = text[len(prefix) :].lstrip(" .\n").rstrip()
-            if not self._carry_sections(body):
-                self.earlier.append(clip_words(body, EARLIER_SUMMARY_WORDS))
-            return False
-        if not text:
-            return False
-        self.requests.append((index, clip_words(text, REQUEST_WORDS)))
-        self.latest_request = clip_words(text, LATEST_REQUEST_WORDS)
-        self._add_rules(text, _USER_RULE)
-        return True
-
-    def _carry_sections(self, body: str) -> bool:
-        """Split an earlier summary written under the five headings (ours, or an LLM's that
-        followed the prompt) into its sections, so a repeated compaction carries each one
-        forward under its own heading. False when the body has no such headings."""
-        current: str | None = None
-        found: dict[str, list[str]] = {}
-        for line in body.splitlines():
-            heading = line.strip().lstrip("#").strip()
-            if line.lstrip().startswith("#") and heading in DIMENSIONS:
-                current = heading
-                found.setdefault(current, [])
-            elif current is not None and line.strip():
-                found[current].append(line.rstrip())
-        if not found:
-            return False
-        for title, lines in found.items():
-            self.earlier_sections.setdefault(title, []).extend(
-                line for line in lines if line.strip() not in ("None recorded.", "None.")
-            )
-        return True
-
-    def _read_results(
-        self, index: int, message: Message, names: Mapping[str, str], messages: Sequence[Message]
-    ) -> None:
-        for block in message.content:
-            if block.get("type") != "tool_result":
-                continue
-            name = names.get(str(block.get("tool_use_id") or ""), "") or str(block.get("name") or "tool")
-            lines = _error_lines(tool_result_text(block))
-            if not block.get("is_error") and not lines:
-                continue
-            self.failed[name] += 1
-            if not lines:
-                lines = [clip_words(tool_result_text(block), ERROR_LINE_WORDS) or "(no output)"]
-            shown = "; ".join(f"`{clip_words(line, ERROR_LINE_WORDS)}`" for line in lines[:2])
-            more = f" (+{len(lines) - 2} more)" if len(lines) > 2 else ""
-            after = _next_assistant_text(messages, index)
-            follow = f" → next: {clip_words(after, FOLLOW_WORDS)}" if after else ""
-            self.errors.append(f"- {name}: {shown}{more}{follow}")
-
-    # -- assistant messages --
-
-    def _read_assistant(self, index: int, message: Message) -> None:
-        self._add_rules(_texts(message.content), _AGENT_DECISION)
-        for block in message.content:
-            if block.get("type") != "tool_use":
-                continue
-            name = str(block.get("name") or "tool")
-            self.tools[name] += 1
-            tool_input = block.get("input")
-            if not isinstance(tool_input, Mapping):
-                continue
-            for key in PATH_FIELDS:
-                value = tool_input.get(key)
-                if isinstance(value, str) and value.strip():
-                    entry = self.files.setdefault(value.strip(), _FileOps())
-                    op = _file_op(name, tool_input)
-                    if op not in entry.ops:
-                        entry.ops.append(op)
-                    entry.last = index
-                    break
-            for key in COMMAND_FIELDS:
-                for command in _strings(tool_input.get(key)):
-                    for match in _CMD_PATH.finditer(command):
-                        self.mentioned[match.group(1)] = index
-
-    def _add_rules(self, text: str, pattern: re.Pattern[str]) -> None:
-        for sentence in _SENTENCE_SPLIT.split(text):
-            sentence = sentence.replace("**", "").strip(" -*•\t")
-            if len(sentence.split()) >= 3 and pattern.search(sentence):
-                item = f"- {clip_words(sentence, SENTENCE_WORDS)}"
-                if item not in self.rules:
-                    self.rules.append(item)
-
-    # -- the end of the conversation --
-
-    def _read_tail(self, messages: Sequence[Message], last_request: int, names: Mapping[str, str]) -> None:
-        tail = messages[last_request + 1 :] if last_request >= 0 else messages
-        calls = [b for m in tail if m.role == "assistant" for b in m.content if b.get("type") == "tool_use"]
-        self.last_calls = [f"- {_call_label(b)}" for b in calls[-LAST_ACTIONS:]]
-        if len(calls) > LAST_ACTIONS:
-            self.last_calls.insert(0, f"- … {len(calls) - LAST_ACTIONS} earlier calls")
-        for message in reversed(tail):
-            text = _texts(message.content) if message.role == "assistant" else ""
-            if text.strip() in OUR_ACKS:
-                continue  # the compaction's own acknowledgements say nothing about the work
-            if text.strip():
-                self.last_text = clip_words(text, LAST_TEXT_WORDS)
-                break
-        self.next_step = _next_step(messages, last_request, names, self)
-
-    def sections(self) -> list[Section]:
-        goals, files, tools, status, errors = DIMENSIONS
-        requests = tuple(f"{n}. {text}" for n, (_, text) in enumerate(self.requests, 1))
-        latest = self.latest_request
-
-        def carried(title: str) -> Part:
-            return Part("From the earlier summary:", tuple(self.earlier_sections.get(title, ())), "last")
-
-        # The earlier Task Status is stale once there is new activity; kept only when there is none.
-        fresh = bool(self.requests or self.last_calls or self.last_text)
-        return [
-            Section(
-                goals,
-                (
-                    carried(goals),
-                    Part("Earlier compacted context:", tuple(self.earlier), "last"),
-                    Part("User requests, in order:", requests, "ends"),
-                    Part("Decisions and constraints:", tuple(self.rules), "last"),
-                ),
-            ),
-            Section(files, (carried(files), Part(None, self._file_lines(), "last"))),
-            Section(tools, (carried(tools), Part(None, self._tool_lines(), "first"))),
-            Section(
-                status,
-                (
-                    Part("Latest user request:", (latest,) if latest else (), "first"),
-                    Part("Last actions:", tuple(self.last_calls), "last"),
-                    Part("Agent's last message:", (self.last_text,) if self.last_text else (), "first"),
-                    Part("Next step:", (self.next_step,) if self.next_step else (), "first"),
-                    *(() if fresh else (carried(status),)),
-                ),
-                priority=True,
-            ),
-            Section(errors, (carried(errors), Part(None, tuple(self.errors), "last"))),
-        ]
-
-    def _file_lines(self) -> tuple[str, ...]:
-        # Oldest touch first, so trimming ("last") keeps the files worked on most recently.
-        lines = [
-            f"- `{path}` — {', '.join(entry.ops)}"
-            for path, entry in sorted(self.files.items(), key=lambda kv: (kv[1].last, kv[0]))
-        ]
-        known = set(self.files)
-        mentioned = [
-            p for p, _ in sorted(self.mentioned.items(), key=lambda kv: (kv[1], kv[0])) if p not in known
-        ]
-        if mentioned:
-            lines.append("- Mentioned in commands: " + ", ".join(f"`{p}`" for p in mentioned))
-        if self.restored:
-            lines.append("- Restored by an earlier compaction: " + ", ".join(f"`{p}`" for p in self.restored))
-        return tuple(lines)
-
-    def _tool_lines(self) -> tuple[str, ...]:
-        if not self.tools:
-            return ()
-        total = sum(self.tools.values())
-        failed = sum(self.failed.values())
-        lines = [f"- {total} tool calls" + (f", {failed} with errors" if failed else "")]
-        for name, count in sorted(self.tools.items(), key=lambda kv: (-kv[1], kv[0])):
-            errs = self.failed.get(name, 0)
-            lines.append(f"- {name} × {count}" + (f" ({errs} failed)" if errs else ""))
-        return tuple(lines)
-
-
-# --- helpers ---------------------------------------------------------------------------------
-
-
-def _texts(blocks: Iterable[Block]) -> str:
-    return "\n".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text").strip()
-
-
-def _clean_user_text(text: str) -> str:
-    """The user's words without Claude Code's injected wrappers."""
-    text = _TAGS.sub("", _TAG_BLOCKS.sub("", text)).strip()
-    return "" if text.startswith(_CC_CAVEAT) else text
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [v for v in value if isinstance(v, str)]
-    return []
-
-
-def _file_op(tool: str, tool_input: Mapping[str, Any]) -> str:
-    name = tool.lower()
-    command = tool_input.get("command")
-    if isinstance(command, str) and ("editor" in name or "edit_tool" in name):
-        return {"view": "read", "create": "written"}.get(command, "edited")
-    if "edit" in name or "replace" in name or "patch" in name or "insert" in name:
-        return "edited"
-    if "write" in name or "create" in name or "save" in name:
-        return "written"
-    if "delete" in name or "remove" in name:
-        return "deleted"
-    if "read" in name or "view" in name or "open" in name or name == "cat":
-        return "read"
-    return tool
-
-
-def _error_lines(text: str) -> list[str]:
-    found: list[str] = []
-    for line in text.splitlines():
-        if _ERROR_LINE.search(line):
-            line = re.sub(r"^\s*E\s{2,}", "", line).strip(" =")
-            if line and line not in found:
-                found.append(line)
-    informative = [line for line in found if not line.startswith("Traceback")]
-    return informative or found
-
-
-def _next_assistant_text(messages: Sequence[Message], index: int) -> str:
-    for message in messages[index + 1 :]:
-        if message.role == "assistant":
-            text = _texts(message.content)
-            if text:
-                return text
-        elif has_user_text(message):
-            return ""
-    return ""
-
-
-def _call_label(block: Block) -> str:
-    name = str(block.get("name") or "tool")
-    tool_input = block.get("input")
-    arg = ""
-    if isinstance(tool_input, Mapping):
-        for key in (*PATH_FIELDS, *COMMAND_FIELDS, "pattern", "query", "url"):
-            value = tool_input.get(key)
-            if isinstance(value, str) and value.strip():
-                arg = value
-                break
-        else:
-            arg = next((v for v in tool_input.values() if isinstance(v, str) and v.strip()), "")
-    return f"{name}({clip_words(arg, 12)})"
-
-
-def _next_step(
-    messages: Sequence[Message], last_request: int, names: Mapping[str, str], facts: _Facts
-) -> str:
+def next_step(messages: Sequence[Message], facts: Facts, last_text: str) -> str:
+    """The next step, from how the conversation ends (see the module docstring)."""
     if not messages:
         return ""
     last = messages[-1]
-    if last.role == "user" and len(messages) - 1 == last_request:
+    names: Mapping[str, str] = {
+        str(b.get("id")): str(b.get("name") or "tool")
+        for m in messages
+        for b in m.content
+        if b.get("type") == "tool_use"
+    }
+    if last.role == "user" and len(messages) - 1 == facts.last_request_index:
         return "Answer the latest user request above; the agent had not responded to it yet."
     if last.role == "user":
         pending = [b for b in last.content if b.get("type") == "tool_result"]
@@ -549,11 +212,13 @@ def _next_step(
             labels = ", ".join(sorted({names.get(str(b.get("tool_use_id") or ""), "tool") for b in pending}))
             return f"Continue from the result of the last tool call ({labels}), not yet seen by the agent."
     if last.role == "assistant" and any(b.get("type") == "tool_use" for b in last.content):
-        labels = ", ".join(_call_label(b) for b in last.content if b.get("type") == "tool_use")
+        labels = ", ".join(call_label(b) for b in last.content if b.get("type") == "tool_use")
         return f"The last tool call had not returned: {clip_words(labels, 30)}; check its outcome."
-    plans = [s.strip() for s in _SENTENCE_SPLIT.split(facts.last_text) if _NEXT_CUE.search(s)]
+    plans = [s for s in sentences(last_text) if _NEXT_CUE.search(s)]
     if plans:
         return "As the agent said: " + clip_words(" ".join(plans[-2:]), 50)
+    if facts.todos:
+        return "Continue with the first pending task above."
     if facts.requests:
         return "The agent had finished its turn: confirm the latest request is done or wait for the next one."
     return ""

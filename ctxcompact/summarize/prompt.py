@@ -5,7 +5,10 @@ pins the parts the seeds require word for word:
 
 * the five dimensions (Goals & Decisions, File Operations, Tool Calls, Task Status, Errors &
   Resolutions), with Task Status asking for the operation in progress in the most recent round
-  and the next step;
+  and the next step; between them they ask for what the nine-section compaction prompts of
+  the best agents ask for (primary request and intent, key technical concepts, files and
+  code, errors and fixes, problem solving, all user messages, pending tasks, current work,
+  next step), and for an earlier compaction summary to be carried forward;
 * :data:`MOST_RECENT_RULE`, verbatim from seed 000 F-004 rule 3;
 * the word limit (:data:`SUMMARY_MAX_WORDS`, 1200 by default);
 * seed 003 FR-1.4: completed tasks, current state, key context (file paths, code snippets),
@@ -62,24 +65,33 @@ no preamble and no commentary about the summary itself."""
 # Each section: its heading and what goes in it. Kept as data so the merge prompt reuses it.
 _SECTIONS = f"""\
 ## Goals & Decisions
-The user's goals and requests, in the order they were made, and every decision, constraint and \
-preference that was stated or agreed (what must or must not be done, choices made and why).
+Primary request and intent: the task statement as the user gave it, whole (quote it when it \
+is short; keep its exact requirements, reproduction steps and how to submit or finish). If an \
+earlier compaction summary is in the conversation, carry its content forward here under its \
+own sub-heading. All user messages, in order, in their own words where it matters, and every \
+instruction, constraint and preference the user stated (what must, must never, should or \
+should not be done). The decisions taken and why. Key technical concepts: the technologies, \
+libraries, functions, classes and commands the work revolves around.
 
 ## File Operations
-Every file that was read, created, edited or deleted, with its exact path and what was learned \
-from it or changed in it. Include the short code snippets the remaining work depends on \
-(signatures, key lines, the exact edits made).
+Files and code: every file that was read, created, edited or deleted — through a file tool or \
+a shell command (sed -i, heredocs, redirects, patches) — with its exact path and what was \
+learned from it or changed in it. Include the short code snippets the remaining work depends \
+on (signatures, key lines, the exact edits made).
 
 ## Tool Calls
 The tool calls that mattered (commands run, searches, test runs) with their arguments and \
 outcomes.
 
 ## Task Status
-The tasks completed so far and the current state of the work. {TASK_STATUS_INSTRUCTION}
+Pending tasks: what the user asked for that is not done yet. Current work: the tasks completed \
+so far and the current state of the work. {TASK_STATUS_INSTRUCTION} Next step: the one the \
+agent should take now, in line with the user's latest request (quote that request).
 
 ## Errors & Resolutions
-The errors met (messages, failing tests, rejected approaches), how each one was resolved, and \
-any that are still open."""
+Errors and fixes, problem solving: each error met (exact message, failing test, rejected \
+approach) with its own outcome — how it was resolved, or that it is still open — and any \
+user feedback on it."""
 
 _RULES = f"""\
 Rules:

@@ -1,0 +1,130 @@
+"""``eval``: what each strategy costs and what each keeps, side by side."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from ctxcompact.cli.common import (
+    FILES_ARG,
+    FORMAT_OPT,
+    JSON_OPT,
+    MAX_INPUT_BYTES_OPT,
+    Format,
+    Streams,
+    ensure_writable_dir,
+    load_all,
+    reports_errors,
+    write_output,
+    write_stdout,
+)
+from ctxcompact.evaluate import DEFAULT_CONVERSATIONS, default_strategies
+from ctxcompact.status import ExitStatus
+
+if TYPE_CHECKING:
+    from ctxcompact.eval_report import Table
+    from ctxcompact.evaluate import EvalResult
+
+
+@reports_errors
+def eval_command(
+    files: list[Path] | None = FILES_ARG,
+    strategies: str | None = typer.Option(
+        None,
+        "--strategies",
+        "-s",
+        help=f"Comma-separated strategies to compare [default: all that need no API key: {','.join(default_strategies())}].",
+        show_default=False,
+    ),
+    summarizer: str = typer.Option(
+        "extractive",
+        "--summarizer",
+        help="Summarizer for strategies that summarize: extractive (offline) or anthropic.",
+    ),
+    show_lost: int = typer.Option(0, "--show-lost", min=0, help="List up to N lost probes per strategy."),
+    as_json: bool = JSON_OPT,
+    html: Path | None = typer.Option(
+        None,
+        "--html",
+        help="Also write a self-contained HTML page (table, tokens-vs-retention scatter, lost probes).",
+    ),
+    conversations: int = typer.Option(
+        DEFAULT_CONVERSATIONS,
+        "--conversations",
+        min=1,
+        help="Evaluate at most this many conversations of a file that holds several.",
+    ),
+    work_dir: Path | None = typer.Option(
+        None,
+        "--work-dir",
+        help="Where `full` restores files from [default: an empty temporary directory: nothing restored].",
+        show_default=False,
+    ),
+    fmt: Format | None = FORMAT_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
+) -> None:
+    """How much does each strategy save, and what does it lose? Runs every strategy on the
+    transcripts and scores the probes (paths, identifiers, numbers, errors, URLs, user
+    instructions, last request, next step) taken from the compacted-away part.
+
+    \b
+    Examples:
+      ctxcompact eval session.jsonl
+      ctxcompact eval sessions/ --strategies full,prune --show-lost 5
+      ctxcompact eval sessions/ --json | jq '.strategies[] | {strategy, ratio}'
+      ctxcompact eval sessions/ --html eval.html
+    """
+    from ctxcompact.eval_report import html_page
+    from ctxcompact.evaluate import evaluate_transcripts
+
+    ensure_writable_dir(html, "--html")
+    names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies is not None else None
+    loaded = load_all(files, fmt, max_bytes=max_input_bytes)
+    result = evaluate_transcripts(
+        loaded.transcripts,
+        strategies=names,
+        summarizer=summarizer,
+        work_dir=work_dir,
+        max_conversations=conversations,
+    )
+    if html is not None:
+        write_output(html_page(result, show_lost=show_lost or 20).encode(), html)
+    _print_result(result, as_json=as_json, show_lost=show_lost)
+    for run in result.runs:
+        if run.skipped:
+            Streams().err.print(f"{run.source}: {run.strategy} skipped: {run.skipped}", markup=False)
+    if loaded.failed:
+        raise typer.Exit(ExitStatus.BAD_INPUT)
+
+
+def _print_result(result: EvalResult, *, as_json: bool, show_lost: int) -> None:
+    """JSON, or the table (Rich on a terminal, plain text when piped) and the lost probes."""
+    from ctxcompact.eval_report import lost_lines, plain_table, summary_table
+
+    if as_json:
+        import orjson
+
+        write_stdout(orjson.dumps(result.to_dict(show_lost=show_lost), option=orjson.OPT_INDENT_2).decode())
+        return
+    table = summary_table(result)
+    if sys.stdout.isatty():
+        _print_rich(Streams(), table)
+    else:
+        write_stdout(plain_table(table))
+    lost = lost_lines(result, show_lost)
+    if lost:
+        write_stdout("\n" + lost)
+
+
+def _print_rich(streams: Streams, table: Table) -> None:
+    from rich.table import Table as RichTable
+
+    out = RichTable(title="ctxcompact eval: cost and retention per strategy")
+    for i, header in enumerate(table.headers):
+        out.add_column(header, justify="left" if i == 0 else "right")
+    for r, row in enumerate(table.rows):
+        out.add_row(*(f"[bold green]{c}[/]" if (r, i) in table.best else c for i, c in enumerate(row)))
+    streams.out.print(out)

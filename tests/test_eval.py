@@ -1,0 +1,92 @@
+"""``ctxcompact eval``: every strategy on the transcripts, cost and probe retention side by side."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_cli
+from conftest import SAMPLES
+
+from ctxcompact.errors import UsageError
+from ctxcompact.eval_report import html_page, plain_table, summary_table
+from ctxcompact.evaluate import default_strategies, evaluate_transcripts
+from ctxcompact.strategies import STRATEGY_NAMES
+from ctxcompact.transcript import load_transcript
+
+SESSION = SAMPLES / "anthropic-session.json"
+
+
+def ticking_clock() -> object:
+    ticks = itertools.count()
+    return lambda: float(next(ticks))
+
+
+def test_default_strategies_are_the_table_plus_offload() -> None:
+    # A strategy added to the table is evaluated without touching eval.
+    assert default_strategies() == (*STRATEGY_NAMES, "offload")
+
+
+def test_each_strategy_has_cost_and_retention() -> None:
+    result = evaluate_transcripts([load_transcript(SESSION)], clock=ticking_clock())  # type: ignore[arg-type]
+    by_name = {s.strategy: s for s in result.summaries()}
+    assert list(by_name) == list(default_strategies())
+    full = by_name["full"]
+    assert full.tokens_after < full.tokens_before and full.seconds == 1.0
+    assert full.report.score("path") == 1.0 and full.report.score("last_request") == 1.0
+    assert full.report.score("instruction") == 1.0
+    # Masking tool output loses the errors it held; the table says so.
+    assert by_name["prune"].report.score("error") == 0.0
+
+
+def test_unknown_strategy_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="unknown strategy nope"):
+        evaluate_transcripts([load_transcript(SESSION)], strategies=["full", "nope"])
+
+
+def test_offload_leaves_no_files_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = evaluate_transcripts([load_transcript(SESSION)], strategies=["offload"])
+    assert result.runs[0].tokens_after < result.runs[0].tokens_before
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_figures_are_deterministic() -> None:
+    runs = [
+        evaluate_transcripts([load_transcript(SESSION)], clock=ticking_clock()).to_dict(show_lost=5)  # type: ignore[arg-type]
+        for _ in range(2)
+    ]
+    assert runs[0] == runs[1]
+
+
+def test_best_value_per_column_is_marked_and_plain_table_aligns() -> None:
+    result = evaluate_transcripts([load_transcript(SESSION)], strategies=["full", "prune"])
+    table = summary_table(result)
+    ratio = table.headers.index("ratio")
+    assert (0, ratio) in table.best and (1, ratio) not in table.best  # full is smaller
+    lines = plain_table(table).splitlines()
+    assert len(lines) == 3 and lines[0].startswith("strategy")
+
+
+def test_html_page_is_self_contained() -> None:
+    page = html_page(evaluate_transcripts([load_transcript(SESSION)], strategies=["full", "prune"]))
+    assert "<svg" in page and "<circle" in page and "class=best" in page
+    assert not re.search(r"(src|href)=\"?https?://", page)  # no external assets
+
+
+def test_cli_table_json_html_and_lost(tmp_path: Path) -> None:
+    out = run_cli("eval", SAMPLES, "--strategies", "full,prune", "--show-lost", "2")
+    assert out.exit_code == 0, out.stderr
+    assert out.stdout.splitlines()[0].split()[:3] == ["strategy", "runs", "tokens"]
+    assert re.search(r"^prune: \d+ probe\(s\) lost$", out.stdout, re.M)
+    data = run_cli("eval", SESSION, "-s", "full", "--json", "--html", tmp_path / "e.html").json()
+    assert data["strategies"][0]["strategy"] == "full"
+    assert data["strategies"][0]["retention"]["byKind"]["path"]["score"] == 1.0
+    assert (tmp_path / "e.html").read_text().startswith("<!doctype html>")
+
+
+def test_cli_refuses_an_unknown_strategy() -> None:
+    out = run_cli("eval", SESSION, "--strategies", "full,bogus")
+    assert out.exit_code == 2 and "unknown strategy bogus" in out.stderr
