@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from ctxcompact.archive import write_archive
 from ctxcompact.compact_options import CompactOptions as CompactOptions  # re-exported
+from ctxcompact.context_size import context_size
 from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Message, text_of
 from ctxcompact.models import DEFAULT_RATIO, Budget
@@ -36,7 +37,7 @@ from ctxcompact.retention import RetentionReport, check_retention
 from ctxcompact.strategies import AUTO_STRATEGIES, STRATEGIES, TARGETED, StrategyContext, StrategyResult
 from ctxcompact.strategies.ladder import auto_recent_tokens, ladder_if_over
 from ctxcompact.summarize import Summarizer
-from ctxcompact.tokens import TokenCounter, cached, make_counter
+from ctxcompact.tokens import TokenCounter, TokenReport, cached, make_counter
 from ctxcompact.transcript import Conversation, conversation_records
 from ctxcompact.usage import MessagesLike, as_conversation, budget_for, measure, measure_total
 from ctxcompact.validate import errors_only, validate_messages
@@ -109,6 +110,7 @@ def compact_conversation(
     summarizer: Summarizer | None = None,
     reader: FileReader | None = None,
     counter: TokenCounter | None = None,
+    system_tokens: int | None = None,
 ) -> CompactResult:
     """Compact one conversation (see the module docstring for the steps).
 
@@ -116,7 +118,7 @@ def compact_conversation(
     strategies run from the table (:data:`ctxcompact.strategies.STRATEGIES`), each with its own
     options from ``options`` and one shared :class:`~ctxcompact.strategies.StrategyContext`.
     ``summarizer`` overrides the one ``options.full`` names (tests inject fakes; agent loops
-    inject their own). Never mutates ``conversation``.
+    inject their own). ``auto`` decides as ``check`` does. Never mutates ``conversation``.
     """
     options = options or CompactOptions()
     # One cache for the run: the before and after figures and the strategies share it, so
@@ -129,8 +131,8 @@ def compact_conversation(
     budget, options = _targets(conversation, options, budget, auto=auto)
     threshold = budget.threshold if budget else None
     unchanged = partial(_unchanged, conversation, ",".join(options.strategies), before, threshold)
-    if auto and budget is not None and before < budget.threshold:
-        return unchanged(f"under the threshold ({before:,} < {budget.threshold:,} tokens): nothing to do")
+    if auto and (reason := _under_threshold(conversation, report, budget, system_tokens)) is not None:
+        return unchanged(reason)
 
     context = _context(conversation, options, budget, summarizer=summarizer, reader=reader, counter=counter)
     context = replace(context, fixed_tokens=before - sum(m.tokens for m in report.messages))
@@ -219,6 +221,20 @@ def _context(
         configured=options.strategy_options,
         pins=options.pins,
     )
+
+
+def _under_threshold(
+    conversation: Conversation, report: TokenReport, budget: Budget | None, system_tokens: int | None
+) -> str | None:
+    """Why ``--auto`` leaves the conversation alone, or None when it is due. Decided from the
+    real context size (recorded usage when the transcript has it), as ``check`` does."""
+    if budget is None:
+        return None
+    size = context_size(conversation, report, model=budget.model.model, system_tokens=system_tokens)
+    if size.tokens >= budget.threshold:
+        return None
+    source = "" if size.source == "count" else f" by {size.source} size"
+    return f"under the threshold ({size.tokens:,} < {budget.threshold:,} tokens{source}): nothing to do"
 
 
 def _targets(
@@ -365,6 +381,7 @@ def compact_messages(
     counter: TokenCounter | str = "tiktoken",
     dialect: str | None = None,
     dry_run: bool = False,
+    system_tokens: int | None = None,
     **options: Any,
 ) -> CompactResult:
     """Compact a message list: the library's one call (seed 000 §4.3).
@@ -409,6 +426,7 @@ def compact_messages(
         summarizer=summarizer,
         reader=reader,
         counter=chosen,
+        system_tokens=system_tokens,
     )
 
 

@@ -16,7 +16,10 @@ COMMANDS = sorted(GROUP.commands)  # type: ignore[attr-defined]
 
 
 def test_every_command_has_a_section() -> None:
-    assert sorted(["count", "check", "compact", "restore-files", "offload", "config", "eval"]) == COMMANDS
+    assert (
+        sorted(["count", "check", "compact", "restore-files", "offload", "config", "eval", "sessions"])
+        == COMMANDS
+    )
     for name in COMMANDS:
         assert f"### `ctxcompact {name}`" in README
 
