@@ -62,6 +62,7 @@ class FileOptions:
     ratio: float = DEFAULT_RATIO
     registry: Mapping[str, int] | None = None
     counter: LocalCounterName = LocalCounterName.tiktoken
+    system_tokens: int | None = None  # --auto's estimate overhead; None: the dialect's default
 
     @property
     def wants_budget(self) -> bool:
@@ -130,6 +131,7 @@ def compact_file(
                     dry_run=options.dry_run,
                     counter=counter,
                     summarizer=summarizer,
+                    system_tokens=options.system_tokens,
                 )
             )
     except CtxcompactError as exc:

@@ -14,12 +14,9 @@ call (seed 000 §4.3). Steps:
 5. count again; with ``auto``, a result that is not smaller is dropped (never emit a larger
    transcript); the stats always say plainly when the result is not smaller or still over;
 6. archive the raw records of every message that was replaced or removed (F-007) — unless
-   ``dry_run`` — before anything is emitted: if that fails, nothing is compacted (exit 3).
-
-A summary compaction of a Claude Code session, of a conversation that already has a
-compaction point, or any with ``append``, is written as a point
-(:mod:`ctxcompact.compaction_points`): the history stays, the compacted context is appended
-in the dialect's own layout, and nothing needs archiving.
+   ``dry_run``, or when written as a compaction point after the history (a session's summary
+   compaction, ``append``: :mod:`ctxcompact.compaction_points`) — before anything is emitted:
+   if that fails, nothing is compacted (exit 3).
 """
 
 from __future__ import annotations
@@ -33,19 +30,18 @@ from typing import Any, TypeVar
 from ctxcompact.appended import point_layout
 from ctxcompact.archive import write_archive
 from ctxcompact.compact_options import CompactOptions as CompactOptions  # re-exported
-from ctxcompact.dialects import dialect_named
-from ctxcompact.dialects.common import NativeCompaction
+from ctxcompact.context_size import context_size
 from ctxcompact.errors import UsageError, WorkFailedError
-from ctxcompact.ir import Message, text_of
+from ctxcompact.ir import Message, same_objects, text_of
 from ctxcompact.models import DEFAULT_RATIO, Budget
 from ctxcompact.names import SummarizerName
 from ctxcompact.pins import message_tokens
-from ctxcompact.restore import FileReader, session_work_dir
+from ctxcompact.restore import FileReader, work_dir_for
 from ctxcompact.retention import RetentionReport, check_retention
 from ctxcompact.strategies import AUTO_STRATEGIES, STRATEGIES, TARGETED, StrategyContext, StrategyResult
 from ctxcompact.strategies.ladder import auto_recent_tokens, ladder_if_over
 from ctxcompact.summarize import Summarizer
-from ctxcompact.tokens import TokenCounter, cached, make_counter
+from ctxcompact.tokens import TokenCounter, TokenReport, cached, make_counter
 from ctxcompact.transcript import Conversation, conversation_records
 from ctxcompact.usage import MessagesLike, as_conversation, budget_for, measure, measure_total
 from ctxcompact.validate import errors_only, validate_messages
@@ -69,8 +65,7 @@ class CompactStats:
     summarizer: str | None = None
     attempts: int | None = None
     archive_path: str | None = None
-    #: Written after the history as a compaction point (a Claude Code session, ``--append``).
-    appended: bool = False
+    appended: bool = False  # written after the history as a compaction point
     retention: RetentionReport | None = None
     threshold: int | None = None
     reason: str = ""
@@ -120,6 +115,7 @@ def compact_conversation(
     summarizer: Summarizer | None = None,
     reader: FileReader | None = None,
     counter: TokenCounter | None = None,
+    system_tokens: int | None = None,
 ) -> CompactResult:
     """Compact one conversation (see the module docstring for the steps).
 
@@ -127,7 +123,7 @@ def compact_conversation(
     strategies run from the table (:data:`ctxcompact.strategies.STRATEGIES`), each with its own
     options from ``options`` and one shared :class:`~ctxcompact.strategies.StrategyContext`.
     ``summarizer`` overrides the one ``options.full`` names (tests inject fakes; agent loops
-    inject their own). Never mutates ``conversation``.
+    inject their own). ``auto`` decides as ``check`` does. Never mutates ``conversation``.
     """
     options, started = options or CompactOptions(), monotonic()
     # One cache for the run: the before and after figures and the strategies share it, so
@@ -140,13 +136,13 @@ def compact_conversation(
     budget, options = _targets(conversation, options, budget, auto=auto)
     threshold = budget.threshold if budget else None
     unchanged = partial(_unchanged, conversation, ",".join(options.strategies), before, threshold)
-    if auto and budget is not None and before < budget.threshold:
-        return unchanged(f"under the threshold ({before:,} < {budget.threshold:,} tokens): nothing to do")
+    if auto and (reason := _under_threshold(conversation, report, budget, system_tokens)) is not None:
+        return unchanged(reason)
 
     context = _context(conversation, options, budget, summarizer=summarizer, reader=reader, counter=counter)
     context = replace(context, fixed_tokens=before - sum(m.tokens for m in report.messages))
     messages, results, steps, warnings = _run_with_ladder(conversation.messages, options, context)
-    if _same_objects(messages, conversation.messages):
+    if same_objects(messages, conversation.messages):
         return unchanged("no strategy changed anything", warnings, steps)
 
     layout = point_layout(conversation, messages, append=options.append)  # written as a point?
@@ -167,7 +163,6 @@ def compact_conversation(
             f"still over the threshold after compaction ({after:,} ≥ {budget.threshold:,} tokens)"
         )
 
-    # Appended as a point, the history stays in the file: nothing to archive.
     replaced, retention, archive_path = _check_and_archive(
         conversation, messages, options, dry_run=dry_run or layout is not None, warnings=warnings
     )
@@ -184,10 +179,6 @@ def compact_conversation(
         steps=tuple(steps),
     )
     return CompactResult(rewritten, stats, replaced)
-
-
-def _same_objects(a: Sequence[Message], b: Sequence[Message]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 def _check_and_archive(
@@ -226,9 +217,7 @@ def _context(
     counter: TokenCounter,
 ) -> StrategyContext:
     """What every strategy of this run shares; the summarizer is made once, when first asked."""
-    adapter = dialect_named(conversation.dialect)
-    cwd = adapter.recorded_cwd(conversation.records) if isinstance(adapter, NativeCompaction) else None
-    work_dir = session_work_dir(options.work_dir, cwd, options.path_map)
+    work_dir = work_dir_for(conversation.dialect, conversation.records, options.work_dir, options.path_map)
     return StrategyContext(
         counter=counter,
         summarizer=(lambda: summarizer) if summarizer is not None else cache(options.full.make_summarizer),
@@ -243,6 +232,20 @@ def _context(
         work_dir_note=work_dir.note,
         pins=options.pins,
     )
+
+
+def _under_threshold(
+    conversation: Conversation, report: TokenReport, budget: Budget | None, system_tokens: int | None
+) -> str | None:
+    """Why ``--auto`` leaves the conversation alone, or None when it is due. Decided from the
+    real context size (recorded usage when the transcript has it), as ``check`` does."""
+    if budget is None:
+        return None
+    size = context_size(conversation, report, model=budget.model.model, system_tokens=system_tokens)
+    if size.tokens >= budget.threshold:
+        return None
+    source = "" if size.source == "count" else f" by {size.source} size"
+    return f"under the threshold ({size.tokens:,} < {budget.threshold:,} tokens{source}): nothing to do"
 
 
 def _targets(
@@ -389,6 +392,7 @@ def compact_messages(
     counter: TokenCounter | str = "tiktoken",
     dialect: str | None = None,
     dry_run: bool = False,
+    system_tokens: int | None = None,
     **options: Any,
 ) -> CompactResult:
     """Compact a message list: the library's one call (seed 000 §4.3).
@@ -433,6 +437,7 @@ def compact_messages(
         summarizer=summarizer,
         reader=reader,
         counter=chosen,
+        system_tokens=system_tokens,
     )
 
 

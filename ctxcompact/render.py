@@ -16,6 +16,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ctxcompact.context_size import describe_side, describe_size
 from ctxcompact.models import Budget
 from ctxcompact.reports import CountRow, recorded_text
 from ctxcompact.usage import CheckResult
@@ -73,18 +74,34 @@ def render_count(rows: Sequence[CountRow], console: Console, *, top: int) -> Non
     show_share = any(r.model for r in rows)
     if show_share:
         table.add_column("of window", justify="right")
+    show_recorded = any(r.size is not None and r.size.recorded is not None for r in rows)
+    if show_recorded:
+        table.add_column("recorded", justify="right")
+        table.add_column("ours vs recorded", justify="right")
     for row in rows:
         cells = [row.label, row.dialect, _n(row.report.message_count), _n(row.report.total)]
         if show_share:
             cells.append(_pct(row.report.total, row.model.context_window) if row.model else "-")
+        if show_recorded:
+            cells.extend(_recorded_cells(row))
         table.add_row(*cells)
     total = sum(r.report.total for r in rows)
     table.add_section()
     cells = ["total", "", _n(sum(r.report.message_count for r in rows)), _n(total)]
     if show_share:
         cells.append("")
+    if show_recorded:
+        cells.extend(["", ""])
     table.add_row(*cells, style="bold")
     console.print(table)
+
+
+def _recorded_cells(row: CountRow) -> list[str]:
+    size = row.size
+    if size is None or size.recorded is None:
+        return ["-", "-"]
+    diff = size.difference
+    return [_n(size.recorded.context), f"{diff:+.1f}%" if diff is not None else "-"]
 
 
 def _render_count_detail(row: CountRow, console: Console, *, top: int) -> None:
@@ -106,6 +123,11 @@ def _render_count_detail(row: CountRow, console: Console, *, top: int) -> None:
     if row.recorded is not None:
         head.append(f"\n{recorded_text(row.recorded)}")
     console.print(head, soft_wrap=True)
+    source = describe_size(row.size) if row.size is not None else ""
+    if source:
+        console.print(Text(source, style="dim"), soft_wrap=True)
+    if row.side is not None and (row.side.sidechain_entries or row.side.meta_entries):
+        console.print(Text(describe_side(row.side), style="dim"), soft_wrap=True)
 
     roles = Table(title="By role", title_justify="left")
     roles.add_column("role")
@@ -204,6 +226,9 @@ def render_check(results: Sequence[CheckResult], budget: Budget, console: Consol
                 + (" (exact)" if r.report.exact_total else f" (counter: {r.report.counter})")
             ),
         ]
+        source = describe_size(r.size) if r.size is not None else ""
+        if source:
+            lines.append(Text(source, style="dim"))
         if r.recorded is not None:
             lines.append(
                 Text(f"{recorded_text(r.recorded)}; counted here: {_n(r.report.total)}", style="dim")
@@ -227,11 +252,15 @@ def _render_check_table(results: Sequence[CheckResult], budget: Budget, console:
         ("warnings", "right"),
     ):
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for r in results:
+    sources = [r.size.source if r.size is not None else "count" for r in results]
+    show_source = any(s != "count" for s in sources)
+    if show_source:
+        table.add_column("source")
+    for r, source in zip(results, sources, strict=True):
         errors = len(r.errors)
         table.add_row(
             r.label,
-            _n(r.report.total),
+            _n(r.status.tokens),
             f"{r.status.usage:.1%}",
             _n(r.status.remaining),
             Text("compaction needed", style="red")
@@ -239,17 +268,19 @@ def _render_check_table(results: Sequence[CheckResult], budget: Budget, console:
             else Text("within budget", style="green"),
             Text(str(errors), style="red") if errors else Text("0"),
             str(len(r.violations) - errors),
+            *([source] if show_source else []),
         )
     over = sum(r.needs_compaction for r in results)
     table.add_section()
     table.add_row(
         f"{len(results)} transcripts",
-        _n(sum(r.report.total for r in results)),
+        _n(sum(r.status.tokens for r in results)),
         "",
         "",
         f"{over} need compaction",
         str(sum(len(r.errors) for r in results)),
         "",
+        *([""] if show_source else []),
     )
     console.print(table)
     for r in results:

@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ctxcompact.context_size import ContextSize, SideEntries
 from ctxcompact.dialects.recorded import RecordedUsage
 from ctxcompact.models import Budget, ModelInfo
+from ctxcompact.recorded_usage import RecordedUsage as ApiUsage
 from ctxcompact.tokens import TokenReport
 from ctxcompact.usage import CheckResult
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from ctxcompact.offload import OffloadResult, UndoResult
     from ctxcompact.offload_store import OrphanCleanup
     from ctxcompact.restore import RestoreResult
+    from ctxcompact.sessions import SessionInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,8 @@ class CountRow:
     dialect: str
     report: TokenReport
     model: ModelInfo | None = None
+    size: ContextSize | None = None
+    side: SideEntries | None = None
     #: The usage the agent recorded for its newest API call (Codex), shown beside our count.
     recorded: RecordedUsage | None = None
 
@@ -81,9 +86,40 @@ def _count_row_json(row: CountRow, *, top: int) -> dict[str, Any]:
         out["model"] = row.model.model
         out["context_window"] = row.model.context_window
         out["window_share"] = round(report.total / row.model.context_window, 4)
+    if row.size is not None:
+        out["context"] = context_size_json(row.size)
+    if row.side is not None:
+        out["sidechain"] = {"entries": row.side.sidechain_entries, "tokens": row.side.sidechain_tokens}
+        out["meta"] = {"entries": row.side.meta_entries, "tokens": row.side.meta_tokens}
     if row.recorded is not None:
         out["recorded_usage"] = row.recorded.to_dict()
     return out
+
+
+def recorded_usage_json(usage: ApiUsage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.input,
+        "cache_creation_input_tokens": usage.cache_creation,
+        "cache_read_input_tokens": usage.cache_read,
+        "output_tokens": usage.output,
+        "at_message_index": usage.at_message_index,
+        "where": usage.source,
+    }
+
+
+def context_size_json(size: ContextSize) -> dict[str, Any]:
+    """The context size a decision was made from, and its source."""
+    diff = size.difference
+    return {
+        "tokens": size.tokens,
+        "source": size.source,
+        "counted": size.counted,
+        "recorded_usage": recorded_usage_json(size.recorded) if size.recorded else None,
+        "counted_after_recorded": size.after,
+        "difference_percent": round(diff, 1) if diff is not None else None,
+        "factor": size.factor,
+        "system_tokens": size.system_tokens,
+    }
 
 
 def check_to_json(results: Sequence[CheckResult], budget: Budget) -> dict[str, Any]:
@@ -102,6 +138,9 @@ def check_to_json(results: Sequence[CheckResult], budget: Budget) -> dict[str, A
             {
                 "label": r.label,
                 "tokens": r.status.tokens,
+                "source": r.size.source if r.size is not None else "count",
+                "counted": r.report.total,
+                "context": context_size_json(r.size) if r.size is not None else None,
                 "counter": r.report.counter,
                 "exact_total": r.report.exact_total,
                 "remaining": r.status.remaining,
@@ -282,3 +321,27 @@ def _recorded_json(result: CheckResult) -> dict[str, Any]:
     if result.recorded is None:
         return {}
     return {"counted_tokens": result.report.total, "recorded_usage": result.recorded.to_dict()}
+
+
+# --- sessions --------------------------------------------------------------------------------
+
+
+def sessions_to_json(rows: Sequence[SessionInfo]) -> list[dict[str, Any]]:
+    """``sessions --json``: one object per session, most recent first (``.[].path`` feeds
+    ``compact --from -``)."""
+    return [
+        {
+            "path": r.path,
+            "project": r.project,
+            "session_id": r.session_id,
+            "last_activity": r.last_activity,
+            "model": r.model,
+            "tokens": r.tokens,
+            "source": r.source,
+            "compactions": r.compactions,
+            "threshold": r.threshold,
+            "over_threshold": r.over_threshold,
+            "error": r.error,
+        }
+        for r in rows
+    ]

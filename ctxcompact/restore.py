@@ -290,6 +290,18 @@ def session_work_dir(given: Path | None, recorded_cwd: str | None, path_map: Pat
     )
 
 
+def work_dir_for(
+    dialect: str, records: Sequence[object], given: Path | None, path_map: PathMap = ()
+) -> WorkDir:
+    """:func:`session_work_dir` for a conversation: its dialect says which folder, if any, the
+    session recorded (Claude Code's ``cwd``)."""
+    from ctxcompact.dialects.common import NativeCompaction
+
+    adapter = dialect_named(dialect)
+    cwd = adapter.recorded_cwd(records) if isinstance(adapter, NativeCompaction) else None
+    return session_work_dir(given, cwd, path_map)
+
+
 def resolve_inside(path: str, work_dir: Path) -> Path | None:
     """``path`` resolved against the already-resolved ``work_dir`` (symlinks followed), or
     ``None`` when the result is outside it. Raises ``ValueError``/``OSError`` for a path

@@ -15,7 +15,6 @@ from pathlib import Path
 import orjson
 
 from ctxcompact.dialects import dialect_named
-from ctxcompact.dialects.common import NativeCompaction
 from ctxcompact.errors import InputError, UsageError
 from ctxcompact.ir import Message
 from ctxcompact.restore import (
@@ -29,7 +28,7 @@ from ctxcompact.restore import (
     WorkDir,
     read_tools_for,
     restore_recent_files,
-    session_work_dir,
+    work_dir_for,
 )
 from ctxcompact.strategies.full import restored_pairs
 from ctxcompact.transcript import Conversation, Transcript, dump_records
@@ -85,9 +84,9 @@ def restore_files(
             f"{transcript.name} holds {len(transcript.conversations)} conversations; restore-files takes one."
         )
     conv = transcript.conversations[0]
-    adapter = dialect_named(conv.dialect)
-    cwd = adapter.recorded_cwd(conv.records) if isinstance(adapter, NativeCompaction) else None
-    where = session_work_dir(Path(work_dir) if work_dir is not None else None, cwd, path_map)
+    where = work_dir_for(
+        conv.dialect, conv.records, Path(work_dir) if work_dir is not None else None, path_map
+    )
     result = restore_recent_files(
         conv.messages,
         work_dir=where.path,

@@ -8,7 +8,12 @@ the text that replaces them (summary and restored files):
   first line of each ``is_error`` tool result or traceback;
 * the last user request: "yes" when at least 60 % of its distinctive words (4+ letters,
   lower-cased, compared without their last two letters so that "change" matches "changing")
-  appear — a paraphrasing LLM summary passes, a summary that lost the request does not.
+  appear — a paraphrasing LLM summary passes, a summary that lost the request does not;
+* user instructions: each sentence of a real user message (not an earlier compaction summary,
+  not a ``<tag>``-wrapped injection) that contains must, never, always, don't, do not, should,
+  shouldn't, 必须, 不要 or 需要; kept by the same 60 % distinctive-word test (each CJK character
+  counts as a word there), so a sentence copied or faithfully paraphrased counts and a dropped
+  one does not.
 
 It is a smoke alarm, not a grade: a low figure says "read the summary before trusting it".
 """
@@ -20,11 +25,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ctxcompact.ir import Message, has_user_text, text_of, tool_result_text
+from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES
 
 PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
 _ERROR_NAME = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception))\b")
 _TRACEBACK = re.compile(r"^(Traceback \(most recent call last\)|\w*(Error|Exception)\b.*)$", re.M)
 _WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+_INSTRUCTION = re.compile(
+    r"\b(must|never|always|don't|don’t|do not|should|shouldn't)\b|必须|不要|需要", re.IGNORECASE
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|[。！？\n]+")
+#: Share of a sentence's distinctive words that must appear for it to count as kept.
+COVERAGE = 0.6
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +49,8 @@ class RetentionReport:
     last_request: bool | None  # None: the replaced part had no user request
     missing_paths: tuple[str, ...] = ()
     missing_errors: tuple[str, ...] = ()
+    instructions_found: int = 0
+    instructions_total: int = 0
 
     def summary_line(self) -> str:
         request = "n/a" if self.last_request is None else ("yes" if self.last_request else "no")
@@ -79,6 +94,35 @@ def error_signature(text: str) -> str:
     return ""
 
 
+def collect_instructions(messages: Iterable[Message]) -> list[str]:
+    """The user's instruction sentences (see the module docstring), first occurrence only."""
+    seen: dict[str, None] = {}
+    for message in messages:
+        if not has_user_text(message):
+            continue
+        for block in message.content:
+            text = str(block.get("text", "")).strip() if block.get("type") == "text" else ""
+            if not text or text.startswith("<") or text.startswith(EARLIER_SUMMARY_PREFIXES):
+                continue
+            for sentence in _SENTENCE_END.split(text):
+                sentence = " ".join(sentence.split())
+                if _INSTRUCTION.search(sentence):
+                    seen.setdefault(sentence, None)
+    return list(seen)
+
+
+def sentence_kept(sentence: str, haystack: str, *, cjk_chars: bool = True) -> bool:
+    """At least :data:`COVERAGE` of ``sentence``'s distinctive words are in ``haystack``
+    (lower-cased). A crude stem — the word less its last two letters, at least four — lets a
+    paraphrase match: "change" and "changing", "test" and "tests". With ``cjk_chars`` each CJK
+    character is a word of its own (the last-request check keeps its original rule: runs)."""
+    words = _WORD.findall(_CJK.sub(" ", sentence) if cjk_chars else sentence)
+    stems = {w.lower()[: max(4, len(w) - 2)] for w in words}
+    if cjk_chars:
+        stems.update(_CJK.findall(sentence))
+    return not stems or sum(1 for w in stems if w in haystack) / len(stems) >= COVERAGE
+
+
 def last_request(messages: Sequence[Message]) -> str | None:
     for message in reversed(messages):
         if has_user_text(message):
@@ -95,12 +139,8 @@ def check_retention(replaced: Sequence[Message], replacement_text: str) -> Reten
     errors = collect_errors(replaced)
     missing_errors = tuple(e for e in errors if e.lower() not in haystack)
     request = last_request(replaced)
-    kept: bool | None = None
-    if request is not None:
-        # A crude stem (the word less its last two letters, at least four) lets a paraphrase
-        # match: "change" and "changing", "test" and "tests".
-        stems = {w.lower()[: max(4, len(w) - 2)] for w in _WORD.findall(request)}
-        kept = not stems or sum(1 for w in stems if w in haystack) / len(stems) >= 0.6
+    kept = None if request is None else sentence_kept(request, haystack, cjk_chars=False)
+    instructions = collect_instructions(replaced)
     return RetentionReport(
         paths_found=len(paths) - len(missing_paths),
         paths_total=len(paths),
@@ -109,4 +149,6 @@ def check_retention(replaced: Sequence[Message], replacement_text: str) -> Reten
         last_request=kept,
         missing_paths=missing_paths,
         missing_errors=missing_errors,
+        instructions_found=sum(1 for i in instructions if sentence_kept(i, haystack)),
+        instructions_total=len(instructions),
     )

@@ -8,9 +8,10 @@ here prints or exits.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ctxcompact.context_size import ContextSize, context_size
 from ctxcompact.dialects import DEFAULT_DIALECT
 from ctxcompact.dialects.recorded import RecordedUsage
 from ctxcompact.ir import Message
@@ -41,17 +42,30 @@ def as_conversation(messages: MessagesLike, *, dialect: str | None = None) -> Co
 
 def conversation_model(conversation: Conversation) -> str | None:
     """The model a transcript names: a request body's ``model``, else the model of the last
-    assistant message that records one (Claude Code entries, mini-swe-agent extras)."""
+    assistant message that records one (Claude Code entries' ``message.model``,
+    mini-swe-agent's ``extra.response.model``)."""
     if conversation.model:
         return conversation.model
     for message in reversed(conversation.messages):
         if message.role != "assistant" or message.source is None:
             continue
         for record in message.source.records:
-            inner = record.get("message") if isinstance(record, Mapping) else None
-            model = inner.get("model") if isinstance(inner, Mapping) else None
-            if isinstance(model, str) and model and not model.startswith("<"):
+            model = _record_model(record)
+            if model:
                 return model
+    return None
+
+
+def _record_model(record: Any) -> str | None:
+    if not isinstance(record, Mapping):
+        return None
+    for outer, key in (("message", "model"), ("extra", "response")):
+        inner = record.get(outer)
+        value = inner.get(key) if isinstance(inner, Mapping) else None
+        if isinstance(value, Mapping):  # mini-swe-agent: extra.response is the API response
+            value = value.get("model")
+        if isinstance(value, str) and value and not value.startswith("<"):
+            return value
     return None
 
 
@@ -120,6 +134,8 @@ class CheckResult:
     report: TokenReport
     status: BudgetCheck
     violations: tuple[Violation, ...] = ()
+    #: The figure ``status`` was decided from and its source (recorded usage, estimate, count).
+    size: ContextSize | None = None
     #: The agent's recorded usage the decision was made from (Codex), if any.
     recorded: RecordedUsage | None = None
 
@@ -138,17 +154,27 @@ def check_conversation(
     budget: Budget,
     counter: TokenCounter | Any,
     validate: bool = True,
+    system_tokens: int | None = None,
 ) -> CheckResult:
+    """Measure, size (recorded usage when the transcript has it, see
+    :func:`~ctxcompact.context_size.context_size`) and validate one conversation."""
     report = measure(conversation, counter)
+    size = context_size(conversation, report, model=budget.model.model, system_tokens=system_tokens)
     violations: tuple[Violation, ...] = ()
     if validate:
         found = validate_messages(
             conversation.messages, dialect=conversation.dialect, thinking=conversation.thinking
         )
         violations = tuple(found)
-    tokens = decision_tokens(conversation, report)
-    status = BudgetCheck(tokens, budget)
-    return CheckResult(conversation.label, report, status, violations, conversation.recorded)
+    # A Codex rollout's token_count record decides as the codex dialect defined it; every
+    # other transcript by its real context size (recorded usage, estimate or our count).
+    if conversation.recorded is not None and size.recorded is None:
+        tokens = decision_tokens(conversation, report)
+        size = replace(size, tokens=tokens, source="recorded" if tokens != report.total else size.source)
+    status = BudgetCheck(size.tokens, budget)
+    return CheckResult(
+        conversation.label, report, status, violations, size=size, recorded=conversation.recorded
+    )
 
 
 #: Below this share of the recorded input, our count of the same messages says a rewrite

@@ -138,6 +138,7 @@ def test_count_json_schema(session: Path) -> None:
         "model",
         "context_window",
         "window_share",
+        "context",
     }
     assert (row["label"], row["dialect"], row["counter"], row["encoding"]) == (
         str(session),

@@ -25,6 +25,7 @@ from ctxcompact import (
     count_message_tokens,
     load_transcript,
 )
+from ctxcompact.context_size import CLAUDE_TOKEN_FACTOR
 
 HEAVY = ("anthropic", "tiktoken", "tiktoken_ext", "typer", "rich")
 
@@ -112,7 +113,10 @@ def test_check_budget_on_raw_dicts() -> None:
     assert isinstance(result, CheckResult)
     assert not result.needs_compaction
     assert result.status.budget.threshold == 100_800
-    assert result.status.remaining == 100_800 - result.report.total
+    # No usage recorded and a Claude model: our count, calibrated, is the estimate decided from.
+    assert result.size is not None and result.size.source == "estimate"
+    assert result.size.tokens == round(result.report.total * CLAUDE_TOKEN_FACTOR)
+    assert result.status.remaining == 100_800 - result.size.tokens
     assert result.errors == []
 
     tight = check_budget(ANTHROPIC, context_window=200, output_reserve=0, threshold=0.5)

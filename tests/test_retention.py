@@ -8,9 +8,11 @@ from ctxcompact.ir import Message
 from ctxcompact.retention import (
     check_retention,
     collect_errors,
+    collect_instructions,
     collect_paths,
     error_signature,
     last_request,
+    sentence_kept,
 )
 from ctxcompact.transcript import load_messages
 
@@ -83,3 +85,46 @@ def test_what_is_missing_is_named() -> None:
 def test_no_request_in_the_replaced_part_is_not_applicable() -> None:
     report = check_retention(convo()[1:], "")
     assert report.last_request is None and report.summary_line().endswith("last request n/a")
+
+
+def instruction_convo() -> tuple[Message, ...]:
+    return load_messages(
+        [
+            {
+                "role": "user",
+                "content": "Fix the flaky login test. You must not touch the public API! "
+                "Never push to main.\n不要修改数据库结构。",
+            },
+            {"role": "assistant", "content": "Understood, I should start with the test."},
+            {"role": "user", "content": "<system-reminder>You should always be concise.</system-reminder>"},
+            {"role": "user", "content": "[Conversation compressed]\n\nThe user said: always use tabs."},
+            {"role": "user", "content": "Thanks. Always run the linter before committing."},
+        ]
+    ).messages
+
+
+def test_instructions_are_the_user_sentences_with_a_cue_word() -> None:
+    # The agent's "should", a <tag> injection and an earlier summary are not the user's words;
+    # the sentence without a cue ("Fix the flaky login test.") is not an instruction.
+    assert collect_instructions(instruction_convo()) == [
+        "You must not touch the public API!",
+        "Never push to main.",
+        "不要修改数据库结构",
+        "Always run the linter before committing.",
+    ]
+
+
+def test_instruction_retention_counts_copied_or_paraphrased_sentences() -> None:
+    summary = (
+        "Constraints: the public API must stay untouched; always running the linter before any commit. "
+        "不要修改数据库"
+    )
+    report = check_retention(instruction_convo(), summary)
+    # "never push to main" is lost; the CJK sentence keeps 7 of its 9 characters (>= 60 %).
+    assert (report.instructions_found, report.instructions_total) == (3, 4)
+    assert check_retention(instruction_convo(), "nothing relevant").instructions_found == 0
+
+
+def test_sentence_kept_needs_most_distinctive_words() -> None:
+    assert sentence_kept("Never push to main", "we will never push anything to main")
+    assert not sentence_kept("Never push the release branch to production", "never push")

@@ -285,6 +285,13 @@ THRESHOLD_OPT = typer.Option(
     "-t",
     help="Compact at this share of (window − reserve): 0.4–0.9. ≤0.6 cost-first, ≤0.75 balanced, else retention.",
 )
+SYSTEM_TOKENS_OPT = typer.Option(
+    None,
+    "--system-tokens",
+    min=0,
+    help="Tokens the system prompt and tool definitions add when no usage is recorded "
+    "[default: 24000 for a Claude Code session on a Claude model, else 0].",
+)
 MODELS_FILE_OPT = typer.Option(
     None,
     "--models-file",

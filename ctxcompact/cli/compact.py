@@ -30,6 +30,7 @@ from ctxcompact.cli.common import (
     OUTPUT_RESERVE_OPT,
     QUIET_OPT,
     STATS_JSON_OPT,
+    SYSTEM_TOKENS_OPT,
     THRESHOLD_OPT,
     Format,
     Streams,
@@ -123,6 +124,7 @@ def compact(
     output_reserve: int | None = OUTPUT_RESERVE_OPT,
     threshold: float = THRESHOLD_OPT,
     models_file: Path | None = MODELS_FILE_OPT,
+    system_tokens: int | None = SYSTEM_TOKENS_OPT,
     counter_name: LocalCounterName = typer.Option(
         LocalCounterName.tiktoken,
         "--counter",
@@ -293,6 +295,7 @@ def compact(
         ratio=threshold,
         registry=load_registry(models_file),
         counter=counter_name,
+        system_tokens=system_tokens,
     )
     exclude = (out_dir, report, stats_json, archive_dir)
     found = batch_inputs(files, from_list=from_list, globs=globs, shard=shard, exclude=exclude)

@@ -18,6 +18,7 @@ from ctxcompact.cli.common import (
     MODEL_OPT,
     MODELS_FILE_OPT,
     OUTPUT_RESERVE_OPT,
+    SYSTEM_TOKENS_OPT,
     THRESHOLD_OPT,
     Format,
     Streams,
@@ -53,8 +54,13 @@ def count(
     ),
     as_json: bool = JSON_OPT,
     models_file: Path | None = MODELS_FILE_OPT,
+    system_tokens: int | None = SYSTEM_TOKENS_OPT,
 ) -> None:
     """Where do my tokens go? Totals per role and block type, the largest messages and tool results.
+
+    The model (for the share of its window) is --model, else the transcript's own. A Claude
+    Code session shows its last recorded usage beside our count, and its sidechain and meta
+    entries apart; a Claude model with nothing recorded gets a calibrated estimate.
 
     \b
     Examples:
@@ -65,7 +71,9 @@ def count(
     """
     import orjson
 
+    from ctxcompact.context_size import context_size, side_entries
     from ctxcompact.reports import CountRow, count_to_json
+    from ctxcompact.tokens import make_counter
     from ctxcompact.usage import conversation_model, measure, unknown_model_warning
 
     streams = Streams()
@@ -79,10 +87,24 @@ def count(
         warnings.append(warning)
     for transcript in loaded.transcripts:
         for conv in transcript.conversations:
-            chosen = _counter(counter, encoding, model or conversation_model(conv))
+            own = model or conversation_model(conv)
+            chosen = _counter(counter, encoding, own)
             report = measure(conv, chosen)
             warnings.extend(f"{conv.label}: {w}" for w in conv.warnings)
-            rows.append(CountRow(conv.label, conv.dialect, report, info, conv.recorded))
+            row_info = info
+            if row_info is None and own:
+                # The transcript's own model gives the window share when we know its window.
+                window = conv.recorded.context_window if conv.recorded is not None else None
+                found = resolve_model(own, context_window=window, registry=registry)
+                row_info = found if found.known or window else None
+            size = context_size(conv, report, model=own, system_tokens=system_tokens)
+            plain = chosen if hasattr(chosen, "count_batch") else make_counter(encoding=encoding)
+            side = side_entries(conv, plain)
+            rows.append(
+                CountRow(
+                    conv.label, conv.dialect, report, row_info, size=size, side=side, recorded=conv.recorded
+                )
+            )
     if warnings:
         from ctxcompact.render import render_warnings
 
@@ -113,12 +135,17 @@ def check(
     encoding: str = ENCODING_OPT,
     models_file: Path | None = MODELS_FILE_OPT,
     as_json: bool = JSON_OPT,
+    system_tokens: int | None = SYSTEM_TOKENS_OPT,
 ) -> None:
     """Will my next call fit? Exit 0 within budget, 1 when compaction is due, 2 on bad input.
 
     threshold = (context window − output reserve) × ratio. Invariant errors (an orphan
     tool_result, an unanswered tool_use, a duplicate id) also exit 2: the API would refuse
     the request.
+
+    The decision is from the transcript's last recorded usage (a Claude Code session's
+    message.usage) plus our count of what came after it; else, for a Claude model, our
+    count × a measured factor + --system-tokens, marked as an estimate; else our count.
 
     \b
     Examples:
@@ -152,7 +179,11 @@ def check(
                 warnings.append(warning)
             info = budget.model
             chosen = _counter(counter, encoding, info.model)
-            results.append(check_conversation(conv, budget=budget, counter=chosen, validate=validate))
+            results.append(
+                check_conversation(
+                    conv, budget=budget, counter=chosen, validate=validate, system_tokens=system_tokens
+                )
+            )
     assert budget is not None
     if warnings:
         from ctxcompact.render import render_warnings

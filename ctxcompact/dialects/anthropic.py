@@ -13,6 +13,7 @@ from typing import Any
 from ctxcompact.dialects.common import Parsed, content_blocks, plain_text, require_mapping
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Message, Source
+from ctxcompact.recorded_usage import RecordedUsage
 
 NAME = "anthropic"
 ROLES = ("system", "user", "assistant")
@@ -74,6 +75,9 @@ class AnthropicDialect:
 
     def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
         return records
+
+    def recorded_usage(self, messages: Sequence[Message]) -> RecordedUsage | None:
+        return None  # a request body: sent, not answered yet
 
 
 DIALECT = AnthropicDialect()

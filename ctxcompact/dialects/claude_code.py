@@ -30,6 +30,7 @@ from ctxcompact.dialects import claude_code_compact
 from ctxcompact.dialects.common import Parsed, content_blocks, json_kind, plain_text
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message, Source
+from ctxcompact.recorded_usage import RecordedUsage, as_recorded, token_field
 
 NAME = "claude-code"
 MESSAGE_TYPES = ("user", "assistant")
@@ -329,6 +330,43 @@ class ClaudeCodeDialect:
 
     def recorded_cwd(self, records: Sequence[Any]) -> str | None:
         return claude_code_compact.recorded_cwd(records)
+
+    def recorded_usage(self, messages: Sequence[Message]) -> RecordedUsage | None:
+        return recorded_usage(messages)
+
+
+def recorded_usage(messages: Sequence[Message]) -> RecordedUsage | None:
+    """The last ``message.usage`` of the live main thread (the parsed messages: after the last
+    compact boundary, sidechains excluded). One response is written as several entries; the
+    prompt fields come from its last entry with usage and the output is the largest any of
+    them records (earlier entries hold streaming snapshots). Synthetic responses (API errors,
+    all zeros) are skipped, and so is usage after a message a rewrite created or changed."""
+    for index in range(as_recorded(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role != "assistant" or message.source is None:
+            continue
+        found: tuple[Mapping[str, Any], int] | None = None
+        output = 0
+        for record, position in zip(message.source.records, message.source.indices, strict=True):
+            inner = record.get("message") if isinstance(record, Mapping) else None
+            usage = inner.get("usage") if isinstance(inner, Mapping) else None
+            if isinstance(usage, Mapping):
+                output = max(output, token_field(usage.get("output_tokens")))
+                found = (usage, position)
+        if found is None:
+            continue
+        usage, position = found
+        recorded = RecordedUsage(
+            input=token_field(usage.get("input_tokens")),
+            cache_creation=token_field(usage.get("cache_creation_input_tokens")),
+            cache_read=token_field(usage.get("cache_read_input_tokens")),
+            output=output,
+            at_message_index=index,
+            source=f"message.usage, entry {position + 1}",
+        )
+        if recorded.prompt:
+            return recorded
+    return None
 
 
 DIALECT = ClaudeCodeDialect()

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ctxcompact.dialects.recorded import RecordedUsage
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message
+from ctxcompact.recorded_usage import RecordedUsage as ApiUsage
 
 if TYPE_CHECKING:
     from ctxcompact.compaction_points import AppendedCompaction, CompactionPoint
@@ -55,10 +56,21 @@ class RequestBody:
         return cls(
             system=system,
             tools=tuple(raw_tools) if isinstance(raw_tools, list) else (),
-            model=body["model"] if isinstance(body.get("model"), str) else None,
+            model=_body_model(body),
             thinking=isinstance(raw_thinking, Mapping)
             and raw_thinking.get("type") in ("enabled", "adaptive"),
         )
+
+
+def _body_model(body: Mapping[str, Any]) -> str | None:
+    """A request body's ``model``, or the one a mini-swe-agent trajectory names in
+    ``info.config.model.model_name``."""
+    if isinstance(body.get("model"), str):
+        return str(body["model"])
+    found: Any = body
+    for key in ("info", "config", "model", "model_name"):
+        found = found.get(key) if isinstance(found, Mapping) else None
+    return found if isinstance(found, str) and found else None
 
 
 class Dialect(Protocol):
@@ -110,6 +122,13 @@ class Dialect(Protocol):
     def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
         """The output records in file order, after a rewrite, made whole again (links,
         ids); ``original`` are the records read. Unchanged records come back unchanged."""
+        ...
+
+    def recorded_usage(self, messages: Sequence[Message]) -> ApiUsage | None:
+        """The last token usage the API reported for these parsed messages (read from their
+        ``source`` records), or None when the dialect records none. Usage recorded after a
+        message a rewrite created or changed is stale: see
+        :func:`ctxcompact.recorded_usage.as_recorded`."""
         ...
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from ctxcompact.dialects.common import Parsed, json_kind, plain_text, require_mapping, require_tool_id
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message, Source
+from ctxcompact.recorded_usage import RecordedUsage, as_recorded, token_field
 
 NAME = "openai"
 _SYSTEM_ROLES = ("system", "developer")
@@ -134,6 +135,39 @@ class OpenAIDialect:
 
     def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
         return records
+
+    def recorded_usage(self, messages: Sequence[Message]) -> RecordedUsage | None:
+        return response_usage(messages)
+
+
+def response_usage(messages: Sequence[Message]) -> RecordedUsage | None:
+    """mini-swe-agent trajectories keep each Chat Completions response (with its ``usage``)
+    in the assistant message's ``extra.response``: the last one, with ``prompt_tokens``
+    split into uncached input and cache read (``prompt_tokens_details.cached_tokens``)."""
+    for index in range(as_recorded(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role != "assistant" or message.source is None:
+            continue
+        for record, position in zip(message.source.records, message.source.indices, strict=True):
+            extra = record.get("extra") if isinstance(record, Mapping) else None
+            response = extra.get("response") if isinstance(extra, Mapping) else None
+            usage = response.get("usage") if isinstance(response, Mapping) else None
+            if not isinstance(usage, Mapping) or not token_field(usage.get("prompt_tokens")):
+                continue
+            details = usage.get("prompt_tokens_details")
+            prompt = token_field(usage.get("prompt_tokens"))
+            cached = min(
+                token_field(details.get("cached_tokens")) if isinstance(details, Mapping) else 0, prompt
+            )
+            return RecordedUsage(
+                input=prompt - cached,
+                cache_creation=0,
+                cache_read=cached,
+                output=token_field(usage.get("completion_tokens")),
+                at_message_index=index,
+                source=f"extra.response.usage, message {position + 1}",
+            )
+    return None
 
 
 DIALECT = OpenAIDialect()

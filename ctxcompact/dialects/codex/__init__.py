@@ -21,6 +21,7 @@ from ctxcompact.dialects.codex.read import (
 from ctxcompact.dialects.codex.write import finalize_records, render_message
 from ctxcompact.dialects.common import Parsed
 from ctxcompact.ir import Message
+from ctxcompact.recorded_usage import RecordedUsage as NeutralUsage
 
 
 class CodexDialect:
@@ -63,6 +64,12 @@ class CodexDialect:
 
     def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
         return finalize_records(records, original)
+
+    def recorded_usage(self, messages: Sequence[Message]) -> NeutralUsage | None:
+        """None: a rollout's usage is in its ``token_count`` event lines, not in its messages;
+        :meth:`parse` returns it as ``Parsed.recorded`` and ``check`` decides from that
+        (:func:`ctxcompact.usage.decision_tokens`)."""
+        return None
 
 
 DIALECT = CodexDialect()

@@ -1,0 +1,86 @@
+"""``sessions``: the agent sessions on this machine, their live size and whether they are due."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from ctxcompact.cli.common import (
+    CONTEXT_WINDOW_OPT,
+    JSON_OPT,
+    MODEL_OPT,
+    MODELS_FILE_OPT,
+    OUTPUT_RESERVE_OPT,
+    SYSTEM_TOKENS_OPT,
+    THRESHOLD_OPT,
+    Streams,
+    reports_errors,
+    write_stdout,
+)
+from ctxcompact.models import load_registry
+
+DIR_ARG = typer.Argument(
+    None,
+    help="Folder of sessions (project folders of *.jsonl) [default: ~/.claude/projects].",
+    show_default=False,
+)
+#: Below this many files a scan is quick enough to need no progress bar.
+PROGRESS_FROM = 20
+
+
+@reports_errors
+def sessions(
+    folder: Path | None = DIR_ARG,
+    model: str | None = MODEL_OPT,
+    context_window: int | None = CONTEXT_WINDOW_OPT,
+    output_reserve: int | None = OUTPUT_RESERVE_OPT,
+    threshold: float = THRESHOLD_OPT,
+    models_file: Path | None = MODELS_FILE_OPT,
+    system_tokens: int | None = SYSTEM_TOKENS_OPT,
+    over: bool = typer.Option(False, "--over", help="List only the sessions over the threshold."),
+    as_json: bool = JSON_OPT,
+) -> None:
+    """Which sessions are due? Project, last activity, live tokens, compactions, verdict.
+
+    Live tokens are the session's last recorded usage plus our count of what came after it
+    (as check decides), else an estimate. Most recent first.
+
+    \b
+    Examples:
+      ctxcompact sessions
+      ctxcompact sessions ~/.claude/projects --threshold 0.75
+      ctxcompact sessions --over --json | jq -r '.[].path' | ctxcompact compact --from - --in-place
+    """
+    import orjson
+
+    from ctxcompact.reports import sessions_to_json
+    from ctxcompact.sessions import CLAUDE_PROJECTS, list_sessions, session_files
+
+    streams = Streams()
+    root = folder if folder is not None else CLAUDE_PROJECTS.expanduser()
+    options = {
+        "model": model,
+        "context_window": context_window,
+        "output_reserve": output_reserve,
+        "ratio": threshold,
+        "registry": load_registry(models_file),
+        "system_tokens": system_tokens,
+    }
+    total = len(session_files(root))
+    if total >= PROGRESS_FROM and sys.stderr.isatty():
+        from ctxcompact.render_sessions import sessions_progress
+
+        with sessions_progress(streams.err, total) as update:
+            rows = list_sessions(root, on_progress=update, **options)  # type: ignore[arg-type]
+    else:
+        rows = list_sessions(root, **options)  # type: ignore[arg-type]
+    if over:
+        rows = [r for r in rows if r.over_threshold]
+    if as_json:
+        write_stdout(orjson.dumps(sessions_to_json(rows), option=orjson.OPT_INDENT_2).decode())
+        return
+    from ctxcompact.render_sessions import render_sessions
+
+    render_sessions(rows, streams.out)

@@ -1,0 +1,135 @@
+"""``ctxcompact sessions``: the sessions under a folder, sized as ``check`` would size them.
+
+Never reads the real home: every test passes DIR or sets HOME to a temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_cli
+from conftest import CORPUS
+from session_builders import SessionBuilder
+
+from ctxcompact.sessions import list_sessions, session_files
+from ctxcompact.tokens import make_counter
+from ctxcompact.transcript import load_transcript
+from ctxcompact.usage import budget_for, check_conversation
+
+BIG = "lorem ipsum dolor sit amet " * 300
+
+
+def _projects(tmp_path: Path) -> Path:
+    root = tmp_path / "projects"
+    # Over: its last usage says 141,003 + 456; within: 20,005 + 5; then one after a /compact.
+    SessionBuilder(cwd="/home/u/app").user("fix").assistant("ok", usage=(3, 1_000, 140_000, 456)).write(
+        root / "-home-u-app" / "over.jsonl"
+    )
+    small = SessionBuilder(cwd="/home/u/lib").user("hi").assistant("hello", usage=(5, 20_000, 0, 5))
+    small.user(BIG)  # counted after the usage
+    small.write(root / "-home-u-lib" / "small.jsonl")
+    compacted = SessionBuilder(cwd="/home/u/lib").user("a").assistant("b", usage=(1, 150_000, 0, 1))
+    compacted.boundary().boundary().user("go").assistant("ok", usage=(2, 9_000, 0, 10))
+    compacted.write(root / "-home-u-lib" / "compacted.jsonl")
+    # A subagent run is not a session of its own.
+    SessionBuilder().user("sub").write(root / "-home-u-app" / "over" / "subagents" / "agent-1.jsonl")
+    return root
+
+
+def test_lists_every_session_with_its_live_size(tmp_path: Path) -> None:
+    rows = {Path(r.path).stem: r for r in list_sessions(_projects(tmp_path))}
+    assert set(rows) == {"over", "small", "compacted"}
+    over, small, compacted = rows["over"], rows["small"], rows["compacted"]
+    assert (over.tokens, over.source, over.over_threshold, over.project) == (
+        141_459,
+        "recorded",
+        True,
+        "/home/u/app",
+    )
+    assert over.threshold == 100_800 and over.model == "claude-sonnet-4-5-20250929"
+    assert small.source == "recorded" and not small.over_threshold
+    assert small.tokens > 20_010 + 1_000  # our count of the message after the usage is added
+    assert (compacted.compactions, compacted.tokens) == (2, 9_012)
+
+
+def test_sizes_agree_with_check(tmp_path: Path) -> None:
+    counter = make_counter()
+    for row in list_sessions(_projects(tmp_path)):
+        [conv] = load_transcript(row.path).conversations
+        checked = check_conversation(conv, budget=budget_for(conv), counter=counter)
+        assert (row.tokens, row.source) == (
+            checked.status.tokens,
+            checked.size.source if checked.size else "",
+        )
+
+
+def test_a_session_with_no_usage_is_estimated(tmp_path: Path) -> None:
+    SessionBuilder().user("hello").assistant("hi").write(tmp_path / "p" / "plain.jsonl")
+    [row] = list_sessions(tmp_path)
+    assert row.source == "estimate" and row.tokens > 24_000
+    [zero] = list_sessions(tmp_path, system_tokens=0)
+    assert zero.tokens == row.tokens - 24_000
+
+
+def test_an_unreadable_file_is_listed_with_its_error(tmp_path: Path) -> None:
+    root = _projects(tmp_path)
+    (root / "-home-u-app" / "broken.jsonl").write_text('{"type": "user", "message": 3}\n[1,\n')
+    rows = {Path(r.path).stem: r for r in list_sessions(root)}
+    assert rows["broken"].error and not rows["broken"].over_threshold
+    assert rows["over"].over_threshold
+
+
+def test_cli_table_json_and_over(tmp_path: Path) -> None:
+    root = _projects(tmp_path)
+    table = run_cli("sessions", root)
+    assert table.exit_code == 0, table.stderr
+    assert "/home/u/app" in table.stdout and "3 sessions" in table.stdout and "1 over" in table.stdout
+    data = run_cli("sessions", root, "--json").json()
+    assert isinstance(data, list) and len(data) == 3
+    assert {Path(d["path"]).stem for d in data} == {"over", "small", "compacted"}
+    assert all(Path(d["path"]).is_file() for d in data)
+    [over] = run_cli("sessions", root, "--json", "--over").json()
+    assert over["path"].endswith("over.jsonl") and over["over_threshold"] is True
+    # A bigger budget: nothing is over.
+    assert run_cli("sessions", root, "--json", "--over", "--context-window", "1000000").json() == []
+
+
+def test_default_folder_is_claude_projects_under_home(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    missing = run_cli("sessions", env={"HOME": str(home)})
+    assert missing.exit_code == 2 and ".claude/projects" in missing.stderr
+    shutil.copytree(_projects(tmp_path), home / ".claude" / "projects")
+    data = run_cli("sessions", "--json", env={"HOME": str(home)}).json()
+    assert len(data) == 3 and all(d["path"].startswith(str(home)) for d in data)
+
+
+def test_session_files_skip_subagents_and_hidden_folders(tmp_path: Path) -> None:
+    root = _projects(tmp_path)
+    (root / ".cache").mkdir()
+    (root / ".cache" / "x.jsonl").write_text("{}\n")
+    assert sorted(p.stem for p in session_files(root)) == ["compacted", "over", "small"]
+
+
+CC = CORPUS / "claude-code"
+
+
+@pytest.mark.skipif(not CC.is_dir(), reason="corpus not present")
+def test_corpus_sessions_match_check(tmp_path: Path) -> None:
+    root = tmp_path / "projects" / "-corpus"
+    root.mkdir(parents=True)
+    for path in sorted(CC.glob("*.jsonl")):
+        shutil.copy(path, root / path.name)
+    rows = list_sessions(tmp_path / "projects")
+    assert len(rows) == len(list(CC.glob("*.jsonl")))
+    counter = make_counter()
+    for row in rows:
+        [conv] = load_transcript(row.path).conversations
+        checked = check_conversation(conv, budget=budget_for(conv), counter=counter)
+        assert row.tokens == checked.status.tokens, row.path
+    by_name = {Path(r.path).name: r for r in rows}
+    assert by_name["codemie-624a4a58-compact.jsonl"].compactions == 1
+    assert by_name["codemie-196820da-thinking.jsonl"].over_threshold
+    assert json.loads(run_cli("sessions", tmp_path / "projects", "--json").stdout)[0]["last_activity"]
