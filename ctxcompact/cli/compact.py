@@ -36,8 +36,6 @@ from ctxcompact.cli.common import (
     Streams,
     ensure_writable_dir,
     reports_errors,
-    write_json_file,
-    write_output,
 )
 from ctxcompact.cli.local_options import (
     FALLBACK_ROUNDS_OPT,
@@ -49,10 +47,6 @@ from ctxcompact.cli.local_options import (
     RULES_OPT,
     TARGET_USAGE_OPT,
     VERBOSE_OPT,
-    local_strategy_options,
-    pin_options,
-    render_lines,
-    timeline,
 )
 from ctxcompact.cli.restore import (
     MAX_FILES_OPT,
@@ -61,15 +55,13 @@ from ctxcompact.cli.restore import (
     PATH_MAP_OPT,
     READ_TOOL_OPT,
     WORK_DIR_OPT,
-    read_tools,
 )
-from ctxcompact.errors import UsageError
-from ctxcompact.models import load_registry, validate_ratio
+from ctxcompact.models import validate_ratio
 from ctxcompact.names import LocalCounterName, OnFailure, SummarizerName
-from ctxcompact.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, STRATEGY_NAMES, check_strategy_names
-from ctxcompact.strategies.clean_tools import DEFAULT_ROUNDS, CleanToolsOptions
-from ctxcompact.strategies.full import DEFAULT_SUMMARY_MAX_WORDS, FullOptions
-from ctxcompact.strategies.prune import DEFAULT_CLEAR_AT_LEAST, DEFAULT_KEEP, PruneOptions
+from ctxcompact.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, STRATEGY_NAMES
+from ctxcompact.strategies.clean_tools import DEFAULT_ROUNDS
+from ctxcompact.strategies.full import DEFAULT_SUMMARY_MAX_WORDS
+from ctxcompact.strategies.prune import DEFAULT_CLEAR_AT_LEAST, DEFAULT_KEEP
 from ctxcompact.summarize.llm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
 
@@ -224,79 +216,14 @@ def compact(
       ctxcompact compact sessions/ --out-dir compacted/ --report report.json
       ctxcompact compact sessions/ --out-dir out/ --jobs 4 --shard 1/2 --fail-over 0.5
     """
-    from ctxcompact.batch import FileOptions, compact_file, replace_keeping_backup
-    from ctxcompact.compact import CompactOptions
-    from ctxcompact.render import render_file_stats, render_warnings
-    from ctxcompact.reports import file_report_json, file_stats_json
-    from ctxcompact.restore import parse_path_map
-    from ctxcompact.tokens import make_counter
-    from ctxcompact.transcript import dump_transcript
+    params = dict(locals())  # every option as the command received it, by parameter name
+    from ctxcompact.cli.compact_run import file_options, run_one
 
     streams = Streams(quiet=quiet)
     validate_ratio(threshold)
-    thinking = (
-        None
-        if keep_thinking.strip().lower() == "all"
-        else _non_negative_int(keep_thinking, "--keep-thinking")
-    )
     if archive_dir is None and out_dir is not None:
         archive_dir = out_dir / ARCHIVE_IN_OUT_DIR
-    selective, key_messages = local_strategy_options(
-        rules=rules, target_usage=target_usage, min_recent=min_recent, fallback_rounds=fallback_rounds
-    )
-    chosen = (
-        strategy.split(",") if strategy is not None else (AUTO_STRATEGIES if auto else DEFAULT_STRATEGIES)
-    )
-    options = CompactOptions(
-        strategies=check_strategy_names(s.strip() for s in chosen if s.strip()),
-        work_dir=work_dir,
-        archive_dir=archive_dir,
-        append=append,
-        path_map=parse_path_map(path_map or ()),
-        full=FullOptions(
-            summarizer=summarizer,
-            summary_model=summary_model,
-            summary_max_words=summary_max_words,
-            instructions=instructions,
-            on_failure=on_failure,
-            timeout=timeout,
-            max_retries=max_retries,
-            restore=restore,
-            keep_loop=keep_loop,
-            read_tools=read_tools(read_tool),
-            max_files=max_files,
-            max_tokens_per_file=max_tokens_per_file,
-            max_tokens_total=max_tokens_total,
-            keep_recent_tokens=keep_recent_tokens,
-            keep_user_tokens=keep_user_tokens,
-        ),
-        prune=PruneOptions(
-            keep=keep,
-            clear_at_least=clear_at_least,
-            exclude_tools=tuple(t.strip() for t in (exclude_tools or "").split(",") if t.strip()),
-            clear_tool_inputs=clear_tool_inputs,
-            keep_thinking=thinking,
-            include_loop=include_loop,
-        ),
-        clean_tools=CleanToolsOptions(rounds=rounds),
-        selective=selective,
-        key_messages=key_messages,
-        pins=pin_options(pin, pin_first),
-    )
-    files_options = FileOptions(
-        compact=options,
-        dialect=fmt.value if fmt else None,
-        max_input_bytes=max_input_bytes,
-        auto=auto,
-        dry_run=dry_run,
-        model=model,
-        context_window=context_window,
-        output_reserve=output_reserve,
-        ratio=threshold,
-        registry=load_registry(models_file),
-        counter=counter_name,
-        system_tokens=system_tokens,
-    )
+    files_options = file_options(params, archive_dir=archive_dir)
     exclude = (out_dir, report, stats_json, archive_dir)
     found = batch_inputs(files, from_list=from_list, globs=globs, shard=shard, exclude=exclude)
     inputs = [i.path for i in found]
@@ -304,24 +231,16 @@ def compact(
     for option, target in (("--stats-json", stats_json), ("--report", report)):
         ensure_writable_dir(target, option)
     if not batch:
-        path = inputs[0]
-        done = compact_file(path, options=files_options, counter=make_counter(counter_name.value))
-        render_warnings(done.warnings, streams.err)
-        # The transcript first: stats that say "compacted" only once the output exists.
-        if not dry_run:
-            data = dump_transcript(done.transcript)
-            if in_place and path is not None:
-                replace_keeping_backup(Path(path), data)
-            else:
-                write_output(data, output)
-        render_file_stats(done, streams.err)
-        if verbose or dry_run:
-            for r in done.results:
-                render_lines(timeline(r.stats.steps), streams.err)
-        write_json_file(stats_json, file_stats_json(done))
-        if report is not None:
-            shown = path if in_place else (str(output) if output else None)
-            write_json_file(report, file_report_json(done, output=shown))
+        run_one(
+            inputs[0],
+            files_options,
+            output=output,
+            in_place=in_place,
+            verbose=verbose,
+            stats_json=stats_json,
+            report=report,
+            streams=streams,
+        )
         return
     run_batch(
         found,
@@ -336,13 +255,3 @@ def compact(
         resume=resume,
         streams=streams,
     )
-
-
-def _non_negative_int(value: str, option: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise UsageError(f"{option} takes a whole number or 'all', got {value!r}.") from None
-    if n < 0:
-        raise UsageError(f"{option} must not be negative.")
-    return n

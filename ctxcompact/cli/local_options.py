@@ -21,60 +21,49 @@ from ctxcompact.strategies.key_messages import (
 )
 from ctxcompact.strategies.selective import SelectiveOptions, load_rules
 
-LOCAL = "Local strategies (--strategy selective, key-messages, hybrid)"
-KEEP = "What always survives (every strategy)"
-
 RULES_OPT = typer.Option(
     None,
     "--rules",
     help="selective: a TOML file overriding the rule table: [rules.TYPE] action = truncate|drop|none, "
     "keep_recent, priority (TYPE: tool_result, skill_prompt, assistant_message, skill_metadata, "
     "user_message); [fields] tool_input_threshold, tool_result_threshold, preview_tokens.",
-    rich_help_panel=LOCAL,
 )
 TARGET_USAGE_OPT = typer.Option(
     DEFAULT_TARGET_USAGE,
     "--target-usage",
     help="key-messages: keep this share of the model's budget (seed 004: 0.5).",
-    rich_help_panel=LOCAL,
 )
 MIN_RECENT_OPT = typer.Option(
     DEFAULT_MIN_RECENT,
     "--min-recent",
     help="key-messages: the newest N messages come first (+1000).",
-    rich_help_panel=LOCAL,
 )
 FALLBACK_ROUNDS_OPT = typer.Option(
     DEFAULT_FALLBACK_ROUNDS,
     "--fallback-rounds",
     help="key-messages and the fallback ladder: over budget, keep only the last K rounds.",
-    rich_help_panel=LOCAL,
 )
 PIN_OPT = typer.Option(
     None,
     "--pin",
     help='Keep every message whose text matches this regex verbatim (repeatable); a record with "ctxcompact_pin": true is pinned too.',
-    rich_help_panel=KEEP,
 )
 PIN_FIRST_OPT = typer.Option(
     None,
     "--pin-first/--no-pin-first",
     help="Pin the first user message (the task). Default: on, except for full on its own.",
-    rich_help_panel=KEEP,
 )
 KEEP_RECENT_TOKENS_OPT = typer.Option(
     None,
     "--keep-recent-tokens",
     help="full: keep the newest N tokens verbatim (cut at a round), summarize what is older. "
     "Default 0; under --auto 20% of the threshold.",
-    rich_help_panel=KEEP,
 )
 KEEP_USER_TOKENS_OPT = typer.Option(
     None,
     "--keep-user-tokens",
     help="full: keep the newest user messages verbatim up to N tokens after the summary "
     "[default: 0 (off); Codex sessions: 20,000, Codex's own rule (bytes/4)].",
-    rich_help_panel=KEEP,
 )
 VERBOSE_OPT = typer.Option(
     False, "--verbose", "-v", help="Print the phase timeline (each step and rule, tokens before → after)."

@@ -260,21 +260,7 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
         warnings.append(nothing_restored_warning(len(restored.skipped), context.work_dir_note))
     if not summary.text.strip():
         warnings.append("the summary is empty")
-    layout = dialect_named(context.dialect).summary_layout(
-        messages[: len(messages) - len(kept_tail)], summary.text, keep_user_tokens=options.keep_user_tokens
-    )
-    if layout is not None:
-        out = (*layout, *restored_pairs(restored))
-    else:
-        rest = range(len(part.head), len(part.head) + len(part.rest))
-        middle = kept_verbatim(
-            messages,
-            rest,
-            pins=context.pins,
-            keep_user_tokens=options.keep_user_tokens or 0,
-            counter=context.counter,
-        )
-        out = insert_after_summary(assemble(part.head, summary.text, restored), len(part.head), middle)
+    out = _laid_out(messages, part, kept_tail, summary.text, restored, options, context)
     if kept_tail and kept_tail[0].role == "assistant" and out[-1].meta.get("kind") in ACK_KINDS:
         out = out[:-1]  # the kept assistant turn answers the summary in place of the last ack
     details = FullDetails(len(part.rest), len(kept_tail), len(part.head), restored, summary, failure)
@@ -292,6 +278,33 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
         attempts=summary.attempts,
         summary=summary.text,
     )
+
+
+def _laid_out(
+    messages: Sequence[Message],
+    part: Partition,
+    kept_tail: Sequence[Message],
+    summary: str,
+    restored: RestoreResult,
+    options: FullOptions,
+    context: StrategyContext,
+) -> tuple[Message, ...]:
+    """The compacted messages before the kept tail: the dialect's own layout (Codex), else the
+    seed's head + summary pair (+ pinned and kept user messages) + restored-file pairs."""
+    layout = dialect_named(context.dialect).summary_layout(
+        messages[: len(messages) - len(kept_tail)], summary, keep_user_tokens=options.keep_user_tokens
+    )
+    if layout is not None:
+        return (*layout, *restored_pairs(restored))
+    rest = range(len(part.head), len(part.head) + len(part.rest))
+    middle = kept_verbatim(
+        messages,
+        rest,
+        pins=context.pins,
+        keep_user_tokens=options.keep_user_tokens or 0,
+        counter=context.counter,
+    )
+    return insert_after_summary(assemble(part.head, summary, restored), len(part.head), middle)
 
 
 def _fallback_summary(rest: Sequence[Message], options: FullOptions) -> Summary:

@@ -1,0 +1,165 @@
+"""How ``compact``'s parsed options become core options, and the one-input run.
+
+The command (:mod:`ctxcompact.cli.compact`) declares the options; this module turns Typer's
+parsed values (the command's parameters by name) into the frozen
+:class:`~ctxcompact.batch.FileOptions` the core takes, and renders a single input's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ctxcompact.batch import FileOptions
+from ctxcompact.cli.common import Streams, write_json_file, write_output
+from ctxcompact.cli.local_options import local_strategy_options, pin_options, render_lines, timeline
+from ctxcompact.cli.restore import read_tools
+from ctxcompact.compact_options import CompactOptions
+from ctxcompact.errors import UsageError
+from ctxcompact.models import load_registry
+from ctxcompact.restore import parse_path_map
+from ctxcompact.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, check_strategy_names
+from ctxcompact.strategies.clean_tools import CleanToolsOptions
+from ctxcompact.strategies.full import FullOptions
+from ctxcompact.strategies.prune import PruneOptions
+
+
+def file_options(p: Mapping[str, Any], *, archive_dir: Path | None) -> FileOptions:
+    """The core options for ``compact``'s parsed parameters ``p``."""
+    selective, key_messages = local_strategy_options(
+        rules=p["rules"],
+        target_usage=p["target_usage"],
+        min_recent=p["min_recent"],
+        fallback_rounds=p["fallback_rounds"],
+    )
+    options = CompactOptions(
+        strategies=_strategies(p["strategy"], auto=p["auto"]),
+        work_dir=p["work_dir"],
+        archive_dir=archive_dir,
+        append=p["append"],
+        path_map=parse_path_map(p["path_map"] or ()),
+        full=FullOptions(
+            summarizer=p["summarizer"],
+            summary_model=p["summary_model"],
+            summary_max_words=p["summary_max_words"],
+            instructions=p["instructions"],
+            on_failure=p["on_failure"],
+            timeout=p["timeout"],
+            max_retries=p["max_retries"],
+            restore=p["restore"],
+            keep_loop=p["keep_loop"],
+            read_tools=read_tools(p["read_tool"]),
+            max_files=p["max_files"],
+            max_tokens_per_file=p["max_tokens_per_file"],
+            max_tokens_total=p["max_tokens_total"],
+            keep_recent_tokens=p["keep_recent_tokens"],
+            keep_user_tokens=p["keep_user_tokens"],
+        ),
+        prune=_prune_options(
+            keep=p["keep"],
+            clear_at_least=p["clear_at_least"],
+            exclude_tools=p["exclude_tools"],
+            clear_tool_inputs=p["clear_tool_inputs"],
+            keep_thinking=p["keep_thinking"],
+            include_loop=p["include_loop"],
+        ),
+        clean_tools=CleanToolsOptions(rounds=p["rounds"]),
+        selective=selective,
+        key_messages=key_messages,
+        pins=pin_options(p["pin"], p["pin_first"]),
+    )
+    files_options = FileOptions(
+        compact=options,
+        dialect=p["fmt"].value if p["fmt"] else None,
+        max_input_bytes=p["max_input_bytes"],
+        auto=p["auto"],
+        dry_run=p["dry_run"],
+        model=p["model"],
+        context_window=p["context_window"],
+        output_reserve=p["output_reserve"],
+        ratio=p["threshold"],
+        registry=load_registry(p["models_file"]),
+        counter=p["counter_name"],
+        system_tokens=p["system_tokens"],
+    )
+    return files_options
+
+
+def _strategies(strategy: str | None, *, auto: bool) -> tuple[str, ...]:
+    """The --strategy list, or the default: full, or hybrid under --auto."""
+    chosen = (
+        strategy.split(",") if strategy is not None else (AUTO_STRATEGIES if auto else DEFAULT_STRATEGIES)
+    )
+    return check_strategy_names(s.strip() for s in chosen if s.strip())
+
+
+def _prune_options(
+    *,
+    keep: int,
+    clear_at_least: int,
+    exclude_tools: str | None,
+    clear_tool_inputs: bool,
+    keep_thinking: str,
+    include_loop: bool,
+) -> PruneOptions:
+    thinking = (
+        None
+        if keep_thinking.strip().lower() == "all"
+        else _non_negative_int(keep_thinking, "--keep-thinking")
+    )
+    return PruneOptions(
+        keep=keep,
+        clear_at_least=clear_at_least,
+        exclude_tools=tuple(t.strip() for t in (exclude_tools or "").split(",") if t.strip()),
+        clear_tool_inputs=clear_tool_inputs,
+        keep_thinking=thinking,
+        include_loop=include_loop,
+    )
+
+
+def run_one(
+    path: str | None,
+    options: FileOptions,
+    *,
+    output: Path | None,
+    in_place: bool,
+    verbose: bool,
+    stats_json: Path | None,
+    report: Path | None,
+    streams: Streams,
+) -> None:
+    """One input: the transcript to stdout, -o or the file itself; stats to stderr."""
+    from ctxcompact.batch import compact_file, replace_keeping_backup
+    from ctxcompact.render import render_file_stats, render_warnings
+    from ctxcompact.reports import file_report_json, file_stats_json
+    from ctxcompact.tokens import make_counter
+    from ctxcompact.transcript import dump_transcript
+
+    done = compact_file(path, options=options, counter=make_counter(options.counter.value))
+    render_warnings(done.warnings, streams.err)
+    # The transcript first: stats that say "compacted" only once the output exists.
+    if not options.dry_run:
+        data = dump_transcript(done.transcript)
+        if in_place and path is not None:
+            replace_keeping_backup(Path(path), data)
+        else:
+            write_output(data, output)
+    render_file_stats(done, streams.err)
+    if verbose or options.dry_run:
+        for r in done.results:
+            render_lines(timeline(r.stats.steps), streams.err)
+    write_json_file(stats_json, file_stats_json(done))
+    if report is not None:
+        shown = path if in_place else (str(output) if output else None)
+        write_json_file(report, file_report_json(done, output=shown))
+
+
+def _non_negative_int(value: str, option: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise UsageError(f"{option} takes a whole number or 'all', got {value!r}.") from None
+    if n < 0:
+        raise UsageError(f"{option} must not be negative.")
+    return n
