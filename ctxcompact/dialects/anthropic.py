@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxcompact.dialects.common import Parsed, content_blocks, plain_text, require_mapping
+from ctxcompact.dialects.common import DialectDefaults, Parsed, content_blocks, plain_text, require_mapping
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Message, Source
-from ctxcompact.recorded_usage import RecordedUsage
 
 NAME = "anthropic"
 ROLES = ("system", "user", "assistant")
@@ -47,14 +46,10 @@ def render_message(message: Message) -> list[Any]:
     return [out]
 
 
-class AnthropicDialect:
+class AnthropicDialect(DialectDefaults):
     """The Messages API's own shape; the registry's default when no dialect claims a file."""
 
     name = NAME
-    owns_file = False
-    alternating_roles = True
-    reused_tool_ids = False
-    system_anywhere = False
     read_tools: tuple[tuple[str, str], ...] = (("read_file", "path"),)
 
     def looks_like(self, records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
@@ -67,17 +62,6 @@ class AnthropicDialect:
 
     def render(self, message: Message) -> list[Any]:
         return render_message(message)
-
-    def summary_layout(
-        self, messages: Sequence[Message], summary: str, *, keep_user_tokens: int | None
-    ) -> tuple[Message, ...] | None:
-        return None
-
-    def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
-        return records
-
-    def recorded_usage(self, messages: Sequence[Message]) -> RecordedUsage | None:
-        return None  # a request body: sent, not answered yet
 
 
 DIALECT = AnthropicDialect()

@@ -27,7 +27,7 @@ from typing import Any
 
 from ctxcompact.compaction_points import AppendedCompaction, CompactionPoint, ctxcompact_field
 from ctxcompact.dialects import claude_code_compact
-from ctxcompact.dialects.common import Parsed, content_blocks, json_kind, plain_text
+from ctxcompact.dialects.common import DialectDefaults, Parsed, content_blocks, json_kind, plain_text
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message, Source
 from ctxcompact.recorded_usage import RecordedUsage, as_recorded, token_field
@@ -288,14 +288,11 @@ _NEW_MARK = "__ctxcompact_new__"
 _SESSION_FIELDS = claude_code_compact.SESSION_FIELDS
 
 
-class ClaudeCodeDialect:
+class ClaudeCodeDialect(DialectDefaults):
     """Claude Code session files: entries, not messages; the file is the container."""
 
     name = NAME
     owns_file = True
-    alternating_roles = True
-    reused_tool_ids = False
-    system_anywhere = False
     #: The seed's read_file as well as Claude Code's own Read tool.
     read_tools: tuple[tuple[str, str], ...] = (("read_file", "path"), ("Read", "file_path"))
 
@@ -307,11 +304,6 @@ class ClaudeCodeDialect:
 
     def render(self, message: Message) -> list[Any]:
         return render_message(message)
-
-    def summary_layout(
-        self, messages: Sequence[Message], summary: str, *, keep_user_tokens: int | None
-    ) -> tuple[Message, ...] | None:
-        return None
 
     def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
         return finalize_records(records, original)

@@ -132,6 +132,29 @@ class Dialect(Protocol):
         ...
 
 
+class DialectDefaults:
+    """The common answers, for a dialect to inherit and override where it differs: a list of
+    messages (not a whole session file) whose roles alternate, unique tool ids, a system prompt
+    only at the start, the seed's summary layout, records written back as rendered, no
+    recorded usage."""
+
+    owns_file = False
+    alternating_roles = True
+    reused_tool_ids = False
+    system_anywhere = False
+
+    def summary_layout(
+        self, messages: Sequence[Message], summary: str, *, keep_user_tokens: int | None
+    ) -> tuple[Message, ...] | None:
+        return None
+
+    def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
+        return records
+
+    def recorded_usage(self, messages: Sequence[Message]) -> ApiUsage | None:
+        return None
+
+
 @runtime_checkable
 class NativeCompaction(Protocol):
     """A session-log dialect whose agent compacts by appending to its own file (Claude Code):

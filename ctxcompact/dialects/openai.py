@@ -22,7 +22,14 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxcompact.dialects.common import Parsed, json_kind, plain_text, require_mapping, require_tool_id
+from ctxcompact.dialects.common import (
+    DialectDefaults,
+    Parsed,
+    json_kind,
+    plain_text,
+    require_mapping,
+    require_tool_id,
+)
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message, Source
 from ctxcompact.recorded_usage import RecordedUsage, as_recorded, token_field
@@ -109,14 +116,12 @@ def parse_records(records: Sequence[Any]) -> Parsed:
     return Parsed(tuple(messages), frozenset(passthrough), tuple(warnings))
 
 
-class OpenAIDialect:
+class OpenAIDialect(DialectDefaults):
     """Chat Completions messages: roles may repeat, tool ids may be reused in a later turn."""
 
     name = NAME
-    owns_file = False
     alternating_roles = False
     reused_tool_ids = True
-    system_anywhere = False
     read_tools: tuple[tuple[str, str], ...] = (("read_file", "path"),)
 
     def looks_like(self, records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
@@ -127,14 +132,6 @@ class OpenAIDialect:
 
     def render(self, message: Message) -> list[Any]:
         return render_message(message)
-
-    def summary_layout(
-        self, messages: Sequence[Message], summary: str, *, keep_user_tokens: int | None
-    ) -> tuple[Message, ...] | None:
-        return None
-
-    def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
-        return records
 
     def recorded_usage(self, messages: Sequence[Message]) -> RecordedUsage | None:
         return response_usage(messages)
