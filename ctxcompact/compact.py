@@ -14,7 +14,9 @@ call (seed 000 §4.3). Steps:
 5. count again; with ``auto``, a result that is not smaller is dropped (never emit a larger
    transcript); the stats always say plainly when the result is not smaller or still over;
 6. archive the raw records of every message that was replaced or removed (F-007) — unless
-   ``dry_run`` — before anything is emitted: if that fails, nothing is compacted (exit 3).
+   ``dry_run``, or when written as a compaction point after the history (a session's summary
+   compaction, ``append``: :mod:`ctxcompact.compaction_points`) — before anything is emitted:
+   if that fails, nothing is compacted (exit 3).
 """
 
 from __future__ import annotations
@@ -22,17 +24,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
+from time import monotonic
 from typing import Any, TypeVar
 
+from ctxcompact.appended import point_layout
 from ctxcompact.archive import write_archive
 from ctxcompact.compact_options import CompactOptions as CompactOptions  # re-exported
 from ctxcompact.context_size import context_size
 from ctxcompact.errors import UsageError, WorkFailedError
-from ctxcompact.ir import Message, text_of
+from ctxcompact.ir import Message, same_objects, text_of
 from ctxcompact.models import DEFAULT_RATIO, Budget
 from ctxcompact.names import SummarizerName
 from ctxcompact.pins import message_tokens
-from ctxcompact.restore import FileReader
+from ctxcompact.restore import FileReader, work_dir_for
 from ctxcompact.retention import RetentionReport, check_retention
 from ctxcompact.strategies import AUTO_STRATEGIES, STRATEGIES, TARGETED, StrategyContext, StrategyResult
 from ctxcompact.strategies.ladder import auto_recent_tokens, ladder_if_over
@@ -61,6 +65,7 @@ class CompactStats:
     summarizer: str | None = None
     attempts: int | None = None
     archive_path: str | None = None
+    appended: bool = False  # written after the history as a compaction point
     retention: RetentionReport | None = None
     threshold: int | None = None
     reason: str = ""
@@ -120,7 +125,7 @@ def compact_conversation(
     ``summarizer`` overrides the one ``options.full`` names (tests inject fakes; agent loops
     inject their own). ``auto`` decides as ``check`` does. Never mutates ``conversation``.
     """
-    options = options or CompactOptions()
+    options, started = options or CompactOptions(), monotonic()
     # One cache for the run: the before and after figures and the strategies share it, so
     # each distinct block is encoded once.
     counter = cached(counter)
@@ -137,14 +142,16 @@ def compact_conversation(
     context = _context(conversation, options, budget, summarizer=summarizer, reader=reader, counter=counter)
     context = replace(context, fixed_tokens=before - sum(m.tokens for m in report.messages))
     messages, results, steps, warnings = _run_with_ladder(conversation.messages, options, context)
-    if len(messages) == len(conversation.messages) and all(
-        a is b for a, b in zip(messages, conversation.messages, strict=True)
-    ):
+    if same_objects(messages, conversation.messages):
         return unchanged("no strategy changed anything", warnings, steps)
 
+    layout = point_layout(conversation, messages, append=options.append)  # written as a point?
+    messages = layout.messages if layout else messages
     _assert_valid(conversation, messages)
     rewritten = conversation.with_messages(messages)
     after = measure_total(rewritten, counter)
+    if layout:
+        rewritten = layout.mark(rewritten, auto=auto, before=before, after=after, started=started)
     if after >= before:
         warnings.append(f"the result is not smaller than the input ({after:,} ≥ {before:,} tokens)")
         if auto:
@@ -157,13 +164,14 @@ def compact_conversation(
         )
 
     replaced, retention, archive_path = _check_and_archive(
-        conversation, messages, options, dry_run=dry_run, warnings=warnings
+        conversation, messages, options, dry_run=dry_run or layout is not None, warnings=warnings
     )
     stats = replace(
         _counters(
             results, messages, replaced, strategy=",".join(options.strategies), before=before, after=after
         ),
         archive_path=archive_path,
+        appended=layout is not None,
         retention=retention,
         threshold=threshold,
         reason="dry run: nothing written" if dry_run else "compacted",
@@ -209,6 +217,7 @@ def _context(
     counter: TokenCounter,
 ) -> StrategyContext:
     """What every strategy of this run shares; the summarizer is made once, when first asked."""
+    work_dir = work_dir_for(conversation.dialect, conversation.records, options.work_dir, options.path_map)
     return StrategyContext(
         counter=counter,
         summarizer=(lambda: summarizer) if summarizer is not None else cache(options.full.make_summarizer),
@@ -217,8 +226,10 @@ def _context(
         reader=reader,
         original=conversation.messages,
         dialect=conversation.dialect,
-        work_dir=options.work_dir,
+        work_dir=work_dir.path,
         configured=options.strategy_options,
+        path_map=options.path_map,
+        work_dir_note=work_dir.note,
         pins=options.pins,
     )
 

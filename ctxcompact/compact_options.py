@@ -35,8 +35,13 @@ class CompactOptions:
     :func:`~ctxcompact.archive.default_archive_dir`, never the work dir)."""
 
     strategies: tuple[str, ...] = DEFAULT_STRATEGIES
-    work_dir: Path = Path(".")
+    #: None: a session's own ``cwd`` when that folder exists, else the current directory.
+    work_dir: Path | None = None
     archive_dir: Path | None = None  # default: $XDG_STATE_HOME/ctxcompact/archive
+    #: Write a summary compaction as a compaction point (history kept, context appended).
+    append: bool = False
+    #: ``(OLD, NEW)`` prefixes: a path recorded under OLD is looked up under NEW.
+    path_map: tuple[tuple[str, str], ...] = ()
     full: FullOptions = field(default_factory=FullOptions)
     prune: PruneOptions = field(default_factory=PruneOptions)
     clean_tools: CleanToolsOptions = field(default_factory=CleanToolsOptions)
@@ -82,6 +87,8 @@ class CompactOptions:
 
     @property
     def resolved_archive_dir(self) -> Path:
+        if self.archive_dir is not None:
+            return self.archive_dir
         return self.archive_dir if self.archive_dir is not None else default_archive_dir()
 
 

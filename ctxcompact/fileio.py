@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePath
 from typing import BinaryIO
 
-from ctxcompact.errors import WorkFailedError
+from ctxcompact.errors import InputError, WorkFailedError
 
 _CHUNK = 1 << 20
 _SPECIAL_FILES = (
@@ -264,3 +264,63 @@ def _open_at(name: str, flags: int, dir_fd: int) -> int:
             if is_link:
                 raise SymlinkRefusedError(errno.ELOOP, "a symlink (not followed)", name) from None
         raise
+
+
+# --- reading a transcript's bytes ---------------------------------------------------------------
+
+STDIN_NAME = "<stdin>"
+#: The default of ``--max-input-bytes``: far above any real session (the largest Claude Code
+#: sessions are tens of MB), far below what parsing would need memory for (~10× the bytes).
+DEFAULT_MAX_INPUT_BYTES = 512 * 1024 * 1024
+
+
+def read_bytes(
+    path: str | os.PathLike[str] | None,
+    stdin: BinaryIO | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_INPUT_BYTES,
+) -> tuple[str, bytes]:
+    """Bytes of a path, or of stdin for ``None`` / ``"-"``; returns ``(display name, data)``.
+
+    Only regular files are read: a FIFO (which could block forever), a device (``/dev/zero``
+    never ends) or a directory is refused before any read. Stdin may be anything, a pipe
+    included. Input over ``max_bytes`` is refused after reading at most ``max_bytes + 1``.
+    """
+    if path is None or str(path) == "-":
+        stream = stdin if stdin is not None else sys.stdin.buffer
+        return STDIN_NAME, _capped(STDIN_NAME, stream, max_bytes)
+    p = Path(path)
+    try:
+        # O_NONBLOCK: opening a FIFO without a writer returns at once (and is refused below).
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file.") from None
+    except IsADirectoryError:
+        raise InputError(f"{p}: is a directory; give the transcript files in it.") from None
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read it ({exc.strerror or exc}).") from None
+    try:
+        info = os.fstat(fd)
+        mode = info.st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError(f"{p}: is a directory; give the transcript files in it.")
+        if not stat.S_ISREG(mode):
+            raise InputError(
+                f"{p}: is a {special_file_kind(mode)}, not a regular file; give a transcript file, "
+                "or '-' to read stdin."
+            )
+        with os.fdopen(fd, "rb", closefd=False) as stream:
+            return str(p), _capped(str(p), stream, max_bytes, info.st_size)
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read it ({exc.strerror or exc}).") from None
+    finally:
+        os.close(fd)
+
+
+def _capped(name: str, stream: BinaryIO, max_bytes: int, size: int | None = None) -> bytes:
+    data = read_capped(stream, max_bytes, size)
+    if data is None:
+        raise InputError(
+            f"{name}: larger than the input limit of {max_bytes:,} bytes; raise --max-input-bytes to read it."
+        )
+    return data

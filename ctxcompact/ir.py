@@ -79,6 +79,12 @@ def new_message(role: Role, text: str, **meta: Any) -> Message:
     return Message(role, ({"type": "text", "text": text},), None, True, meta)
 
 
+def same_objects(a: Sequence[Message], b: Sequence[Message]) -> bool:
+    """True when two message lists hold the very same objects in the same order (a rewrite
+    that kept everything)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
 # --- block helpers ---------------------------------------------------------------------------
 
 

@@ -20,6 +20,15 @@ RESTORED_PREFIX = "[Restored after compact]"
 RESTORED_ACK = "Noted, file content restored."
 #: Claude Code's own /compact summary opens with this.
 CLAUDE_CODE_SUMMARY_PREFIX = "This session is being continued from a previous conversation"
+#: Claude Code's whole wrapper around a summary (copied from its sessions, 2.0.x): the summary
+#: user entry after a ``compact_boundary`` is ``OPENING + summary + CLOSING``.
+CLAUDE_CODE_SUMMARY_OPENING = (
+    CLAUDE_CODE_SUMMARY_PREFIX + " that ran out of context. The conversation is summarized below:\n"
+)
+CLAUDE_CODE_SUMMARY_CLOSING = (
+    ".\nPlease continue the conversation from where we left it off without asking the user any "
+    "further questions. Continue with the last task that you were asked to work on."
+)
 
 #: Codex's summary prefix (``codex-rs/core/templates/compact/summary_prefix.md``): a Codex
 #: compacted history's summary message is this, a newline, and the summary.
@@ -35,6 +44,11 @@ CODEX_SUMMARY_PREFIX = (
 EARLIER_SUMMARY_PREFIXES = (SUMMARY_PREFIX.rstrip(), CLAUDE_CODE_SUMMARY_PREFIX, CODEX_SUMMARY_PREFIX)
 #: The compaction's own assistant acknowledgements.
 OUR_ACKS = frozenset({SUMMARY_ACK, RESTORED_ACK})
+
+
+def claude_code_summary_text(summary: str) -> str:
+    """A summary wrapped the way Claude Code wraps its own after ``/compact``."""
+    return CLAUDE_CODE_SUMMARY_OPENING + summary.rstrip().rstrip(".") + CLAUDE_CODE_SUMMARY_CLOSING
 
 
 def restored_text(path: str, content: str) -> str:

@@ -79,8 +79,13 @@ DEFAULT_MIN_CHARS = 100
 #: Where offload writes its files and manifest unless told otherwise (relative to the cwd).
 DEFAULT_OUT_DIR = Path(".ctxcompact/offload")
 
-#: What a reference looks like: the seed's line, optionally followed by a preview.
-REFERENCE_RE = re.compile(r"\[Content offloaded to: \./(?P<name>tool-result-[A-Za-z0-9_.-]+\.md)\](?:\n|\Z)")
+#: The directory a reference names by default (seed 001): the file's own folder, ``./``.
+SEED_REFERENCE_DIR = "./"
+#: What a reference looks like: the seed's line (``./NAME``, or for a session a path the
+#: agent can open from its cwd, ``DIR/NAME``), optionally followed by a preview.
+REFERENCE_RE = re.compile(
+    r"\[Content offloaded to: (?P<dir>[^\]\n]*/)?(?P<name>tool-result-[A-Za-z0-9_.-]+\.md)\](?:\n|\Z)"
+)
 
 
 # --- results --------------------------------------------------------------------------------
@@ -137,10 +142,11 @@ def content_chars(content: Any) -> int:
     return len(json.dumps(content, ensure_ascii=False, separators=(",", ":")))
 
 
-def reference_for(file_name: str, text: str, *, preview: int) -> str:
+def reference_for(file_name: str, text: str, *, preview: int, directory: str = SEED_REFERENCE_DIR) -> str:
     """The string that replaces offloaded content: the seed's exact line, plus, with
-    ``preview``, the first characters of the text so the model still sees what it was."""
-    line = f"{REFERENCE_PREFIX}./{file_name}]"
+    ``preview``, the first characters of the text so the model still sees what it was.
+    ``directory`` (ending in ``/``) is how the file's folder is named."""
+    line = f"{REFERENCE_PREFIX}{directory}{file_name}]"
     if preview <= 0 or not text:
         return line
     head = text[:preview]
@@ -181,6 +187,7 @@ def offload_tool_results(
     protect_loop: bool = False,
     writer: OffloadWriter | None = None,
     counter: TokenCounter | None = None,
+    reference_dir: str = SEED_REFERENCE_DIR,
 ) -> OffloadResult:
     """Offload large tool_result contents of ``messages`` to files in ``out_dir``.
 
@@ -188,7 +195,8 @@ def offload_tool_results(
     objects built with ``with_content``, the others are the input's own objects). Creates
     ``out_dir`` (with parents) if missing. Raises :class:`UsageError` for negative options and
     :class:`WorkFailedError` when a file cannot be written, after removing the files it
-    created. ``counter`` measures ``tokens_freed`` (default: tiktoken).
+    created. ``counter`` measures ``tokens_freed`` (default: tiktoken). ``reference_dir``
+    names ``out_dir`` in the references (seed: ``./``; a session: a path from its cwd).
     """
     if min_chars < 0 or keep_recent < 0 or preview < 0:
         raise UsageError("--min-chars, --keep-recent and --preview must be 0 or more.")
@@ -201,7 +209,7 @@ def offload_tool_results(
     # One run at a time in a directory: the manifest is read, the files written and the
     # manifest merged and written back under the directory's lock (no lost entries).
     with writer.lock(root):
-        done = _store_all(writer, root, plans, preview=preview)
+        done = _store_all(writer, root, plans, preview=preview, directory=reference_dir)
     entries = tuple(p.entry for p in done if p.entry is not None)
     return OffloadResult(
         messages=replace_blocks(messages, {(p.message_index, p.block_index): p.new_block for p in done}),
@@ -214,7 +222,9 @@ def offload_tool_results(
     )
 
 
-def _store_all(writer: OffloadWriter, root: Path, plans: Sequence[_Plan], *, preview: int) -> list[_Plan]:
+def _store_all(
+    writer: OffloadWriter, root: Path, plans: Sequence[_Plan], *, preview: int, directory: str
+) -> list[_Plan]:
     """Write the plans' files and add their entries to the manifest; all or nothing."""
     manifest = read_manifest(writer, root)
     created: list[Path] = []
@@ -222,14 +232,16 @@ def _store_all(writer: OffloadWriter, root: Path, plans: Sequence[_Plan], *, pre
     done: list[_Plan] = []
     try:
         for plan in plans:
-            entry = _store(writer, root, plan, manifest, claimed, created, preview=preview)
+            entry = _store(
+                writer, root, plan, manifest, claimed, created, preview=preview, directory=directory
+            )
             if entry is None:
                 continue
             claimed.add(entry.file_name)
             plan.entry = entry
             plan.new_block = {
                 **plan.block,
-                "content": reference_for(entry.file_name, plan.text, preview=preview),
+                "content": reference_for(entry.file_name, plan.text, preview=preview, directory=directory),
             }
             done.append(plan)
         # Entries of earlier runs stay; ours are added. A run that only reused files writes
@@ -293,6 +305,7 @@ def _store(
     created: list[Path],
     *,
     preview: int,
+    directory: str,
 ) -> ManifestEntry | None:
     """Write (or reuse) the file for one plan, trying ``-1``, ``-2``… past taken names.
 
@@ -308,7 +321,7 @@ def _store(
         attempt += 1
         if name in claimed:
             continue
-        if len(reference_for(name, plan.text, preview=preview)) >= plan.chars:
+        if len(reference_for(name, plan.text, preview=preview, directory=directory)) >= plan.chars:
             return None
         path = path_inside(root, name)
         try:

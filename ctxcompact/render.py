@@ -344,6 +344,8 @@ def render_compact_stats(stats: Any, console: Console, *, label: str | None = No
             lines.append(Text(f"retention check: {stats.retention.summary_line()}"))
         if stats.archive_path:
             lines.append(Text.assemble(("originals archived to ", "dim"), stats.archive_path))
+        if stats.appended:
+            lines.append(Text("appended after the history as a compaction point", style="dim"))
         if stats.threshold is not None:
             over = stats.still_over_threshold
             lines.append(

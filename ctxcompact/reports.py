@@ -188,6 +188,8 @@ def compact_stats_json(stats: CompactStats) -> dict[str, Any]:
         "warnings": list(stats.warnings),
         "steps": [dict(s) for s in stats.steps],
     }
+    if stats.appended:
+        out["appended"] = True
     if stats.retention is not None:
         r = stats.retention
         out["retention"] = {

@@ -24,6 +24,11 @@ The rules, in the seed's order:
    skipped; when the next file would take the total over ``max_tokens_total``, restoration
    stops there. An empty file is restored (0 tokens).
 
+5. A session recorded elsewhere is re-rooted with ``path_map`` (``OLD=NEW`` prefixes, whole
+   path components): a read path under OLD is looked up under NEW. Without ``--work-dir``, a
+   session's own ``cwd`` (mapped too) is the work dir when that folder exists
+   (:func:`session_work_dir`).
+
 Nothing here prints: every file not restored comes back in :attr:`RestoreResult.skipped` with
 its reason, for the caller to show as a warning. Disk access goes through a
 :class:`FileReader` so tests can inject files.
@@ -232,6 +237,71 @@ def find_recent_reads(
     return list(reversed(last_read))
 
 
+PathMap = tuple[tuple[str, str], ...]
+
+
+def parse_path_map(specs: Sequence[str]) -> PathMap:
+    """``--path-map OLD=NEW`` specs as pairs; :class:`UsageError` for a malformed one."""
+    pairs: list[tuple[str, str]] = []
+    for spec in specs:
+        old, sep, new = spec.partition("=")
+        if not sep or not old.strip() or not new.strip():
+            raise UsageError(f"--path-map takes OLD=NEW (two path prefixes), got {spec!r}.")
+        pairs.append((old.strip().rstrip("/") or "/", new.strip().rstrip("/") or "/"))
+    return tuple(pairs)
+
+
+def map_path(path: str, path_map: PathMap) -> str:
+    """``path`` with the first matching OLD prefix (a whole component) replaced by its NEW."""
+    for old, new in path_map:
+        if path == old:
+            return new
+        prefix = old if old.endswith("/") else old + "/"
+        if path.startswith(prefix):
+            return new.rstrip("/") + "/" + path[len(prefix) :]
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class WorkDir:
+    """Where files are restored from. For a session that records its folder, ``note`` says
+    what to tell the user when no file could be restored: the folder used, or the one looked
+    for and not found (the current directory is used instead); None for other transcripts,
+    whose skipped files are reported one by one."""
+
+    path: Path
+    note: str | None = None
+
+
+def session_work_dir(given: Path | None, recorded_cwd: str | None, path_map: PathMap = ()) -> WorkDir:
+    """``given`` (``--work-dir``) when set; else the session's ``cwd`` (mapped by
+    ``path_map``) when that folder exists; else the current directory, with a note."""
+    if recorded_cwd is None:
+        return WorkDir(given if given is not None else Path("."))
+    if given is not None:
+        return WorkDir(given, f"looked in --work-dir {given}")
+    cwd = map_path(recorded_cwd, path_map)
+    if Path(cwd).is_dir():
+        return WorkDir(Path(cwd), f"looked in the session's folder {cwd}")
+    return WorkDir(
+        Path("."),
+        f"the session's folder {cwd} does not exist here, so files were looked up in the current "
+        "directory (give --work-dir, or --path-map OLD=NEW to re-root the session)",
+    )
+
+
+def work_dir_for(
+    dialect: str, records: Sequence[object], given: Path | None, path_map: PathMap = ()
+) -> WorkDir:
+    """:func:`session_work_dir` for a conversation: its dialect says which folder, if any, the
+    session recorded (Claude Code's ``cwd``)."""
+    from ctxcompact.dialects.common import NativeCompaction
+
+    adapter = dialect_named(dialect)
+    cwd = adapter.recorded_cwd(records) if isinstance(adapter, NativeCompaction) else None
+    return session_work_dir(given, cwd, path_map)
+
+
 def resolve_inside(path: str, work_dir: Path) -> Path | None:
     """``path`` resolved against the already-resolved ``work_dir`` (symlinks followed), or
     ``None`` when the result is outside it. Raises ``ValueError``/``OSError`` for a path
@@ -253,6 +323,7 @@ def restore_recent_files(
     tools: Sequence[ReadTool] = DEFAULT_READ_TOOLS,
     reader: FileReader | None = None,
     counter: TokenCounter | None = None,
+    path_map: PathMap = (),
 ) -> RestoreResult:
     """Re-read the most recently read files (see the module docstring for the rules).
 
@@ -270,6 +341,7 @@ def restore_recent_files(
     for path in find_recent_reads(messages, tools=tools):
         if len(chosen) == max_files:
             break
+        path = map_path(path, path_map)  # a re-rooted session's files are named where they are
         try:
             resolved = resolve_inside(path, root)
         except (OSError, ValueError, RuntimeError):

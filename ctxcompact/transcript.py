@@ -23,19 +23,19 @@ OpenAI ``exit`` record) stay where they were relative to the messages around the
 from __future__ import annotations
 
 import os
-import stat
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
+from ctxcompact.compaction_points import AppendedCompaction, apply_latest_point
 from ctxcompact.dialects import DEFAULT_DIALECT, dialect_named, file_dialect, message_dialect
 from ctxcompact.dialects.common import RequestBody, json_kind
 from ctxcompact.dialects.foreign import refuse_foreign_body, refuse_foreign_lines, refuse_foreign_object
 from ctxcompact.dialects.recorded import RecordedUsage
 from ctxcompact.errors import InputError
-from ctxcompact.fileio import read_capped, special_file_kind
+from ctxcompact.fileio import DEFAULT_MAX_INPUT_BYTES as DEFAULT_MAX_INPUT_BYTES
+from ctxcompact.fileio import STDIN_NAME as STDIN_NAME
+from ctxcompact.fileio import read_bytes as read_bytes
 from ctxcompact.ir import Block, Message
 from ctxcompact.jsontext import dumps as _dumps
 from ctxcompact.jsontext import loads as _loads
@@ -45,11 +45,7 @@ Container = str
 #: Containers holding one conversation's messages as one JSON document; the others
 #: (``jsonl`` and session logs) are written one record per line.
 _DOCUMENT_CONTAINERS = ("array", "body", "collection")
-STDIN_NAME = "<stdin>"
 _COLLECTION_KEYS = ("messages", "traj")
-#: The default of ``--max-input-bytes``: far above any real session (the largest Claude Code
-#: sessions are tens of MB), far below what parsing would need memory for (~10× the bytes).
-DEFAULT_MAX_INPUT_BYTES = 512 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,14 +71,19 @@ class Conversation:
 
     #: The messages as read, to tell whether a rewrite changed anything.
     read_messages: tuple[Message, ...] = ()
+    #: Set when a summary compaction is written after the history (a compaction point):
+    #: ``messages`` are then the live context, appended after ``records``.
+    appended: AppendedCompaction | None = None
     #: The usage the API reported for the newest call, when the session log records it.
     recorded: RecordedUsage | None = None
 
     @property
     def unchanged(self) -> bool:
         """True when ``messages`` are exactly the messages read (same objects, same order)."""
-        return len(self.messages) == len(self.read_messages) and all(
-            a is b for a, b in zip(self.messages, self.read_messages, strict=True)
+        return (
+            self.appended is None
+            and len(self.messages) == len(self.read_messages)
+            and all(a is b for a, b in zip(self.messages, self.read_messages, strict=True))
         )
 
     def with_messages(self, messages: Sequence[Message]) -> Conversation:
@@ -126,58 +127,6 @@ class Transcript:
 
 
 # --- reading ---------------------------------------------------------------------------------
-
-
-def read_bytes(
-    path: str | os.PathLike[str] | None,
-    stdin: BinaryIO | None = None,
-    *,
-    max_bytes: int = DEFAULT_MAX_INPUT_BYTES,
-) -> tuple[str, bytes]:
-    """Bytes of a path, or of stdin for ``None`` / ``"-"``; returns ``(display name, data)``.
-
-    Only regular files are read: a FIFO (which could block forever), a device (``/dev/zero``
-    never ends) or a directory is refused before any read. Stdin may be anything, a pipe
-    included. Input over ``max_bytes`` is refused after reading at most ``max_bytes + 1``.
-    """
-    if path is None or str(path) == "-":
-        stream = stdin if stdin is not None else sys.stdin.buffer
-        return STDIN_NAME, _capped(STDIN_NAME, stream, max_bytes)
-    p = Path(path)
-    try:
-        # O_NONBLOCK: opening a FIFO without a writer returns at once (and is refused below).
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file.") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a directory; give the transcript files in it.") from None
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read it ({exc.strerror or exc}).") from None
-    try:
-        info = os.fstat(fd)
-        mode = info.st_mode
-        if stat.S_ISDIR(mode):
-            raise InputError(f"{p}: is a directory; give the transcript files in it.")
-        if not stat.S_ISREG(mode):
-            raise InputError(
-                f"{p}: is a {special_file_kind(mode)}, not a regular file; give a transcript file, "
-                "or '-' to read stdin."
-            )
-        with os.fdopen(fd, "rb", closefd=False) as stream:
-            return str(p), _capped(str(p), stream, max_bytes, info.st_size)
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read it ({exc.strerror or exc}).") from None
-    finally:
-        os.close(fd)
-
-
-def _capped(name: str, stream: BinaryIO, max_bytes: int, size: int | None = None) -> bytes:
-    data = read_capped(stream, max_bytes, size)
-    if data is None:
-        raise InputError(
-            f"{name}: larger than the input limit of {max_bytes:,} bytes; raise --max-input-bytes to read it."
-        )
-    return data
 
 
 def load_transcript(
@@ -339,15 +288,19 @@ def detect_dialect(records: Sequence[Any], body: Mapping[str, Any] | None) -> st
 def _conversation(
     label: str, records: Sequence[Any], dialect: str, body: Mapping[str, Any] | None
 ) -> Conversation:
-    parsed = dialect_named(dialect).parse(records)
+    adapter = dialect_named(dialect)
+    parsed = adapter.parse(records)
+    messages, passthrough = parsed.messages, parsed.passthrough
+    if not adapter.owns_file:  # a session log applies its own boundaries when parsing
+        messages, passthrough = apply_latest_point(records, messages, passthrough)
     request = RequestBody.of(body)
     return Conversation(
         label=label,
         dialect=dialect,
         records=tuple(records),
-        messages=parsed.messages,
-        read_messages=parsed.messages,
-        passthrough=parsed.passthrough,
+        messages=messages,
+        read_messages=messages,
+        passthrough=passthrough,
         system=request.system or parsed.system,
         tools=request.tools,
         model=request.model or parsed.model,
@@ -371,6 +324,10 @@ def conversation_records(conversation: Conversation) -> list[Any]:
     messages that share a position (the items of a Codex ``compacted`` line's history) keep
     their message order.
     """
+    if conversation.appended is not None:
+        from ctxcompact.appended import appended_records
+
+        return [*conversation.records, *appended_records(conversation)]
     adapter = dialect_named(conversation.dialect)
     render = adapter.render
     items: list[tuple[tuple[int, int, int, int], Any]] = [
@@ -423,6 +380,14 @@ def dump_transcript(transcript: Transcript) -> bytes:
     convs = transcript.conversations
     if transcript.raw is not None and all(c.unchanged for c in convs):
         return transcript.raw
+    if transcript.raw is not None and transcript.line_per_record and convs[0].appended is not None:
+        # Appended after the history, which stays byte for byte.
+        from ctxcompact.appended import appended_records
+
+        raw = (
+            transcript.raw if transcript.raw.endswith(b"\n") or not transcript.raw else transcript.raw + b"\n"
+        )
+        return raw + dump_records(appended_records(convs[0]))
     if transcript.container == "array":
         return _dumps(conversation_records(convs[0]), indent=True) + b"\n"
     if transcript.container == "body":

@@ -15,7 +15,7 @@ from ctxcompact import compact_messages
 from ctxcompact.compact import CompactOptions, compact_conversation
 from ctxcompact.errors import WorkFailedError
 from ctxcompact.ir import Message, text_of
-from ctxcompact.markers import SUMMARY_ACK, SUMMARY_PREFIX
+from ctxcompact.markers import SUMMARY_ACK, SUMMARY_PREFIX, claude_code_summary_text
 from ctxcompact.models import make_budget, resolve_model
 from ctxcompact.restore import InMemoryFileReader
 from ctxcompact.strategies.full import FullOptions
@@ -369,7 +369,8 @@ def test_claude_code_session_compacts_and_reloads(tmp_path: Path) -> None:
     reloaded = parse_transcript(data)
     assert reloaded.container == "claude-code"
     texts = [text_of(m) for m in reloaded.conversations[0].messages]
-    assert texts[0] == SUMMARY_PREFIX + "SUMMARY TEXT"
+    # Written the way Claude Code writes its own summary, after a compact_boundary.
+    assert texts[0] == claude_code_summary_text("SUMMARY TEXT")
     # Lines that are not messages (summary, file-history-snapshot) are all still there.
     kept = [r for r in conv.records if r.get("type") not in ("user", "assistant")]
     assert all(r in reloaded.root for r in kept)

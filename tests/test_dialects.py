@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import ctxcompact
 from ctxcompact.dialects import (
     DEFAULT_DIALECT,
     DIALECT_NAMES,
@@ -348,7 +349,8 @@ class TestClaudeCode:
         new = out[-1]
         assert new["parentUuid"] == "a3"
         assert new["sessionId"] == "s1" and new["isSidechain"] is False
-        assert "ctxcompact" not in new
+        assert new["ctxcompact"] == {"version": ctxcompact.__version__}  # says who wrote it
+        assert "__ctxcompact_new__" not in new
         assert new["uuid"] == CLAUDE_CODE.finalize(list(records), CC_RECORDS)[-1]["uuid"]
         assert out[: len(CC_RECORDS)] == CC_RECORDS
 

@@ -16,10 +16,18 @@ COMMANDS = sorted(GROUP.commands)  # type: ignore[attr-defined]
 
 
 def test_every_command_has_a_section() -> None:
-    assert (
-        sorted(["count", "check", "compact", "restore-files", "offload", "config", "eval", "sessions"])
-        == COMMANDS
-    )
+    expected = [
+        "count",
+        "check",
+        "compact",
+        "restore-files",
+        "offload",
+        "export",
+        "config",
+        "eval",
+        "sessions",
+    ]
+    assert sorted(expected) == COMMANDS
     for name in COMMANDS:
         assert f"### `ctxcompact {name}`" in README
 

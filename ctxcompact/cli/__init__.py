@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 
 from ctxcompact import __version__
-from ctxcompact.cli import compact, inspect, offload, restore, sessions
+from ctxcompact.cli import compact, export, inspect, offload, restore, sessions
 from ctxcompact.cli import config as config_cli
 from ctxcompact.cli import eval as evaluate
 
@@ -50,6 +50,7 @@ app.command("check")(inspect.check)
 app.command("compact")(compact.compact)
 app.command("restore-files")(restore.restore_files)
 app.command("offload")(offload.offload)
+app.command("export")(export.export)
 app.command("sessions")(sessions.sessions)
 app.command("eval")(evaluate.eval_command)
 app.command("config")(config_cli.config)

@@ -58,6 +58,7 @@ from ctxcompact.cli.restore import (
     MAX_FILES_OPT,
     MAX_TOKENS_PER_FILE_OPT,
     MAX_TOKENS_TOTAL_OPT,
+    PATH_MAP_OPT,
     READ_TOOL_OPT,
     WORK_DIR_OPT,
     read_tools,
@@ -88,6 +89,11 @@ def compact(
     ),
     in_place: bool = typer.Option(
         False, "--in-place", "-i", help="Rewrite each input file atomically, keeping FILE.bak."
+    ),
+    append: bool = typer.Option(
+        False,
+        "--append",
+        help="Keep every original message and append the summary as a compaction point (see `ctxcompact export`); Claude Code sessions always append.",
     ),
     dry_run: bool = typer.Option(
         False,
@@ -165,7 +171,8 @@ def compact(
     restore: bool = typer.Option(
         True, "--restore/--no-restore", help="Re-read the files the agent read most recently."
     ),
-    work_dir: Path = WORK_DIR_OPT,
+    work_dir: Path | None = WORK_DIR_OPT,
+    path_map: list[str] | None = PATH_MAP_OPT,
     read_tool: list[str] | None = READ_TOOL_OPT,
     max_files: int = MAX_FILES_OPT,
     max_tokens_per_file: int = MAX_TOKENS_PER_FILE_OPT,
@@ -221,6 +228,7 @@ def compact(
     from ctxcompact.compact import CompactOptions
     from ctxcompact.render import render_file_stats, render_warnings
     from ctxcompact.reports import file_report_json, file_stats_json
+    from ctxcompact.restore import parse_path_map
     from ctxcompact.tokens import make_counter
     from ctxcompact.transcript import dump_transcript
 
@@ -243,6 +251,8 @@ def compact(
         strategies=check_strategy_names(s.strip() for s in chosen if s.strip()),
         work_dir=work_dir,
         archive_dir=archive_dir,
+        append=append,
+        path_map=parse_path_map(path_map or ()),
         full=FullOptions(
             summarizer=summarizer,
             summary_model=summary_model,

@@ -109,6 +109,7 @@ def offload(
       ctxcompact offload --clean-orphans --out-dir .ctx/offload
     """
     from ctxcompact.offload import OffloadResult, discard_offload, offload_tool_results
+    from ctxcompact.offload_session import offload_duplicates, reference_dir_for
     from ctxcompact.render_tools import render_offload_stats
     from ctxcompact.reports import offload_stats_json
     from ctxcompact.tokens import make_counter
@@ -132,27 +133,32 @@ def offload(
 
     chosen = make_counter(counter.value)
     results: list[OffloadResult] = []
+    duplicates: list[OffloadResult] = []
+    convs = []
     try:
         for conv in transcript.conversations:
-            results.append(
-                offload_tool_results(
-                    conv.messages,
-                    out_dir=out_dir,
-                    min_chars=min_chars,
-                    keep_recent=keep_recent,
-                    preview=preview,
-                    protect_loop=protect_loop,
-                    counter=chosen,
-                )
+            where = reference_dir_for(conv, out_dir)
+            result = offload_tool_results(
+                conv.messages,
+                out_dir=out_dir,
+                min_chars=min_chars,
+                keep_recent=keep_recent,
+                preview=preview,
+                protect_loop=protect_loop,
+                counter=chosen,
+                reference_dir=where,
             )
-        convs = [
-            conv.with_messages(r.messages) if r.changed else conv
-            for conv, r in zip(transcript.conversations, results, strict=True)
-        ]
+            results.append(result)
+            # A session's toolUseResult copies of the offloaded results move too.
+            messages, moved = offload_duplicates(
+                result.messages, result, out_dir=out_dir, reference_dir=where
+            )
+            duplicates.append(moved)
+            convs.append(conv.with_messages(messages) if result.changed else conv)
         write_output(dump_transcript(transcript.with_conversations(convs)), output)
     except BaseException:
         # Nothing emitted: take back the files this run wrote, so a failure leaves no trace.
-        discard_offload(results)
+        discard_offload([*results, *duplicates])
         raise
     render_offload_stats(transcript.name, results, streams.err, min_chars=min_chars)
     write_json_file(stats_json, offload_stats_json(transcript.name, results))
@@ -163,15 +169,16 @@ def _undo(
 ) -> None:
     """``--undo``: every conversation's offloaded contents put back, or nothing (exit 3)."""
     from ctxcompact.offload import undo_offload
+    from ctxcompact.offload_session import undo_duplicates
     from ctxcompact.render_tools import render_undo_stats
     from ctxcompact.reports import undo_stats_json
     from ctxcompact.transcript import dump_transcript
 
     undone = [undo_offload(conv.messages, out_dir=out_dir) for conv in transcript.conversations]
-    convs = [
-        conv.with_messages(r.messages) if r.changed else conv
-        for conv, r in zip(transcript.conversations, undone, strict=True)
-    ]
+    convs = []
+    for conv, result in zip(transcript.conversations, undone, strict=True):
+        messages, copies = undo_duplicates(result.messages, out_dir=out_dir)  # a session's toolUseResult
+        convs.append(conv.with_messages(messages) if result.changed or copies.changed else conv)
     write_output(dump_transcript(transcript.with_conversations(convs)), output)
     render_undo_stats(transcript.name, undone, streams.err)
     write_json_file(stats_json, undo_stats_json(transcript.name, undone))

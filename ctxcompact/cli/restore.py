@@ -28,7 +28,15 @@ if TYPE_CHECKING:
     from ctxcompact.restore import ReadTool
 
 WORK_DIR_OPT = typer.Option(
-    Path("."), "--work-dir", help="Files are resolved in, and must stay inside, this directory."
+    None,
+    "--work-dir",
+    help="Files are resolved in, and must stay inside, this directory [default: a session's own cwd when it exists, else the current directory].",
+    show_default=False,
+)
+PATH_MAP_OPT = typer.Option(
+    None,
+    "--path-map",
+    help="OLD=NEW (repeatable): a path recorded under OLD is looked up under NEW, to re-root a session recorded on another machine.",
 )
 READ_TOOL_OPT = typer.Option(
     None,
@@ -56,7 +64,8 @@ def restore_files(
     file: Path | None = typer.Argument(
         None, help="The transcript; '-' or nothing reads stdin.", show_default=False
     ),
-    work_dir: Path = WORK_DIR_OPT,
+    work_dir: Path | None = WORK_DIR_OPT,
+    path_map: list[str] | None = PATH_MAP_OPT,
     read_tool: list[str] | None = READ_TOOL_OPT,
     max_files: int = MAX_FILES_OPT,
     max_tokens_per_file: int = MAX_TOKENS_PER_FILE_OPT,
@@ -82,8 +91,9 @@ def restore_files(
       ctxcompact restore-files t.json --work-dir ~/project
       ctxcompact restore-files session.jsonl --read-tool Read:file_path --append -o t2.jsonl
     """
-    from ctxcompact.render import render_restore
+    from ctxcompact.render import render_restore, render_warnings
     from ctxcompact.reports import restore_files_stats_json
+    from ctxcompact.restore import parse_path_map
     from ctxcompact.restore_files import appended_transcript, dump_pairs
     from ctxcompact.restore_files import restore_files as restore
     from ctxcompact.transcript import dump_transcript, load_transcript
@@ -93,12 +103,14 @@ def restore_files(
     result = restore(
         transcript,
         work_dir=work_dir,
+        path_map=parse_path_map(path_map or ()),
         read_tools=read_tools(read_tool),
         max_files=max_files,
         max_tokens_per_file=max_tokens_per_file,
         max_tokens_total=max_tokens_total,
     )
     render_restore(result.restore, streams.err)
+    render_warnings(result.warnings, streams.err)
     write_json_file(stats_json, restore_files_stats_json(result.restore))
     if append:
         write_output(dump_transcript(appended_transcript(result)), output)

@@ -25,6 +25,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ctxcompact.compaction_points import AppendedCompaction, CompactionPoint, ctxcompact_field
+from ctxcompact.dialects import claude_code_compact
 from ctxcompact.dialects.common import Parsed, content_blocks, json_kind, plain_text
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message, Source
@@ -244,6 +246,7 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
         if record.get(_NEW_MARK):
             entry = {k: template[k] for k in _SESSION_FIELDS if k in template}
             entry.update({k: v for k, v in record.items() if k != _NEW_MARK})
+            entry["ctxcompact"] = ctxcompact_field()
             entry.setdefault("isSidechain", sidechain_thread)
             entry["parentUuid"] = last_uuid
             entry["uuid"] = _derived_uuid(last_uuid, entry.get("message"))
@@ -280,8 +283,9 @@ def _derived_uuid(parent: Any, message: Any) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ctxcompact:{digest}"))
 
 
-_NEW_MARK = "ctxcompact"
-_SESSION_FIELDS = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "agentId", "slug")
+#: Marks an entry :func:`render_message` created, until :func:`finalize_records` links it.
+_NEW_MARK = "__ctxcompact_new__"
+_SESSION_FIELDS = claude_code_compact.SESSION_FIELDS
 
 
 class ClaudeCodeDialect:
@@ -311,6 +315,21 @@ class ClaudeCodeDialect:
 
     def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
         return finalize_records(records, original)
+
+    # A summary compaction appends, as Claude Code's /compact does (claude_code_compact).
+    def compaction_layout(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        return claude_code_compact.native_layout(messages)
+
+    def append_compaction(
+        self, records: Sequence[Any], live: Sequence[Message], compaction: AppendedCompaction
+    ) -> list[Any]:
+        return claude_code_compact.append_entries(records, live, compaction, _derived_uuid)
+
+    def compaction_points(self, records: Sequence[Any]) -> list[CompactionPoint]:
+        return claude_code_compact.session_points(records)
+
+    def recorded_cwd(self, records: Sequence[Any]) -> str | None:
+        return claude_code_compact.recorded_cwd(records)
 
     def recorded_usage(self, messages: Sequence[Message]) -> RecordedUsage | None:
         return recorded_usage(messages)

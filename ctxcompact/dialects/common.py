@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ctxcompact.dialects.recorded import RecordedUsage
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message
 from ctxcompact.recorded_usage import RecordedUsage as ApiUsage
+
+if TYPE_CHECKING:
+    from ctxcompact.compaction_points import AppendedCompaction, CompactionPoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +129,31 @@ class Dialect(Protocol):
         ``source`` records), or None when the dialect records none. Usage recorded after a
         message a rewrite created or changed is stale: see
         :func:`ctxcompact.recorded_usage.as_recorded`."""
+        ...
+
+
+@runtime_checkable
+class NativeCompaction(Protocol):
+    """A session-log dialect whose agent compacts by appending to its own file (Claude Code):
+    a summary compaction is written its way (see :mod:`ctxcompact.compaction_points`)."""
+
+    def compaction_layout(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        """The compacted context (seed layout: summary, acknowledgement, restored files…)
+        laid out as the agent lays it out; what its reader will read back."""
+        ...
+
+    def append_compaction(
+        self, records: Sequence[Any], live: Sequence[Message], compaction: AppendedCompaction
+    ) -> list[Any]:
+        """The records appended after ``records`` for the compacted ``live`` messages."""
+        ...
+
+    def compaction_points(self, records: Sequence[Any]) -> list[CompactionPoint]:
+        """The compactions the file records, oldest first."""
+        ...
+
+    def recorded_cwd(self, records: Sequence[Any]) -> str | None:
+        """The folder the session ran in, when the file says."""
         ...
 
 

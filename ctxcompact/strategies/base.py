@@ -73,6 +73,10 @@ class StrategyContext:
     dialect: str = "anthropic"
     work_dir: Path = Path(".")
     configured: tuple[object, ...] = ()
+    #: ``--path-map`` prefixes re-rooting the paths a session recorded.
+    path_map: tuple[tuple[str, str], ...] = ()
+    #: For a session: where its files were looked for (said when none could be restored).
+    work_dir_note: str | None = None
     #: Tokens of the system prompt and tool definitions outside the message list: a strategy
     #: that aims at ``target_tokens`` aims its messages at ``target_tokens - fixed_tokens``.
     fixed_tokens: int = 0

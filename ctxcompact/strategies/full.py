@@ -256,6 +256,8 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
 
     restored = _restore(messages, options, context)
     warnings.extend(f"file not restored: {s.path} ({s.reason})" for s in restored.skipped)
+    if restored.skipped and not restored.files and context.work_dir_note:  # a session's
+        warnings.append(nothing_restored_warning(len(restored.skipped), context.work_dir_note))
     if not summary.text.strip():
         warnings.append("the summary is empty")
     layout = dialect_named(context.dialect).summary_layout(
@@ -312,4 +314,11 @@ def _restore(messages: Sequence[Message], options: FullOptions, context: Strateg
         max_tokens_total=options.max_tokens_total,
         tools=options.read_tools or read_tools_for(context.dialect),
         reader=context.reader,
+        path_map=context.path_map,
     )
+
+
+def nothing_restored_warning(skipped: int, note: str) -> str:
+    """The sentence saying no file of a session came back (the exit status stays 0: the
+    summary stands), and where the files were looked for."""
+    return f"no file could be restored: all {skipped} recently read files were skipped; {note}"

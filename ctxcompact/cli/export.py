@@ -1,0 +1,65 @@
+"""``export``: the request-ready context from the latest compaction point, on stdout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ctxcompact.cli.common import (
+    FORMAT_OPT,
+    MAX_INPUT_BYTES_OPT,
+    OUTPUT_OPT,
+    QUIET_OPT,
+    Format,
+    Streams,
+    reports_errors,
+    write_output,
+)
+
+
+@reports_errors
+def export(
+    file: Path | None = typer.Argument(
+        None, help="The transcript; '-' or nothing reads stdin.", show_default=False
+    ),
+    points: bool = typer.Option(
+        False, "--points", help="Print the compaction points (JSON) instead of the context."
+    ),
+    output: Path | None = OUTPUT_OPT,
+    fmt: Format | None = FORMAT_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
+    quiet: bool = QUIET_OPT,
+) -> None:
+    """Build the context to send from the latest compaction point: summary + what came after.
+
+    A transcript compacted with `compact --append` (or a Claude Code session compacted by
+    ctxcompact or by Claude Code itself) keeps its whole history; export prints only the live
+    context, ready for the API: the leading system messages, the latest summary and the
+    messages after its boundary, without ctxcompact's bookkeeping field. A Claude Code session
+    becomes a JSON array of Anthropic messages. A transcript without points is printed whole.
+
+    \b
+    Examples:
+      ctxcompact compact t.json --append -o t.json.new && ctxcompact export t.json.new > request.json
+      ctxcompact export ~/.claude/projects/-home-me-app/SESSION.jsonl --points
+    """
+    import orjson
+
+    from ctxcompact.export import export_transcript
+    from ctxcompact.transcript import load_transcript
+
+    streams = Streams(quiet=quiet)
+    transcript = load_transcript(file, dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)
+    data, done = export_transcript(transcript)
+    if points:
+        listing = [{"conversation": d.label, "points": [p.to_json() for p in d.points]} for d in done]
+        data = orjson.dumps(listing if len(listing) > 1 else listing[0], option=orjson.OPT_INDENT_2) + b"\n"
+    write_output(data, output)
+    for d in done:
+        where = (
+            f"the context after the latest of {len(d.points)} compaction point(s)"
+            if d.points
+            else "no compaction point: the whole conversation"
+        )
+        streams.err.print(f"{d.label}: {len(d.records)} records, {where}", markup=False, highlight=False)
