@@ -132,6 +132,20 @@ def test_restore_files_finds_shell_reads_and_patches_relative_to_the_session(
     )
 
 
+def test_restore_files_re_roots_the_session_folder_with_path_map(rollout: Path, tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "app.py").write_text("def main():\n    return 3\n")
+    # The session ran in /repo: not here, so nothing is found and the warning says where it looked.
+    missing = run("restore-files", rollout)
+    assert "the session's folder /repo does not exist here" in " ".join(missing.stderr.split())
+    result = run("restore-files", rollout, "--path-map", f"/repo={checkout}", "-q")
+    restored = [orjson.loads(x) for x in result.stdout.splitlines()]
+    assert restored[0]["payload"]["content"][0]["text"] == (
+        "[Restored after compact] app.py:\ndef main():\n    return 3\n"
+    )
+
+
 def test_count_shows_the_recorded_usage_beside_ours(rollout: Path) -> None:
     data = orjson.loads(run("count", rollout, "--json").stdout)
     row = data["transcripts"][0]
