@@ -184,6 +184,24 @@ def test_a_record_far_above_our_count_is_stale_and_our_count_decides(tmp_path: P
     assert row["tokens"] == row["counted_tokens"] < 1_000
 
 
+def test_count_and_check_size_a_rollout_through_the_shared_recorded_usage(tmp_path: Path) -> None:
+    records = sample()
+    info = records[-2]["payload"]["info"]
+    info["last_token_usage"] = {"input_tokens": 350, "cached_input_tokens": 300, "output_tokens": 10}
+    info["last_token_usage"]["total_tokens"] = 360
+    path = jsonl(tmp_path / "r.jsonl", [*records, item(user("and the tests, please " * 20))])
+    context = orjson.loads(run("count", path, "--json").stdout)["transcripts"][0]["context"]
+    usage = context["recorded_usage"]
+    assert (usage["input_tokens"], usage["cache_read_input_tokens"], usage["output_tokens"]) == (50, 300, 10)
+    assert usage["where"] == f"token_count, line {len(records) - 1}"
+    after = context["counted_after_recorded"]
+    assert context["source"] == "recorded" and after > 20
+    assert context["tokens"] == 360 + after
+    checked = orjson.loads(run("check", path, "--json").stdout)["transcripts"][0]
+    assert checked["tokens"] == context["tokens"]
+    assert "source: recorded usage 360 (token_count, line" in run("count", path).stdout
+
+
 def test_a_developer_message_mid_session_is_valid_for_codex(tmp_path: Path) -> None:
     records = [
         *sample(),

@@ -73,8 +73,8 @@ class CodexDialect:
 
     def recorded_usage(self, messages: Sequence[Message]) -> NeutralUsage | None:
         """None: a rollout's usage is in its ``token_count`` event lines, not in its messages;
-        :meth:`parse` returns it as ``Parsed.recorded`` and ``check`` decides from that
-        (:func:`ctxcompact.usage.decision_tokens`)."""
+        :meth:`parse` returns it as ``Parsed.recorded``, which
+        :func:`ctxcompact.context_size.recorded_usage` converts to this same record."""
         return None
 
 
