@@ -1,7 +1,8 @@
 """The real context size: what the model's API recorded, else our count, calibrated.
 
 A transcript that records the API's ``usage`` (Claude Code sessions: ``message.usage`` on
-assistant entries; mini-swe-agent trajectories: ``extra.response.usage``) says exactly how many tokens the last request took, system prompt and
+assistant entries; mini-swe-agent trajectories: ``extra.response.usage``; Codex rollouts:
+``token_count`` events) says exactly how many tokens the last request took, system prompt and
 tool definitions included — neither of which is in the file. That is the truth ``check`` and
 ``compact --auto`` decide from: the last recorded usage plus our count of what came after
 it. Where nothing is recorded and the model is a Claude model, our offline (cl100k) count is
@@ -68,10 +69,27 @@ class ContextSize:
 # --- the size --------------------------------------------------------------------------------
 
 
-def recorded_usage(conversation: Conversation) -> RecordedUsage | None:
+#: Below this share of a session log's recorded input, our count of the same messages says a
+#: rewrite (prune, offload in place) shrank them since the call was recorded: the record is
+#: stale and our count decides.
+STALE_RECORD_RATIO = 0.75
+
+
+def recorded_usage(conversation: Conversation, report: TokenReport | None = None) -> RecordedUsage | None:
     """The last usage the transcript records for its live conversation, if its dialect
-    records any (each dialect extracts its own: :meth:`Dialect.recorded_usage`)."""
-    return dialect_named(conversation.dialect).recorded_usage(conversation.messages)
+    records any: each dialect extracts its own from the messages
+    (:meth:`Dialect.recorded_usage`); a session log's usage line (Codex's ``token_count``,
+    ``Conversation.recorded``) is converted to the same record. With ``report`` (our count), a
+    log record our count of the messages it covers falls far short of is stale: None."""
+    usage = dialect_named(conversation.dialect).recorded_usage(conversation.messages)
+    if usage is not None or conversation.recorded is None:
+        return usage
+    usage = conversation.recorded.as_usage(conversation.messages)
+    if report is not None:
+        after = sum(m.tokens for m in report.messages if m.index > usage.at_message_index)
+        if report.total - after < STALE_RECORD_RATIO * conversation.recorded.last.input_tokens:
+            return None
+    return usage
 
 
 def is_claude_model(model: str | None) -> bool:
@@ -91,7 +109,7 @@ def context_size(
     calibration applies to Claude models, and never to an exact ``count_tokens`` total);
     ``system_tokens`` overrides the dialect's default overhead for an estimate.
     """
-    recorded = recorded_usage(conversation)
+    recorded = recorded_usage(conversation, report)
     claude = is_claude_model(model)
     factor = CLAUDE_TOKEN_FACTOR if claude and not report.exact_total else 1.0
     if recorded is not None:

@@ -11,12 +11,16 @@ from rich.text import Text
 
 from ctxcompact.sessions import ProgressCallback, SessionInfo
 
+#: The agent column, short: the table is wide already.
+_AGENTS = {"claude-code": "claude", "codex": "codex"}
+
 
 def render_sessions(rows: Sequence[SessionInfo], console: Console) -> None:
-    """Most recent first: project, session, last activity, live tokens and their source,
-    compactions so far, and the verdict against the threshold."""
+    """Most recent first: agent, project, session, last activity, live tokens and their
+    source, compactions so far, and the verdict against the threshold."""
     table = Table(title_justify="left")
     for column, justify in (
+        ("agent", "left"),
         ("project", "left"),
         ("session", "left"),
         ("last activity", "left"),
@@ -35,6 +39,7 @@ def render_sessions(rows: Sequence[SessionInfo], console: Console) -> None:
         else:
             verdict = Text("within", style="green")
         table.add_row(
+            _AGENTS.get(row.agent, row.agent),
             row.project,
             row.session_id[:8],
             (row.last_activity or "-")[:19].replace("T", " "),
@@ -46,7 +51,7 @@ def render_sessions(rows: Sequence[SessionInfo], console: Console) -> None:
         )
     over = sum(r.over_threshold for r in rows)
     table.add_section()
-    table.add_row(f"{len(rows)} sessions", "", "", "", "", "", "", f"{over} over")
+    table.add_row("", f"{len(rows)} sessions", "", "", "", "", "", "", f"{over} over")
     console.print(table)
 
 

@@ -332,6 +332,7 @@ def sessions_to_json(rows: Sequence[SessionInfo]) -> list[dict[str, Any]]:
     return [
         {
             "path": r.path,
+            "agent": r.agent,
             "project": r.project,
             "session_id": r.session_id,
             "last_activity": r.last_activity,

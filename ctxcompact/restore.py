@@ -294,11 +294,11 @@ def work_dir_for(
     dialect: str, records: Sequence[object], given: Path | None, path_map: PathMap = ()
 ) -> WorkDir:
     """:func:`session_work_dir` for a conversation: its dialect says which folder, if any, the
-    session recorded (Claude Code's ``cwd``)."""
-    from ctxcompact.dialects.common import NativeCompaction
+    session recorded (Claude Code's and Codex's ``cwd``)."""
+    from ctxcompact.dialects.common import RecordsFolder
 
     adapter = dialect_named(dialect)
-    cwd = adapter.recorded_cwd(records) if isinstance(adapter, NativeCompaction) else None
+    cwd = adapter.recorded_cwd(records) if isinstance(adapter, RecordsFolder) else None
     return session_work_dir(given, cwd, path_map)
 
 

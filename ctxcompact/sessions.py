@@ -2,10 +2,13 @@
 
 ``ctxcompact sessions`` lists the Claude Code sessions under a folder (default
 ``~/.claude/projects``; each project folder holds ``<session>.jsonl`` files, subagent runs
-live in ``<session>/subagents/`` and are not sessions of their own). Fast on hundreds of
+live in ``<session>/subagents/`` and are not sessions of their own) and the Codex CLI rollouts
+(default ``~/.codex/sessions``, ``YYYY/MM/DD/rollout-*.jsonl``). Fast on hundreds of Claude Code
 sessions: a file is read once as bytes and only the lines that matter are parsed — the tail
 back to the last recorded usage, the compact boundaries, the first ``cwd``. A session with no
-usage recorded is read in full and estimated as ``check`` would.
+usage recorded is read in full and estimated as ``check`` would. A Codex rollout is read in
+full and sized exactly as ``check`` sizes it (its newest ``token_count`` usage + our count of
+what came after it).
 
 Pure apart from reading the files: returns frozen :class:`SessionInfo` rows, prints nothing.
 """
@@ -13,11 +16,11 @@ Pure apart from reading the files: returns frozen :class:`SessionInfo` rows, pri
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -28,15 +31,21 @@ from ctxcompact.context_size import (
     entries_tokens,
     is_claude_model,
 )
+from ctxcompact.dialects.codex.read import looks_like as codex_looks_like
+from ctxcompact.dialects.codex.read import session_cwd
 from ctxcompact.errors import CtxcompactError, InputError
 from ctxcompact.models import DEFAULT_RATIO, make_budget, resolve_model
 from ctxcompact.recorded_usage import token_field
 from ctxcompact.tokens import MESSAGE_OVERHEAD, TokenCounter, make_counter
 from ctxcompact.transcript import load_transcript
-from ctxcompact.usage import conversation_model, measure
+from ctxcompact.usage import budget_for, check_conversation, conversation_model, measure
 
 #: Where Claude Code keeps its sessions.
 CLAUDE_PROJECTS = Path("~/.claude/projects")
+#: Where Codex CLI keeps its rollouts (``YYYY/MM/DD/rollout-*.jsonl``).
+CODEX_SESSIONS = Path("~/.codex/sessions")
+
+Agent = Literal["claude-code", "codex"]
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -55,27 +64,44 @@ class SessionInfo:
     compactions: int
     threshold: int
     error: str | None = None
+    agent: Agent = "claude-code"
 
     @property
     def over_threshold(self) -> bool:
         return self.error is None and self.tokens >= self.threshold
 
 
+def default_folders() -> list[Path]:
+    """The folders ``sessions`` lists without a ``DIR``: ``~/.claude/projects`` and
+    ``~/.codex/sessions``, those present (``~/.claude/projects`` when neither is, so the error
+    names it)."""
+    folders = [f.expanduser() for f in (CLAUDE_PROJECTS, CODEX_SESSIONS)]
+    return [f for f in folders if f.is_dir()] or folders[:1]
+
+
 def session_files(folder: str | os.PathLike[str]) -> list[Path]:
     """The session files under ``folder``: ``*.jsonl`` in it and in each project folder one
-    level down (not subagent files, not hidden folders)."""
+    level down (not subagent files), and Codex rollouts (``rollout-*.jsonl``) at any depth;
+    never under hidden folders."""
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise InputError(f"{root}: no such folder of sessions.")
-    found = [p for p in root.glob("*.jsonl") if p.is_file()]
+    found = {p for p in root.glob("*.jsonl") if p.is_file()}
     for project in sorted(root.iterdir()):
         if project.is_dir() and not project.name.startswith("."):
-            found.extend(p for p in project.glob("*.jsonl") if p.is_file())
+            found.update(p for p in project.glob("*.jsonl") if p.is_file())
+    for rollout in root.rglob("rollout-*.jsonl"):
+        hidden = any(part.startswith(".") for part in rollout.relative_to(root).parts[:-1])
+        if rollout.is_file() and not hidden:
+            found.add(rollout)
     return sorted(found)
 
 
+Folders = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
 def list_sessions(
-    folder: str | os.PathLike[str],
+    folder: Folders,
     *,
     model: str | None = None,
     context_window: int | None = None,
@@ -86,39 +112,119 @@ def list_sessions(
     counter: TokenCounter | None = None,
     on_progress: ProgressCallback | None = None,
 ) -> list[SessionInfo]:
-    """Every session under ``folder``, most recent activity first. The budget options are
-    ``check``'s; ``model`` defaults to each session's own. A file that cannot be read is
-    listed with its ``error``, never stops the listing."""
-    files = session_files(folder)
+    """Every session under ``folder`` (or each of several folders), most recent activity
+    first. The budget options are ``check``'s; ``model`` defaults to each session's own. A
+    file that cannot be read is listed with its ``error``, never stops the listing."""
+    files = all_session_files(folder)
+    options = _Options(model, context_window, output_reserve, ratio, registry, system_tokens)
     counter = counter or make_counter()
     rows: list[SessionInfo] = []
     for done, path in enumerate(files, 1):
-        try:
-            scan = scan_session(path.read_bytes(), counter=counter)
-            if scan.tokens is None:
-                scan = _estimate(path, scan, model=model, system_tokens=system_tokens, counter=counter)
-        except (OSError, CtxcompactError) as exc:
-            scan = _Scan(error=str(exc))
-        info = resolve_model(model or scan.model, context_window=context_window, registry=registry)
-        budget = make_budget(info, output_reserve=output_reserve, ratio=ratio)
-        rows.append(
-            SessionInfo(
-                path=str(path),
-                project=scan.cwd or path.parent.name,
-                session_id=scan.session_id or path.stem,
-                last_activity=scan.timestamp or _mtime(path),
-                model=scan.model,
-                tokens=scan.tokens or 0,
-                source=scan.source,
-                compactions=scan.compactions,
-                threshold=budget.threshold,
-                error=scan.error,
-            )
-        )
+        rows.append(_row(path, options, counter))
         if on_progress is not None:
             on_progress(done, len(files))
     rows.sort(key=lambda r: r.last_activity or "", reverse=True)
     return rows
+
+
+def all_session_files(folder: Folders) -> list[Path]:
+    """:func:`session_files` of one folder, or of several (each file once)."""
+    if isinstance(folder, str | os.PathLike):
+        return session_files(folder)
+    return sorted({p for f in folder for p in session_files(f)})
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    model: str | None
+    context_window: int | None
+    output_reserve: int | None
+    ratio: float
+    registry: Mapping[str, int] | None
+    system_tokens: int | None
+
+
+def _row(path: Path, options: _Options, counter: TokenCounter) -> SessionInfo:
+    """One file's row: a Codex rollout sized as ``check`` sizes it, a Claude Code session from
+    the few lines that matter."""
+    agent: Agent = "claude-code"
+    try:
+        raw = path.read_bytes()
+        if is_rollout(raw):
+            agent = "codex"
+            return _codex_row(path, raw, options, counter)
+        scan = scan_session(raw, counter=counter)
+        if scan.tokens is None:
+            scan = _estimate(
+                path, scan, model=options.model, system_tokens=options.system_tokens, counter=counter
+            )
+    except (OSError, CtxcompactError) as exc:
+        scan = _Scan(error=str(exc))
+    info = resolve_model(
+        options.model or scan.model, context_window=options.context_window, registry=options.registry
+    )
+    budget = make_budget(info, output_reserve=options.output_reserve, ratio=options.ratio)
+    return SessionInfo(
+        path=str(path),
+        project=scan.cwd or path.parent.name,
+        session_id=scan.session_id or path.stem,
+        last_activity=scan.timestamp or _mtime(path),
+        model=scan.model,
+        tokens=scan.tokens or 0,
+        source=scan.source,
+        compactions=scan.compactions,
+        threshold=budget.threshold,
+        error=scan.error,
+        agent=agent,
+    )
+
+
+def is_rollout(raw: bytes) -> bool:
+    """Whether a file's bytes are a Codex rollout: its first line is a rollout line."""
+    first = next((line for line in raw.splitlines() if line.strip()), b"")
+    return codex_looks_like([_parse(first)]) if b'"payload"' in first else False
+
+
+def _codex_row(path: Path, raw: bytes, options: _Options, counter: TokenCounter) -> SessionInfo:
+    """A rollout read in full: project from ``session_meta`` (its ``cwd``), live tokens and
+    budget exactly as ``check`` decides them, ``compacted`` lines so far."""
+    [conv] = load_transcript(path, data=raw).conversations
+    records = conv.records
+    meta: Mapping[str, Any] = next((r["payload"] for r in records if _line_type(r) == "session_meta"), {})
+    budget = budget_for(
+        conv,
+        model=options.model,
+        context_window=options.context_window,
+        output_reserve=options.output_reserve,
+        ratio=options.ratio,
+        registry=options.registry,
+    )
+    checked = check_conversation(
+        conv, budget=budget, counter=counter, validate=False, system_tokens=options.system_tokens
+    )
+    timestamp = next(
+        (t for r in reversed(records) if isinstance(r, Mapping) and (t := _str(r.get("timestamp")))), None
+    )
+    return SessionInfo(
+        path=str(path),
+        project=_str(meta.get("cwd")) or session_cwd(records) or path.parent.name,
+        session_id=_str(meta.get("id")) or path.stem,
+        last_activity=timestamp or _mtime(path),
+        model=conversation_model(conv),
+        tokens=checked.status.tokens,
+        source=checked.size.source if checked.size is not None else "count",
+        compactions=sum(1 for r in records if _line_type(r) == "compacted"),
+        threshold=budget.threshold,
+        agent="codex",
+    )
+
+
+def _line_type(record: Any) -> str | None:
+    return (
+        record.get("type")
+        if isinstance(record, Mapping) and isinstance(record.get("payload"), Mapping)
+        else None
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ here prints or exits.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ctxcompact.context_size import ContextSize, context_size
@@ -166,38 +166,10 @@ def check_conversation(
             conversation.messages, dialect=conversation.dialect, thinking=conversation.thinking
         )
         violations = tuple(found)
-    # A Codex rollout's token_count record decides as the codex dialect defined it; every
-    # other transcript by its real context size (recorded usage, estimate or our count).
-    if conversation.recorded is not None and size.recorded is None:
-        tokens = decision_tokens(conversation, report)
-        size = replace(size, tokens=tokens, source="recorded" if tokens != report.total else size.source)
     status = BudgetCheck(size.tokens, budget)
     return CheckResult(
         conversation.label, report, status, violations, size=size, recorded=conversation.recorded
     )
-
-
-#: Below this share of the recorded input, our count of the same messages says a rewrite
-#: (prune, offload) shrank them since the call was recorded: the record is stale.
-STALE_RECORD_RATIO = 0.75
-
-
-def decision_tokens(conversation: Conversation, report: TokenReport) -> int:
-    """What ``check`` decides from: our count, or — when the session log recorded the API's
-    usage (Codex's ``token_count``) — that recorded figure plus our count of the messages
-    written after it. A record our count of the same messages falls far short of (a rewrite
-    shrank them since) is stale: our count decides."""
-    recorded = conversation.recorded
-    if recorded is None:
-        return report.total
-    later = 0
-    for entry in report.messages:
-        message = conversation.messages[entry.index] if entry.index < len(conversation.messages) else None
-        if message is not None and message.source is not None and message.source.indices[0] > recorded.line:
-            later += entry.tokens
-    if report.total - later < STALE_RECORD_RATIO * recorded.last.input_tokens:
-        return report.total
-    return recorded.context_tokens + later
 
 
 # --- library facade --------------------------------------------------------------------------

@@ -132,6 +132,20 @@ def test_restore_files_finds_shell_reads_and_patches_relative_to_the_session(
     )
 
 
+def test_restore_files_re_roots_the_session_folder_with_path_map(rollout: Path, tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "app.py").write_text("def main():\n    return 3\n")
+    # The session ran in /repo: not here, so nothing is found and the warning says where it looked.
+    missing = run("restore-files", rollout)
+    assert "the session's folder /repo does not exist here" in " ".join(missing.stderr.split())
+    result = run("restore-files", rollout, "--path-map", f"/repo={checkout}", "-q")
+    restored = [orjson.loads(x) for x in result.stdout.splitlines()]
+    assert restored[0]["payload"]["content"][0]["text"] == (
+        "[Restored after compact] app.py:\ndef main():\n    return 3\n"
+    )
+
+
 def test_count_shows_the_recorded_usage_beside_ours(rollout: Path) -> None:
     data = orjson.loads(run("count", rollout, "--json").stdout)
     row = data["transcripts"][0]
@@ -168,6 +182,24 @@ def test_check_decides_from_the_recorded_usage_and_window(tmp_path: Path) -> Non
 def test_a_record_far_above_our_count_is_stale_and_our_count_decides(tmp_path: Path) -> None:
     row = check_json(tmp_path, 150_000, 258_400, code=0)["transcripts"][0]
     assert row["tokens"] == row["counted_tokens"] < 1_000
+
+
+def test_count_and_check_size_a_rollout_through_the_shared_recorded_usage(tmp_path: Path) -> None:
+    records = sample()
+    info = records[-2]["payload"]["info"]
+    info["last_token_usage"] = {"input_tokens": 350, "cached_input_tokens": 300, "output_tokens": 10}
+    info["last_token_usage"]["total_tokens"] = 360
+    path = jsonl(tmp_path / "r.jsonl", [*records, item(user("and the tests, please " * 20))])
+    context = orjson.loads(run("count", path, "--json").stdout)["transcripts"][0]["context"]
+    usage = context["recorded_usage"]
+    assert (usage["input_tokens"], usage["cache_read_input_tokens"], usage["output_tokens"]) == (50, 300, 10)
+    assert usage["where"] == f"token_count, line {len(records) - 1}"
+    after = context["counted_after_recorded"]
+    assert context["source"] == "recorded" and after > 20
+    assert context["tokens"] == 360 + after
+    checked = orjson.loads(run("check", path, "--json").stdout)["transcripts"][0]
+    assert checked["tokens"] == context["tokens"]
+    assert "source: recorded usage 360 (token_count, line" in run("count", path).stdout
 
 
 def test_a_developer_message_mid_session_is_valid_for_codex(tmp_path: Path) -> None:

@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 from cli_helpers import run_cli
 from conftest import CORPUS
 from session_builders import SessionBuilder
+from test_codex import ROLLOUTS, item, line, sample, token_count, user
 
 from ctxcompact.sessions import list_sessions, session_files
 from ctxcompact.tokens import make_counter
@@ -86,7 +89,10 @@ def test_cli_table_json_and_over(tmp_path: Path) -> None:
     root = _projects(tmp_path)
     table = run_cli("sessions", root)
     assert table.exit_code == 0, table.stderr
-    assert "/home/u/app" in table.stdout and "3 sessions" in table.stdout and "1 over" in table.stdout
+    # Piped, the table is 100 columns wide: cells fold, so look at them without line breaks.
+    cells = "".join(line.split("│")[2].strip() for line in table.stdout.splitlines() if "│" in line)
+    assert "/home/u/app" in cells and "3sessions" in cells and "1 over" in table.stdout
+    assert table.stdout.count("│ claude") == 3
     data = run_cli("sessions", root, "--json").json()
     assert isinstance(data, list) and len(data) == 3
     assert {Path(d["path"]).stem for d in data} == {"over", "small", "compacted"}
@@ -133,3 +139,87 @@ def test_corpus_sessions_match_check(tmp_path: Path) -> None:
     assert by_name["codemie-624a4a58-compact.jsonl"].compactions == 1
     assert by_name["codemie-196820da-thinking.jsonl"].over_threshold
     assert json.loads(run_cli("sessions", tmp_path / "projects", "--json").stdout)[0]["last_activity"]
+
+
+# --- Codex rollouts ---------------------------------------------------------------------------
+
+
+def _rollout(path: Path, records: list[Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    return path
+
+
+def _codex_tree(root: Path) -> Path:
+    """~/.codex/sessions: a small rollout (recorded usage 2,410 on a 258,400 window), one whose
+    newest token_count says it is over, one compacted twice (no usage after the compaction)."""
+    day = root / "2026" / "05" / "11"
+    _rollout(day / "rollout-2026-05-11T08-00-00-small.jsonl", sample())
+    # Our count of what the usage covers is near it (else the record is stale and ours decides).
+    big = [*sample(), item(user("lorem ipsum dolor sit amet " * 32_000)), token_count(200_000)]
+    big.append(item(user("and now the tests")))
+    big[0] = line("session_meta", {"id": "big-1", "cwd": "/work/big"})
+    _rollout(root / "2026" / "05" / "12" / "rollout-2026-05-12T09-00-00-big.jsonl", big)
+    compacted = line("compacted", {"message": "the summary", "replacement_history": [user("again")]})
+    twice = [*sample(), compacted, compacted, item(user("go on"))]
+    _rollout(day / "rollout-2026-05-11T07-00-00-twice.jsonl", twice)
+    return root
+
+
+def _check(path: str) -> tuple[int, str]:
+    [conv] = load_transcript(path).conversations
+    checked = check_conversation(conv, budget=budget_for(conv), counter=make_counter(), validate=False)
+    return checked.status.tokens, checked.size.source if checked.size else ""
+
+
+def test_codex_rollouts_are_listed_with_their_live_size(tmp_path: Path) -> None:
+    root = _codex_tree(tmp_path / "sessions")
+    assert len(session_files(root)) == 3
+    rows = {Path(r.path).stem.rsplit("-", 1)[1]: r for r in list_sessions(root)}
+    small, big, twice = rows["small"], rows["big"], rows["twice"]
+    assert {r.agent for r in rows.values()} == {"codex"}
+    assert (small.project, small.session_id, small.model) == ("/repo", "s1", "gpt-5.5")
+    assert small.tokens < 2_000 and not small.over_threshold  # its 2,400-token record is stale
+    # The recorded window (258,400) sets the budget when no --model / --context-window is given.
+    assert small.threshold == budget_for(load_transcript(small.path).conversations[0]).threshold
+    assert (big.project, big.session_id) == ("/work/big", "big-1")
+    assert big.source == "recorded" and big.tokens > 200_010 and big.over_threshold
+    assert (twice.compactions, small.compactions) == (2, 0)
+    assert twice.source == "count"  # the usage before the compaction no longer counts
+    for row in rows.values():
+        assert (row.tokens, row.source) == _check(row.path)
+    assert run_cli("sessions", root, "--json", "--context-window", "1000000", "--over").json() == []
+
+
+def test_claude_and_codex_sessions_by_default(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _codex_tree(home / ".codex" / "sessions")
+    only_codex = run_cli("sessions", "--json", env={"HOME": str(home)}).json()
+    assert len(only_codex) == 3 and {d["agent"] for d in only_codex} == {"codex"}
+    shutil.copytree(_projects(tmp_path), home / ".claude" / "projects")
+    both = run_cli("sessions", "--json", env={"HOME": str(home)}).json()
+    assert sorted(d["agent"] for d in both) == ["claude-code"] * 3 + ["codex"] * 3
+    table = run_cli("sessions", env={"HOME": str(home)}).stdout
+    assert table.count("│ codex") == 3 and table.count("│ claude") == 3
+
+
+def test_a_broken_rollout_is_listed_with_its_error(tmp_path: Path) -> None:
+    root = _codex_tree(tmp_path)
+    bad = root / "2026" / "05" / "11" / "rollout-2026-05-11T10-00-00-bad.jsonl"
+    bad.write_bytes(orjson.dumps(line("session_meta", {"id": "x", "cwd": "/x"})) + b"\n{broken\n")
+    rows = {Path(r.path).stem.rsplit("-", 1)[1]: r for r in list_sessions(root)}
+    assert rows["bad"].error and rows["bad"].agent == "codex" and not rows["bad"].over_threshold
+    assert rows["big"].over_threshold
+
+
+@pytest.mark.skipif(not ROLLOUTS, reason="corpus not present")
+def test_corpus_rollouts_match_check(tmp_path: Path) -> None:
+    for path in ROLLOUTS:
+        shutil.copy(path, tmp_path / path.name)
+    rows = list_sessions(tmp_path)
+    assert len(rows) == len(ROLLOUTS) and {r.agent for r in rows} == {"codex"}
+    for row in rows:
+        assert (row.tokens, row.source) == _check(row.path), row.path
+        meta = orjson.loads(Path(row.path).read_bytes().split(b"\n", 1)[0])["payload"]
+        assert (row.project, row.session_id) == (meta["cwd"], meta["id"])
+        assert row.error is None and row.last_activity

@@ -23,7 +23,8 @@ from ctxcompact.models import load_registry
 
 DIR_ARG = typer.Argument(
     None,
-    help="Folder of sessions (project folders of *.jsonl) [default: ~/.claude/projects].",
+    help="Folder of sessions (project folders of *.jsonl, Codex rollouts) "
+    "[default: ~/.claude/projects and ~/.codex/sessions].",
     show_default=False,
 )
 #: Below this many files a scan is quick enough to need no progress bar.
@@ -42,24 +43,25 @@ def sessions(
     over: bool = typer.Option(False, "--over", help="List only the sessions over the threshold."),
     as_json: bool = JSON_OPT,
 ) -> None:
-    """Which sessions are due? Project, last activity, live tokens, compactions, verdict.
+    """Which sessions are due? Agent, project, last activity, live tokens, compactions, verdict.
 
-    Live tokens are the session's last recorded usage plus our count of what came after it
+    Claude Code sessions and Codex rollouts. Live tokens are the session's last recorded usage plus our count of what came after it
     (as check decides), else an estimate. Most recent first.
 
     \b
     Examples:
       ctxcompact sessions
       ctxcompact sessions ~/.claude/projects --threshold 0.75
+      ctxcompact sessions ~/.codex/sessions
       ctxcompact sessions --over --json | jq -r '.[].path' | ctxcompact compact --from - --in-place
     """
     import orjson
 
     from ctxcompact.reports import sessions_to_json
-    from ctxcompact.sessions import CLAUDE_PROJECTS, list_sessions, session_files
+    from ctxcompact.sessions import all_session_files, default_folders, list_sessions
 
     streams = Streams()
-    root = folder if folder is not None else CLAUDE_PROJECTS.expanduser()
+    root = [folder] if folder is not None else default_folders()
     options = {
         "model": model,
         "context_window": context_window,
@@ -68,7 +70,7 @@ def sessions(
         "registry": load_registry(models_file),
         "system_tokens": system_tokens,
     }
-    total = len(session_files(root))
+    total = len(all_session_files(root))
     if total >= PROGRESS_FROM and sys.stderr.isatty():
         from ctxcompact.render_sessions import sessions_progress
 

@@ -156,6 +156,17 @@ class DialectDefaults:
 
 
 @runtime_checkable
+class RecordsFolder(Protocol):
+    """A session-log dialect whose file records the folder the session ran in (Claude Code's
+    ``cwd``, Codex's ``session_meta`` / ``turn_context`` ``cwd``): files are restored from
+    there (re-rooted by ``--path-map``) when no ``--work-dir`` is given."""
+
+    def recorded_cwd(self, records: Sequence[Any]) -> str | None:
+        """The folder the session ran in, when the file says."""
+        ...
+
+
+@runtime_checkable
 class NativeCompaction(Protocol):
     """A session-log dialect whose agent compacts by appending to its own file (Claude Code):
     a summary compaction is written its way (see :mod:`ctxcompact.compaction_points`)."""

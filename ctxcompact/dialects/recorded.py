@@ -2,14 +2,19 @@
 
 A session-log dialect that finds them (Codex's ``token_count`` events) returns them in
 :attr:`~ctxcompact.dialects.common.Parsed.recorded`; ``count`` shows them beside our count and
-``check`` decides from them.
+``check`` decides from them through the one dialect-neutral path
+(:meth:`RecordedUsage.as_usage` makes the shared :class:`ctxcompact.recorded_usage.RecordedUsage`
+that :mod:`ctxcompact.context_size` sizes from).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from ctxcompact.ir import Message
+from ctxcompact.recorded_usage import RecordedUsage as ApiUsage
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +50,22 @@ class RecordedUsage:
         """Tokens in the context after that call: its prompt plus its answer (what Codex's
         "context left" indicator measures)."""
         return self.last.total_tokens or self.last.input_tokens + self.last.output_tokens
+
+    def as_usage(self, messages: Sequence[Message]) -> ApiUsage:
+        """The same figures as the shared record: Responses API ``input_tokens`` include the
+        cached ones (cache read here), the context is :attr:`context_tokens`, and the response
+        is the last message read from a line before the event (messages from later lines are
+        counted after it)."""
+        cached = min(self.last.cached_input_tokens, self.last.input_tokens)
+        before = [i for i, m in enumerate(messages) if m.source is None or m.source.indices[0] < self.line]
+        return ApiUsage(
+            input=self.last.input_tokens - cached,
+            cache_creation=0,
+            cache_read=cached,
+            output=max(self.context_tokens - self.last.input_tokens, 0),
+            at_message_index=before[-1] if before else -1,
+            source=f"token_count, line {self.line + 1}",
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -65,10 +65,16 @@ class CodexDialect:
     def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
         return finalize_records(records, original)
 
+    def recorded_cwd(self, records: Sequence[Any]) -> str | None:
+        """The session's folder (the newest ``turn_context`` / ``session_meta`` ``cwd``): the
+        paths inside it are read as relative to it, so restoring from it, or from where
+        ``--path-map`` re-roots it, finds them."""
+        return session_cwd(records)
+
     def recorded_usage(self, messages: Sequence[Message]) -> NeutralUsage | None:
         """None: a rollout's usage is in its ``token_count`` event lines, not in its messages;
-        :meth:`parse` returns it as ``Parsed.recorded`` and ``check`` decides from that
-        (:func:`ctxcompact.usage.decision_tokens`)."""
+        :meth:`parse` returns it as ``Parsed.recorded``, which
+        :func:`ctxcompact.context_size.recorded_usage` converts to this same record."""
         return None
 
 
