@@ -15,6 +15,7 @@ from fake_anthropic import BATCHES_PATH, MESSAGES_PATH, FakeAnthropicServer
 
 from ctxcompact.anthropic_api import AnthropicBatches
 from ctxcompact.batch_summaries import POLL_INTERVAL, run_message_batch
+from ctxcompact.ir import Message, Source
 from ctxcompact.summarize.transport import BatchPoll, BatchRequest, TextReply
 
 TOPICS = ("ALPHA", "BRAVO", "CHARLIE")
@@ -155,3 +156,32 @@ def test_no_key_is_refused_before_any_work(tmp_path: Path, extra: tuple[str, ...
     assert result.exit_code == 2
     assert "ANTHROPIC_API_KEY" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_chunked_summary_takes_a_second_round_for_its_merge() -> None:
+    from ctxcompact.batch_summaries import ReplayTransport
+    from ctxcompact.summarize.llm import LLMSummarizer
+
+    messages = [
+        Message(
+            "user" if n % 2 == 0 else "assistant",
+            ({"type": "text", "text": f"step {n}: " + "parser detail " * 150},),
+            Source(({},), (n,)),
+        )
+        for n in range(12)
+    ]
+    answers: dict[str, TextReply | str] = {}
+    asked: list[int] = []
+    for _ in range(4):
+        wanted: dict[str, BatchRequest] = {}
+        summarizer = LLMSummarizer(
+            ReplayTransport(answers, collect=wanted), "claude-x", context_budget=2_000, max_retries=0
+        )
+        summarizer.summarize(messages)
+        asked.append(len(wanted))
+        answers.update({key: TextReply(f"<summary>answer {key}</summary>") for key in wanted})
+    assert asked[0] > 1 and asked[1:] == [1, 0, 0]  # the chunks, then their merge, then nothing
+    final = LLMSummarizer(ReplayTransport(answers), "claude-x", context_budget=2_000, max_retries=0)
+    summary = final.summarize(messages)
+    assert summary.chunks == asked[0] and summary.text.startswith("answer ctxc-")
+    assert summary.summarizer == "anthropic-batch"
