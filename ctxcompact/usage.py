@@ -53,6 +53,12 @@ def conversation_model(conversation: Conversation) -> str | None:
             model = _record_model(record)
             if model:
                 return model
+    # A session just compacted (its live part a boundary and a summary) still ran on the
+    # model its history names.
+    for record in reversed(conversation.records):
+        model = _record_model(record)
+        if model:
+            return model
     return None
 
 

@@ -235,3 +235,17 @@ def test_property_appended_sessions_read_back_as_compacted(case: tuple[str, list
         _assert_appended_whole(original, data, result)
     else:
         assert data == original
+
+
+def test_a_compacted_session_still_names_its_model(tmp_path: Path) -> None:
+    """The live part of a just-compacted session (boundary + summary) has no assistant entry;
+    check and compact --auto must still size it against the session's own model, not the
+    unknown-model default window."""
+    from ctxcompact.usage import conversation_model
+
+    before = load_transcript(SESSION).conversations[0]
+    data, _ = _compact(load_transcript(SESSION), archive_dir=tmp_path / "a")
+    after = parse_transcript(data).conversations[0]
+    assert conversation_model(before) is not None
+    assert not any(m.role == "assistant" and m.source for m in after.messages[:2])
+    assert conversation_model(after) == conversation_model(before)

@@ -27,7 +27,14 @@ from typing import Any
 
 from ctxcompact.compaction_points import AppendedCompaction, CompactionPoint, ctxcompact_field
 from ctxcompact.dialects import claude_code_compact
-from ctxcompact.dialects.common import DialectDefaults, Parsed, content_blocks, json_kind, plain_text
+from ctxcompact.dialects.common import (
+    DialectDefaults,
+    Parsed,
+    content_blocks,
+    json_kind,
+    plain_text,
+    split_along,
+)
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message, Source
 from ctxcompact.recorded_usage import RecordedUsage, as_recorded, token_field
@@ -169,13 +176,7 @@ def render_message(message: Message) -> list[Any]:
         ]
     originals = [content_blocks(t["message"].get("content"), "entry") for t in templates]
     new = list(message.content)
-    if len(new) == sum(len(o) for o in originals):
-        slices, start = [], 0
-        for blocks in originals:
-            slices.append(new[start : start + len(blocks)])
-            start += len(blocks)
-    else:
-        slices = _assign_by_identity(originals, new)
+    slices = split_along(originals, new)
     out: list[Any] = []
     for template, before, after in zip(templates, originals, slices, strict=True):
         if not after:
@@ -190,18 +191,6 @@ def render_message(message: Message) -> list[Any]:
         entry["message"] = inner
         out.append(entry)
     return out
-
-
-def _assign_by_identity(originals: Sequence[tuple[Block, ...]], new: Sequence[Block]) -> list[list[Block]]:
-    """Each new block goes to the entry holding the identical original block; a block the
-    rewrite created goes with the block before it (or to the first entry)."""
-    home = {id(b): j for j, blocks in enumerate(originals) for b in blocks}
-    slices: list[list[Block]] = [[] for _ in originals]
-    current = 0
-    for block in new:
-        current = home.get(id(block), current)
-        slices[current].append(block)
-    return slices
 
 
 def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:

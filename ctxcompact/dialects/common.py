@@ -249,3 +249,23 @@ def require_tool_id(value: Any, where: str) -> None:
     reports). Anything else — an object, a list, a number — is refused here, by position."""
     if value is not None and not isinstance(value, str):
         raise InputError(f"{where} is a JSON {json_kind(value)}, expected a string id.")
+
+
+def split_along(originals: Sequence[Sequence[Block]], new: Sequence[Block]) -> list[list[Block]]:
+    """A rewritten message's blocks shared out over the raw records it came from (one Claude
+    Code entry or Codex line per block group): position by position when the count is
+    unchanged; otherwise each block goes to the record holding the identical original block,
+    and a block the rewrite created goes with the block before it (or to the first record)."""
+    if len(new) == sum(len(o) for o in originals):
+        slices, start = [], 0
+        for blocks in originals:
+            slices.append(list(new[start : start + len(blocks)]))
+            start += len(blocks)
+        return slices
+    home = {id(b): j for j, blocks in enumerate(originals) for b in blocks}
+    assigned: list[list[Block]] = [[] for _ in originals]
+    current = 0
+    for block in new:
+        current = home.get(id(block), current)
+        assigned[current].append(block)
+    return assigned

@@ -23,6 +23,7 @@ from ctxcompact.dialects.codex.read import (
     live_history,
     message_text,
 )
+from ctxcompact.dialects.common import split_along
 from ctxcompact.ir import READ_PATHS, Block, Message
 from ctxcompact.markers import SUMMARY_PREFIX
 
@@ -47,13 +48,7 @@ def render_message(message: Message) -> list[Any]:
         return [_rendered(_line(item), None) for item in blocks_to_items(message.role, message.content)]
     originals = [item_blocks(_payload_of(t), "record") for t in templates]
     new = list(message.content)
-    if len(new) == sum(len(o) for o in originals):
-        slices, start = [], 0
-        for blocks in originals:
-            slices.append(new[start : start + len(blocks)])
-            start += len(blocks)
-    else:
-        slices = _assign_by_identity(originals, new)
+    slices = split_along(originals, new)
     out: list[Any] = []
     for template, before, after in zip(templates, originals, slices, strict=True):
         if not after:
@@ -97,16 +92,6 @@ def _wrap(template: Any, payload: Mapping[str, Any]) -> dict[str, Any]:
 
 def _line(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "response_item", "payload": dict(payload)}
-
-
-def _assign_by_identity(originals: Sequence[tuple[Block, ...]], new: Sequence[Block]) -> list[list[Block]]:
-    home = {id(b): j for j, blocks in enumerate(originals) for b in blocks}
-    slices: list[list[Block]] = [[] for _ in originals]
-    current = 0
-    for block in new:
-        current = home.get(id(block), current)
-        slices[current].append(block)
-    return slices
 
 
 def _rebuild(payload: Mapping[str, Any], blocks: Sequence[Block]) -> dict[str, Any] | None:
