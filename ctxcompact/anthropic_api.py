@@ -1,5 +1,6 @@
-"""The one home of the ``anthropic`` SDK: client creation, exact token counts, and the
-summarizer's transport (:class:`AnthropicTransport`) with its error mapping.
+"""The one home of the ``anthropic`` SDK: client creation, exact token counts, the
+summarizer's transport (:class:`AnthropicTransport`) with its error mapping, and the Message
+Batches client (:class:`AnthropicBatches`) ``--summarizer anthropic-batch`` uses.
 
 The SDK takes about a second to import, so it is imported inside functions only, when a
 command actually calls the API. The API key comes from the environment
@@ -17,7 +18,14 @@ from typing import Any
 
 from ctxcompact.errors import InputError, WorkFailedError
 from ctxcompact.ir import Block, Message
-from ctxcompact.summarize.transport import TextReply, TransportFailure, call_with_deadline
+from ctxcompact.summarize.transport import (
+    BatchAnswer,
+    BatchPoll,
+    BatchRequest,
+    TextReply,
+    TransportFailure,
+    call_with_deadline,
+)
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
@@ -179,6 +187,87 @@ class AnthropicTransport:
             if owned:
                 client.close()
         return _text_reply(response)
+
+
+class AnthropicBatches:
+    """The Message Batches API (``client.messages.batches``): submit requests, look at the
+    batch, read its results. ``client`` None: one from ``ANTHROPIC_API_KEY`` /
+    ``ANTHROPIC_BASE_URL`` (an :class:`InputError` when no key is set), with the SDK's own
+    retries. An API error becomes a :class:`WorkFailedError` (exit 3), key-free."""
+
+    def __init__(self, *, client: Any = None) -> None:
+        self.client = client if client is not None else make_client()
+
+    def __repr__(self) -> str:  # never shows the key
+        return "AnthropicBatches()"
+
+    def submit(self, requests: Sequence[BatchRequest]) -> str:
+        """Submit ``requests`` as one batch; its id."""
+        params = [
+            {
+                "custom_id": r.custom_id,
+                "params": {
+                    "model": r.model,
+                    "max_tokens": r.max_tokens,
+                    "system": r.system,
+                    "messages": [{"role": "user", "content": r.user}],
+                },
+            }
+            for r in requests
+        ]
+        batch = self._call(
+            "submitting the message batch", lambda: self.client.messages.batches.create(requests=params)
+        )
+        return str(batch.id)
+
+    def poll(self, batch_id: str) -> BatchPoll:
+        batch = self._call(
+            "polling the message batch", lambda: self.client.messages.batches.retrieve(batch_id)
+        )
+        counts = batch.request_counts
+        return BatchPoll(
+            batch_id,
+            str(batch.processing_status),
+            processing=int(counts.processing),
+            succeeded=int(counts.succeeded),
+            errored=int(counts.errored),
+            expired=int(counts.expired),
+            canceled=int(counts.canceled),
+        )
+
+    def results(self, batch_id: str) -> dict[str, BatchAnswer]:
+        """Each request's answer by ``custom_id``: its reply, or why it has none."""
+
+        def read() -> dict[str, BatchAnswer]:
+            return {
+                str(entry.custom_id): _batch_answer(entry.result)
+                for entry in self.client.messages.batches.results(batch_id)
+            }
+
+        return self._call("reading the message batch's results", read)
+
+    def _call(self, doing: str, call: Any) -> Any:
+        import anthropic
+
+        try:
+            return call()
+        except anthropic.AnthropicError as exc:
+            raise WorkFailedError(f"{doing} failed: {describe_api_error(exc)}.") from None
+
+
+def _batch_answer(result: Any) -> BatchAnswer:
+    """One result of a batch: the reply when it succeeded, else a key-free reason."""
+    kind = getattr(result, "type", None)
+    if kind == "succeeded":
+        try:
+            return _text_reply(result.message)
+        except TransportFailure as failure:
+            return failure.description
+    if kind == "errored":
+        error = getattr(getattr(result, "error", None), "error", None)
+        detail = getattr(error, "type", None)
+        return "the batch request errored" + (f" ({detail})" if isinstance(detail, str) else "")
+    return f"the batch request {kind if isinstance(kind, str) else 'failed'}"
 
 
 def _leave_open() -> None:

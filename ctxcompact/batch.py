@@ -179,7 +179,9 @@ def compact_files(
     warnings: list[str] = []
     todo: list[tuple[int, _Task]] = []
     for index, path in enumerate(paths):
-        earlier = journal.finished(_key(path, targets.get(index)), path) if journal is not None else None
+        earlier = (
+            journal.finished(journal_key(path, targets.get(index)), path) if journal is not None else None
+        )
         if earlier is not None:
             items[index] = earlier
             if progress is not None:
@@ -196,7 +198,7 @@ def compact_files(
         items[index] = item
         warnings.extend(found)
         if journal is not None:
-            journal.record(_key(paths[index], targets.get(index)), paths[index], item)
+            journal.record(journal_key(paths[index], targets.get(index)), paths[index], item)
         if progress is not None:
             progress(BatchProgress(index, len(paths), item.input, item))
 
@@ -239,7 +241,7 @@ def batch_targets(
     return targets
 
 
-def _key(path: str | None, target: Path | None) -> str:
+def journal_key(path: str | None, target: Path | None) -> str:
     """An input's journal key: where it is read from and where its result goes."""
     return f"{path or STDIN_NAME}\0{target or ''}"
 

@@ -13,10 +13,12 @@ from enum import StrEnum
 
 class SummarizerName(StrEnum):
     """Who writes the summary: ``auto`` is ``anthropic`` when an API key is set, else
-    ``extractive`` (offline, deterministic)."""
+    ``extractive`` (offline, deterministic). ``anthropic-batch``: a whole batch's summaries
+    through the Message Batches API (:mod:`ctxcompact.batch_summaries`)."""
 
     auto = "auto"
     anthropic = "anthropic"
+    anthropic_batch = "anthropic-batch"
     extractive = "extractive"
 
 

@@ -33,7 +33,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -41,6 +41,7 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 __all__ = [
+    "BATCHES_PATH",
     "COUNT_TOKENS_PATH",
     "MESSAGES_PATH",
     "FakeAnthropicServer",
@@ -51,6 +52,8 @@ __all__ = [
 
 MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+#: Message Batches: POST creates, GET ``/{id}`` retrieves, GET ``/{id}/results`` is JSONL.
+BATCHES_PATH = "/v1/messages/batches"
 
 #: Error ``type`` the real API uses for each HTTP status (used when
 #: :meth:`FakeAnthropicServer.reply_error` is not given an explicit kind).
@@ -113,6 +116,17 @@ class RecordedRequest:
             return self.headers["x-api-key"]
         scheme, _, token = self.headers.get("authorization", "").partition(" ")
         return token if scheme.lower() == "bearer" and token else None
+
+
+@dataclass
+class FakeBatch:
+    """A Message Batch the fake server holds: each request's result is decided when it is
+    created; it reports ``in_progress`` to its first ``polls_in_progress`` retrievals."""
+
+    id: str
+    requests: list[dict[str, Any]]
+    results: dict[str, dict[str, Any]]
+    polls_left: int
 
 
 class _Server(ThreadingHTTPServer):
@@ -280,6 +294,15 @@ class FakeAnthropicServer:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.base_url = ""
+        #: Text answered to a Messages request (or a batch request's ``params``) when no reply
+        #: is queued; None: "fake summary".
+        self.answer: Callable[[Any], str] | None = None
+        #: A batch request's result (``{"type": "succeeded", ...}``) from its ``custom_id`` and
+        #: ``params``; None: succeeded with :attr:`answer`'s text.
+        self.batch_result: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+        #: How many retrievals of a new batch answer ``in_progress`` before ``ended``.
+        self.batch_polls_in_progress = 1
+        self.batches: dict[str, FakeBatch] = {}
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -415,6 +438,20 @@ class FakeAnthropicServer:
         )
 
     @staticmethod
+    def batch_succeeded(text: str) -> dict[str, Any]:
+        """A batch request's result that succeeded with ``text``."""
+        body = FakeAnthropicServer.reply_text(text).body
+        return {"type": "succeeded", "message": body}
+
+    @staticmethod
+    def batch_errored(kind: str = "invalid_request_error") -> dict[str, Any]:
+        return {"type": "errored", "error": {"type": "error", "error": {"type": kind, "message": "fake"}}}
+
+    @staticmethod
+    def batch_expired() -> dict[str, Any]:
+        return {"type": "expired"}
+
+    @staticmethod
     def count_tokens_for(body: Any) -> int:
         """Deterministic fake token count the server reports for ``body``:
         ``max(1, len(compact sorted-key JSON of body) // 4)``."""
@@ -437,7 +474,9 @@ class FakeAnthropicServer:
             if queue:
                 return queue.popleft()
         if path == MESSAGES_PATH:
-            return self.reply_text("fake summary")
+            return self.reply_text(self.answer(body) if self.answer else "fake summary")
+        if path.startswith(BATCHES_PATH):
+            return self._batch_reply(path, body)
         if path == COUNT_TOKENS_PATH:
             return Reply(body={"input_tokens": self.count_tokens_for(body)})
         return self.reply_error(
@@ -446,6 +485,60 @@ class FakeAnthropicServer:
             f"fake server: no route for {path}",
             retry_after_ms=None,
         )
+
+    def _batch_reply(self, path: str, body: Any) -> Reply:
+        """Create (POST to the collection), retrieve, or read the results of a batch."""
+        rest = path[len(BATCHES_PATH) :].strip("/")
+        if not rest:
+            requests = list(body["requests"])
+            batch = FakeBatch(
+                f"msgbatch_fake_{next(self._request_ids):06d}",
+                requests,
+                {r["custom_id"]: self._batch_result_for(r) for r in requests},
+                self.batch_polls_in_progress,
+            )
+            with self._lock:
+                self.batches[batch.id] = batch
+            return Reply(body=self._batch_body(batch, ended=False))
+        batch_id, _, tail = rest.partition("/")
+        with self._lock:
+            found = self.batches.get(batch_id)
+        if found is None:
+            return self.reply_error(404, message=f"no batch {batch_id}", retry_after_ms=None)
+        if tail == "results":
+            lines = [
+                json.dumps({"custom_id": cid, "result": result}) for cid, result in found.results.items()
+            ]
+            return Reply(body="\n".join(lines) + "\n", headers={"content-type": "application/binary"})
+        with self._lock:
+            ended = found.polls_left <= 0
+            found.polls_left -= 1
+        return Reply(body=self._batch_body(found, ended=ended))
+
+    def _batch_result_for(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self.batch_result is not None:
+            return self.batch_result(request["custom_id"], request["params"])
+        text = self.answer(request["params"]) if self.answer else "fake summary"
+        return self.batch_succeeded(text)
+
+    def _batch_body(self, batch: FakeBatch, *, ended: bool) -> dict[str, Any]:
+        kinds = [r["type"] for r in batch.results.values()]
+        counts = {
+            k: (kinds.count(k) if ended else 0) for k in ("succeeded", "errored", "expired", "canceled")
+        }
+        counts["processing"] = 0 if ended else len(kinds)
+        return {
+            "id": batch.id,
+            "type": "message_batch",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": counts,
+            "created_at": "2026-01-01T00:00:00Z",
+            "expires_at": "2026-01-02T00:00:00Z",
+            "ended_at": "2026-01-01T00:01:00Z" if ended else None,
+            "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": f"{self.base_url}{BATCHES_PATH}/{batch.id}/results" if ended else None,
+        }
 
 
 def fake_anthropic_server() -> Iterator[FakeAnthropicServer]:

@@ -15,9 +15,14 @@ import typer
 from ctxcompact.batch_inputs import BatchInput, parse_shard, read_path_list, select_shard
 from ctxcompact.cli.common import Streams, expand_batch_inputs, traceback_wanted, write_json_file
 from ctxcompact.errors import InputError, UsageError
+from ctxcompact.names import SummarizerName
 
 if TYPE_CHECKING:
+    from ctxcompact.anthropic_api import AnthropicBatches
     from ctxcompact.batch import FileOptions
+    from ctxcompact.batch_journal import BatchJournal
+    from ctxcompact.batch_types import BatchResult
+    from ctxcompact.summarize.transport import BatchPoll
 
 #: Where a batch with ``--out-dir`` archives what its rewrites replaced (hidden: never an input).
 ARCHIVE_IN_OUT_DIR = ".ctxcompact-archive"
@@ -154,23 +159,39 @@ def run_batch(
     from ctxcompact.render_batch import batch_progress, render_batch
     from ctxcompact.reports import batch_report_json
 
+    batches = None
+    if options.compact.full.summarizer == SummarizerName.anthropic_batch:
+        from ctxcompact.anthropic_api import AnthropicBatches
+
+        batches = AnthropicBatches()  # no key: exit 2 before any file or folder is touched
     where = journal_path(out_dir=out_dir, in_place=in_place, report=report, dry_run=options.dry_run)
     if resume and where is None:
         raise UsageError("--resume needs a journal: give --out-dir, or --report with --in-place.")
     journal = BatchJournal.open(where, options=options, resume=resume) if where is not None else None
-    with batch_progress(streams.err, len(inputs)) as progress:
-        result = compact_files(
-            [i.path for i in inputs],
-            names=[i.name for i in inputs],
+    if batches is not None:
+        result = _run_message_batches(
+            inputs,
+            batches,
             options=options,
             out_dir=out_dir,
             in_place=in_place,
-            progress=progress,
-            raise_bugs=traceback_wanted(),
-            jobs=jobs or default_jobs(),
-            llm_concurrency=llm_concurrency or DEFAULT_LLM_CONCURRENCY,
             journal=journal,
+            streams=streams,
         )
+    else:
+        with batch_progress(streams.err, len(inputs)) as progress:
+            result = compact_files(
+                [i.path for i in inputs],
+                names=[i.name for i in inputs],
+                options=options,
+                out_dir=out_dir,
+                in_place=in_place,
+                progress=progress,
+                raise_bugs=traceback_wanted(),
+                jobs=jobs or default_jobs(),
+                llm_concurrency=llm_concurrency or DEFAULT_LLM_CONCURRENCY,
+                journal=journal,
+            )
     render_warnings(result.warnings, streams.err)
     render_batch(result, streams.err, fail_over=fail_over)
     write_json_file(report, batch_report_json(result, fail_over=fail_over))
@@ -178,3 +199,36 @@ def run_batch(
     status = result.gate(fail_over)
     if status:
         raise typer.Exit(status)
+
+
+def _run_message_batches(
+    inputs: list[BatchInput],
+    backend: AnthropicBatches,
+    *,
+    options: FileOptions,
+    out_dir: Path | None,
+    in_place: bool,
+    journal: BatchJournal | None,
+    streams: Streams,
+) -> BatchResult:
+    """``--summarizer anthropic-batch``: the summaries through Message Batches, one progress
+    line on stderr per look at a batch, then the files one after the other."""
+    from ctxcompact.batch_summaries import compact_files_in_batches
+    from ctxcompact.render_batch import batch_progress
+
+    def on_poll(poll: BatchPoll) -> None:
+        streams.err.print(poll.describe(), markup=False, highlight=False, soft_wrap=True)
+
+    with batch_progress(streams.err, len(inputs)) as progress:
+        return compact_files_in_batches(
+            [i.path for i in inputs],
+            names=[i.name for i in inputs],
+            options=options,
+            backend=backend,
+            out_dir=out_dir,
+            in_place=in_place,
+            progress=progress,
+            raise_bugs=traceback_wanted(),
+            journal=journal,
+            on_poll=on_poll,
+        )

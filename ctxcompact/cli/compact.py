@@ -56,6 +56,7 @@ from ctxcompact.cli.restore import (
     READ_TOOL_OPT,
     WORK_DIR_OPT,
 )
+from ctxcompact.errors import UsageError
 from ctxcompact.models import validate_ratio
 from ctxcompact.names import LocalCounterName, OnFailure, SummarizerName
 from ctxcompact.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, STRATEGY_NAMES
@@ -127,7 +128,7 @@ def compact(
         SummarizerName.auto,
         "--summarizer",
         case_sensitive=False,
-        help="auto (anthropic when ANTHROPIC_API_KEY is set, else extractive), anthropic, or extractive (offline, deterministic).",
+        help="auto (anthropic when ANTHROPIC_API_KEY is set, else extractive), anthropic, anthropic-batch (a batch's summaries through the Message Batches API, half the price; needs --out-dir or --in-place), or extractive (offline, deterministic).",
     ),
     summary_model: str | None = typer.Option(
         None, "--summary-model", help="Model that writes the summary [default: a fast Claude model]."
@@ -228,6 +229,12 @@ def compact(
     found = batch_inputs(files, from_list=from_list, globs=globs, shard=shard, exclude=exclude)
     inputs = [i.path for i in found]
     batch = is_batch(inputs, output=output, out_dir=out_dir, in_place=in_place, dry_run=dry_run, shard=shard)
+    if summarizer == SummarizerName.anthropic_batch and not batch:
+        if not in_place:
+            raise UsageError(
+                "--summarizer anthropic-batch summarizes a batch of files: give --out-dir DIR or --in-place."
+            )
+        batch = True  # one file rewritten in place: a batch of its own requests
     for option, target in (("--stats-json", stats_json), ("--report", report)):
         ensure_writable_dir(target, option)
     if not batch:

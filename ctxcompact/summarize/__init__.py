@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ctxcompact.errors import InputError, WorkFailedError
+from ctxcompact.errors import InputError, UsageError, WorkFailedError
 from ctxcompact.ir import Message
 from ctxcompact.names import SummarizerName
 from ctxcompact.summarize.prompt import SUMMARY_MAX_WORDS
@@ -133,6 +133,11 @@ def make_summarizer(
             model or DEFAULT_SUMMARY_MODEL,
             timeout=timeout,
             max_retries=max_retries,
+        )
+    if name == "anthropic-batch":
+        raise UsageError(
+            "--summarizer anthropic-batch summarizes a whole batch at once: give --out-dir or "
+            "--in-place (library: ctxcompact.batch_summaries.compact_files_in_batches)."
         )
     raise InputError(f"unknown summarizer {name!r}; expected one of {', '.join(SUMMARIZER_NAMES)}.")
 

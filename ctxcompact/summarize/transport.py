@@ -26,7 +26,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-__all__ = ["TextReply", "Transport", "TransportFailure", "call_with_deadline"]
+__all__ = [
+    "BatchAnswer",
+    "BatchPoll",
+    "BatchRequest",
+    "TextReply",
+    "Transport",
+    "TransportFailure",
+    "call_with_deadline",
+]
 
 T = TypeVar("T")
 
@@ -38,6 +46,55 @@ class TextReply:
     text: str
     stop_reason: str | None = None
     model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRequest:
+    """One summary request of a Message Batch, named by ``custom_id`` (a hash of the rest)."""
+
+    custom_id: str
+    model: str
+    system: str
+    user: str
+    max_tokens: int
+
+
+#: A Message Batch's answer to one request: the reply, or why there is none (key-free:
+#: "the batch request errored (invalid_request_error)", "the batch request expired").
+BatchAnswer = TextReply | str
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPoll:
+    """What one look at a submitted Message Batch saw: ``status`` is the API's
+    ``processing_status`` (``in_progress``, ``canceling``, ``ended``)."""
+
+    batch_id: str
+    status: str
+    processing: int = 0
+    succeeded: int = 0
+    errored: int = 0
+    expired: int = 0
+    canceled: int = 0
+
+    @property
+    def ended(self) -> bool:
+        return self.status == "ended"
+
+    def describe(self) -> str:
+        """One progress line: ``message batch msgbatch_…: in_progress (2 processing, 1 succeeded)``."""
+        counts = [
+            f"{n} {label}"
+            for n, label in (
+                (self.processing, "processing"),
+                (self.succeeded, "succeeded"),
+                (self.errored, "errored"),
+                (self.expired, "expired"),
+                (self.canceled, "canceled"),
+            )
+            if n
+        ]
+        return f"message batch {self.batch_id}: {self.status}" + (f" ({', '.join(counts)})" if counts else "")
 
 
 class TransportFailure(Exception):
