@@ -29,7 +29,6 @@ from ctxcompact.ir import Message
 from ctxcompact.probes import (
     PROBE_KINDS,
     KindScore,
-    Probe,
     ProbeReport,
     context_text,
     extract_probes,
@@ -105,12 +104,10 @@ class EvalResult:
         )
 
     def to_dict(self, *, show_lost: int = 0) -> dict[str, Any]:
-        """JSON-ready: the per-strategy summary, then every run; ``show_lost`` lost probes each."""
-        return {
-            "strategies": [_summary_dict(s, show_lost) for s in self.summaries()],
-            "runs": [_run_dict(r, show_lost) for r in self.runs],
-            "probeKinds": list(PROBE_KINDS),
-        }
+        """JSON-ready (``eval --json``): :func:`ctxcompact.reports.eval_json`."""
+        from ctxcompact.reports import eval_json
+
+        return eval_json(self, show_lost=show_lost)
 
 
 def evaluate_transcripts(
@@ -213,54 +210,3 @@ def _summarize(name: str, runs: Sequence[StrategyRun]) -> StrategySummary:
         sum(r.seconds for r in done),
         ProbeReport(kinds, lost),
     )
-
-
-def _scores(report: ProbeReport | None) -> dict[str, Any]:
-    if report is None:
-        return {}
-    return {
-        "overall": _round(report.overall),
-        "kept": report.kept,
-        "total": report.total,
-        "byKind": {
-            k.kind: {"kept": k.kept, "total": k.total, "score": _round(k.score)} for k in report.kinds
-        },
-    }
-
-
-def _lost(probes: Sequence[Probe], limit: int) -> list[dict[str, str]]:
-    return [{"kind": p.kind, "text": p.text} for p in probes[:limit]]
-
-
-def _summary_dict(s: StrategySummary, show_lost: int) -> dict[str, Any]:
-    return {
-        "strategy": s.strategy,
-        "runs": s.runs,
-        "skipped": s.skipped,
-        "tokensBefore": s.tokens_before,
-        "tokensAfter": s.tokens_after,
-        "ratio": _round(s.ratio),
-        "seconds": round(s.seconds, 3),
-        "retention": _scores(s.report),
-        "lost": _lost(s.report.lost, show_lost),
-    }
-
-
-def _run_dict(r: StrategyRun, show_lost: int) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "input": r.source,
-        "strategy": r.strategy,
-        "tokensBefore": r.tokens_before,
-        "tokensAfter": r.tokens_after,
-        "ratio": _round(r.ratio),
-        "seconds": round(r.seconds, 3),
-        "retention": _scores(r.report),
-        "lost": _lost(r.report.lost, show_lost) if r.report else [],
-    }
-    if r.skipped:
-        out["skipped"] = r.skipped
-    return out
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)

@@ -1,7 +1,8 @@
 """Every JSON shape ctxcompact writes, in one place: plain data, no rich.
 
-``count --json`` and ``check --json`` on stdout; the ``--stats-json`` of ``compact``,
-``restore-files`` and ``offload`` (with ``--undo``); ``compact --report``. Result objects
+``count --json``, ``check --json``, ``eval --json`` and ``config --json`` on stdout; the
+``--stats-json`` of ``compact``, ``restore-files`` and ``offload`` (with ``--undo``);
+``compact --report``. Result objects
 stay free of serialization: each shape is built here from them, under the seeds' names.
 Kept apart from :mod:`ctxcompact.render` so that a ``--json`` run never imports a terminal
 library it does not use (start-up time is most of a ``count``).
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxcompact.context_size import ContextSize, SideEntries
@@ -23,8 +25,11 @@ from ctxcompact.usage import CheckResult
 if TYPE_CHECKING:
     from ctxcompact.batch import BatchItem, BatchResult, FileCompaction
     from ctxcompact.compact import CompactStats
+    from ctxcompact.config import EffectiveSetting
+    from ctxcompact.evaluate import EvalResult, StrategyRun, StrategySummary
     from ctxcompact.offload import OffloadResult, UndoResult
     from ctxcompact.offload_store import OrphanCleanup
+    from ctxcompact.probes import Probe, ProbeReport
     from ctxcompact.restore import RestoreResult
     from ctxcompact.sessions import SessionInfo
 
@@ -346,3 +351,91 @@ def sessions_to_json(rows: Sequence[SessionInfo]) -> list[dict[str, Any]]:
         }
         for r in rows
     ]
+
+
+# --- eval ------------------------------------------------------------------------------------
+
+
+def eval_json(result: EvalResult, *, show_lost: int = 0) -> dict[str, Any]:
+    """``eval --json``: the per-strategy summary, then every run; ``show_lost`` lost probes each."""
+    from ctxcompact.probes import PROBE_KINDS  # not on the count/check start-up path
+
+    return {
+        "strategies": [_summary_dict(s, show_lost) for s in result.summaries()],
+        "runs": [_run_dict(r, show_lost) for r in result.runs],
+        "probeKinds": list(PROBE_KINDS),
+    }
+
+
+def _scores(report: ProbeReport | None) -> dict[str, Any]:
+    if report is None:
+        return {}
+    return {
+        "overall": _round(report.overall),
+        "kept": report.kept,
+        "total": report.total,
+        "byKind": {
+            k.kind: {"kept": k.kept, "total": k.total, "score": _round(k.score)} for k in report.kinds
+        },
+    }
+
+
+def _lost(probes: Sequence[Probe], limit: int) -> list[dict[str, str]]:
+    return [{"kind": p.kind, "text": p.text} for p in probes[:limit]]
+
+
+def _summary_dict(s: StrategySummary, show_lost: int) -> dict[str, Any]:
+    return {
+        "strategy": s.strategy,
+        "runs": s.runs,
+        "skipped": s.skipped,
+        "tokensBefore": s.tokens_before,
+        "tokensAfter": s.tokens_after,
+        "ratio": _round(s.ratio),
+        "seconds": round(s.seconds, 3),
+        "retention": _scores(s.report),
+        "lost": _lost(s.report.lost, show_lost),
+    }
+
+
+def _run_dict(r: StrategyRun, show_lost: int) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "input": r.source,
+        "strategy": r.strategy,
+        "tokensBefore": r.tokens_before,
+        "tokensAfter": r.tokens_after,
+        "ratio": _round(r.ratio),
+        "seconds": round(r.seconds, 3),
+        "retention": _scores(r.report),
+        "lost": _lost(r.report.lost, show_lost) if r.report else [],
+    }
+    if r.skipped:
+        out["skipped"] = r.skipped
+    return out
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+# --- config ----------------------------------------------------------------------------------
+
+
+def config_json(rows: Sequence[EffectiveSetting], *, file: Path | None) -> dict[str, Any]:
+    """``config --json`` (and what ``config`` renders): the file found, then every setting."""
+    return {
+        "file": str(file) if file else None,
+        "settings": [
+            {"key": r.key, "value": _plain(r.value), "source": r.source, "commands": list(r.commands)}
+            for r in rows
+        ],
+    }
+
+
+def _plain(value: Any) -> Any:
+    """A value as JSON holds it (paths and enums as text)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return str(value)

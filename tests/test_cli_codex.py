@@ -8,20 +8,17 @@ from typing import Any
 
 import orjson
 import pytest
+from cli_helpers import CliOutcome, run_cli
 from test_codex import ROLLOUTS, assistant, item, line, sample, user
-from typer.testing import CliRunner, Result
 
-from ctxcompact.cli import app
 from ctxcompact.dialects.codex.read import live_history
 from ctxcompact.markers import CODEX_SUMMARY_PREFIX
 from ctxcompact.transcript import dump_transcript, load_transcript
 from ctxcompact.validate import validate_messages
 
-RUNNER = CliRunner()
 
-
-def run(*args: str | Path, code: int = 0) -> Result:
-    result = RUNNER.invoke(app, [str(a) for a in args])
+def run(*args: str | Path, code: int = 0) -> CliOutcome:
+    result = run_cli(*args)
     assert "Traceback" not in result.stderr
     assert result.exit_code == code, result.stderr
     return result

@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import CliOutcome, run_cli
 from conftest import SAMPLES
-from typer.testing import CliRunner
 
-from ctxcompact.cli import app
 from ctxcompact.transcript import parse_transcript
 from ctxcompact.validate import errors_only, validate_messages
 
@@ -19,15 +18,15 @@ RECORDS: list[Any] = json.loads(SESSION.read_text())
 WINDOW = ["--context-window", "20000"]  # threshold 9,000 tokens: the 15.6K sample is over it
 
 
-def run(tmp_path: Path, *args: str) -> tuple[Any, dict[str, Any]]:
+def run(tmp_path: Path, *args: str) -> tuple[CliOutcome, dict[str, Any]]:
     stats = tmp_path / "stats.json"
     argv = ["compact", *args, "--archive-dir", str(tmp_path / "archive"), "--stats-json", str(stats)]
-    result = CliRunner().invoke(app, [*argv, "--summarizer", "extractive"])
+    result = run_cli(*argv, "--summarizer", "extractive")
     assert result.exit_code == 0, result.stderr
     return result, json.loads(stats.read_text()) if stats.exists() else {}
 
 
-def output_messages(result: Any) -> list[Any]:
+def output_messages(result: CliOutcome) -> list[Any]:
     messages = parse_transcript(result.stdout_bytes).messages
     assert not errors_only(validate_messages(messages))
     return [r for m in messages if m.source for r in m.source.records]
@@ -93,9 +92,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
 def test_bad_rules_file_exits_2(tmp_path: Path, text: str) -> None:
     rules = tmp_path / "rules.toml"
     rules.write_text(text)
-    result = CliRunner().invoke(
-        app, ["compact", str(SESSION), "--strategy", "selective", "--rules", str(rules)]
-    )
+    result = run_cli("compact", SESSION, "--strategy", "selective", "--rules", rules)
     assert result.exit_code == 2 and "rules.toml" in result.stderr
 
 
@@ -122,21 +119,8 @@ def test_pins_alone_over_the_budget_warn_or_exit_3(tmp_path: Path) -> None:
     path.write_text(json.dumps(records))
     _, stats = run(tmp_path, str(path), "--strategy", "key-messages", *WINDOW)
     assert any("pinned messages alone" in w for w in stats["warnings"])
-    assert records[0] in json.loads(
-        CliRunner().invoke(app, ["compact", str(path), "-s", "key-messages", *WINDOW]).stdout
-    )
-    failed = CliRunner().invoke(
-        app,
-        [
-            "compact",
-            str(path),
-            "-s",
-            "key-messages",
-            *WINDOW,
-            "--on-failure",
-            "error",
-            "--archive-dir",
-            str(tmp_path),
-        ],
+    assert records[0] in run_cli("compact", path, "-s", "key-messages", *WINDOW).json()
+    failed = run_cli(
+        "compact", path, "-s", "key-messages", *WINDOW, "--on-failure", "error", "--archive-dir", tmp_path
     )
     assert failed.exit_code == 3 and "pinned messages alone" in failed.stderr

@@ -15,13 +15,12 @@ from typing import Any
 
 import orjson
 import pytest
+from cli_helpers import run_cli
 from gen_transcripts import transcripts
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 from ctxcompact import compact_messages
-from ctxcompact.cli import app
 from ctxcompact.ir import leading_system_count, tool_results
 from ctxcompact.markers import SUMMARY_PREFIX
 from ctxcompact.restore import InMemoryFileReader
@@ -138,14 +137,13 @@ def test_cli_keep_loop_on_a_mixed_request_exits_0(tmp_path: Path) -> None:
     records, _ = SHAPES["result then text"]
     path = tmp_path / "t.json"
     path.write_bytes(orjson.dumps(records))
-    result = CliRunner().invoke(
-        app,
-        ["compact", str(path), "--strategy", "prune,full", "--keep-loop", "--summarizer", "extractive",
-         "--archive-dir", str(tmp_path / "a"), "-q"],
+    result = run_cli(
+        "compact", path, "--strategy", "prune,full", "--keep-loop", "--summarizer", "extractive",
+        "--archive-dir", tmp_path / "a", "-q",
         env={"ANTHROPIC_API_KEY": ""},
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
-    assert orjson.loads(result.stdout)[-2:] == records[-2:]
+    assert result.json()[-2:] == records[-2:]
 
 
 @st.composite

@@ -89,18 +89,13 @@ def config(
       CTXCOMPACT_MODEL=gpt-4o ctxcompact config --json | jq '.settings[] | select(.key=="model")'
     """
     from ctxcompact.config import effective_settings
+    from ctxcompact.reports import config_json
 
     assert ctx.parent is not None
     specs = option_specs(ctx.parent.command)
     loaded: Config = load_config(specs)
     rows = effective_settings(loaded, specs)
-    payload: dict[str, Any] = {
-        "file": str(loaded.file) if loaded.file else None,
-        "settings": [
-            {"key": r.key, "value": _plain(r.value), "source": r.source, "commands": list(r.commands)}
-            for r in rows
-        ],
-    }
+    payload = config_json(rows, file=loaded.file)
     if as_json:
         import orjson
 
@@ -109,12 +104,3 @@ def config(
     from ctxcompact.render import render_config
 
     render_config(payload, Streams().out)
-
-
-def _plain(value: Any) -> Any:
-    """A value as JSON holds it (paths and enums as text)."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return str(value)

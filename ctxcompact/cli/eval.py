@@ -107,7 +107,11 @@ def _print_result(result: EvalResult, *, as_json: bool, show_lost: int) -> None:
     if as_json:
         import orjson
 
-        write_stdout(orjson.dumps(result.to_dict(show_lost=show_lost), option=orjson.OPT_INDENT_2).decode())
+        from ctxcompact.reports import eval_json
+
+        write_stdout(
+            orjson.dumps(eval_json(result, show_lost=show_lost), option=orjson.OPT_INDENT_2).decode()
+        )
         return
     table = summary_table(result)
     if sys.stdout.isatty():
