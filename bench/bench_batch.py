@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=200, help="sessions in the batch")
     parser.add_argument("--tokens", type=int, default=20_000, help="approximate tokens per session")
-    parser.add_argument("--runs", type=int, default=1, help="timed runs of each configuration")
+    parser.add_argument("--runs", type=int, default=5, help="timed runs of each configuration")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ctxcompact-bench-batch-") as tmp:
         work = Path(tmp)

@@ -63,7 +63,7 @@ def batch_progress(console: Console, total: int) -> Iterator[ProgressCallback]:
 
 def _progress_line(console: Console, event: BatchProgress) -> None:
     item = event.item
-    if item is None:
+    if item is None or console.quiet:
         return
     figures = ""
     if item.before is not None and item.after is not None:
@@ -81,6 +81,8 @@ def _progress_line(console: Console, event: BatchProgress) -> None:
 def render_batch(batch: BatchResult, console: Console, *, fail_over: float | None = None) -> None:
     """The final table: file, tokens before → after, ratio, strategy, status, output or error;
     then a line naming the files above ``fail_over`` when there are any."""
+    if console.quiet:  # -q: a quiet console would build the whole table only to drop it
+        return
     table = Table(title="Batch compaction", title_justify="left")
     for column, justify in (
         ("file", "left"),
