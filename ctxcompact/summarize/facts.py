@@ -291,6 +291,29 @@ def _target(block: Block) -> str:
     return commands[0].split()[0] if commands and commands[0].split() else ""
 
 
+def _next_call(messages: Sequence[Message], index: int, name: str, target: str) -> Block | None:
+    """The first call of tool ``name`` after ``index`` (on ``target`` when there is one).
+    Stops at the first match: an error's outcome must not cost a scan of the whole rest."""
+    for message in messages[index + 1 :]:
+        if message.role != "assistant":
+            continue
+        for b in message.content:
+            if b.get("type") != "tool_use" or str(b.get("name") or "tool") != name:
+                continue
+            if not target or _target(b) == target:
+                return b
+    return None
+
+
+def _last_result(messages: Sequence[Message], index: int, tool_use_id: str) -> Block | None:
+    """The last tool_result answering ``tool_use_id`` after ``index`` (ids can repeat)."""
+    for message in reversed(messages[index + 1 :]):
+        for b in reversed(message.content):
+            if b.get("type") == "tool_result" and str(b.get("tool_use_id")) == tool_use_id:
+                return b
+    return None
+
+
 def _outcome(messages: Sequence[Message], index: int, call: Block | None, name: str) -> str:
     """What became of one error: the agent's next call of the same tool on the same target
     (or, failing that, of the same tool) and whether it succeeded; its own words when it said
@@ -301,23 +324,10 @@ def _outcome(messages: Sequence[Message], index: int, call: Block | None, name: 
             said = texts(message.content)
             break
     target = _target(call) if call is not None else ""
-    results = {
-        str(b.get("tool_use_id")): b
-        for m in messages[index + 1 :]
-        for b in m.content
-        if b.get("type") == "tool_result"
-    }
-    later = [
-        b
-        for m in messages[index + 1 :]
-        if m.role == "assistant"
-        for b in m.content
-        if b.get("type") == "tool_use" and str(b.get("name") or "tool") == name
-    ]
-    same = [b for b in later if _target(b) == target] if target else later
+    retry = _next_call(messages, index, name, target)
     parts = [f"the agent said: {clip_words(said, FOLLOW_WORDS)}"] if said else []
-    if same:
-        result = results.get(str(same[0].get("id")))
+    if retry is not None:
+        result = _last_result(messages, index, str(retry.get("id")))
         state = "pending" if result is None else ("failed again" if _failed(result) else "succeeded")
         parts.append(f"retried: {state}")
     else:
