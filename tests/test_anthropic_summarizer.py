@@ -9,24 +9,17 @@ from typing import Any
 
 import pytest
 from fake_anthropic import MESSAGES_PATH, FakeAnthropicServer, RecordedRequest
+from ir_builders import msg, text
 
 from ctxcompact.anthropic_api import DEFAULT_SUMMARY_MODEL, AnthropicTransport, make_client
 from ctxcompact.errors import InputError
-from ctxcompact.ir import Message, Source
+from ctxcompact.ir import Message
 from ctxcompact.summarize import Summary, SummaryFailed, make_summarizer
 from ctxcompact.summarize.llm import LLMSummarizer, extract_summary
 from ctxcompact.summarize.prompt import DIMENSIONS, MOST_RECENT_RULE
 from ctxcompact.tokens import EstimateCounter
 
 KEY = "sk-ant-test-key-do-not-leak"
-
-
-def msg(role: Any, *blocks: dict[str, Any]) -> Message:
-    return Message(role, tuple(blocks), Source(({},), (0,)))
-
-
-def text(t: str) -> dict[str, Any]:
-    return {"type": "text", "text": t}
 
 
 SMALL = [

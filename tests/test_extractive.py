@@ -8,29 +8,13 @@ from typing import Any
 
 import pytest
 from conftest import SAMPLES, corpus_files, requires_corpus
+from ir_builders import msg, result, text, use
 
-from ctxcompact.ir import Message, Source
+from ctxcompact.ir import Message
 from ctxcompact.summarize import make_summarizer
 from ctxcompact.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.summarize.prompt import DIMENSIONS
 from ctxcompact.transcript import load_messages, load_transcript
-
-
-def msg(role: Any, *blocks: dict[str, Any]) -> Message:
-    return Message(role, tuple(blocks), Source(({},), (0,)))
-
-
-def text(t: str) -> dict[str, Any]:
-    return {"type": "text", "text": t}
-
-
-def use(tool_id: str, name: str, **tool_input: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
-
-
-def result(tool_id: str, content: Any, *, is_error: bool = False) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": tool_id, "content": content, "is_error": is_error}
-
 
 HANDMADE = [
     msg("system", text("You are a coding agent.")),

@@ -3,33 +3,17 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 from conftest import CORPUS, requires_corpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ir_builders import msg, result, text, use
 
-from ctxcompact.ir import Message, Source
+from ctxcompact.ir import Message
 from ctxcompact.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.summarize.shell_files import path_mentions, shell_file_ops
 from ctxcompact.transcript import load_transcript
-
-
-def msg(role: Any, *blocks: dict[str, Any]) -> Message:
-    return Message(role, tuple(blocks), Source(({},), (0,)))
-
-
-def text(t: str) -> dict[str, Any]:
-    return {"type": "text", "text": t}
-
-
-def use(tool_id: str, name: str, **tool_input: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
-
-
-def result(tool_id: str, content: Any, *, is_error: bool = False) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": tool_id, "content": content, "is_error": is_error}
 
 
 def summary(messages: list[Message], max_words: int = 1200) -> str:

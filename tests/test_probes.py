@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
-from ctxcompact.ir import Message, Source
+from ir_builders import msg, result, text, use
+
 from ctxcompact.probes import (
     PROBE_KINDS,
     Probe,
@@ -14,23 +14,6 @@ from ctxcompact.probes import (
     normalise,
     score_probes,
 )
-
-
-def msg(role: Any, *blocks: dict[str, Any]) -> Message:
-    return Message(role, tuple(blocks), Source(({},), (0,)))
-
-
-def text(t: str) -> dict[str, Any]:
-    return {"type": "text", "text": t}
-
-
-def use(tool_id: str, name: str, **tool_input: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
-
-
-def result(tool_id: str, content: Any, *, is_error: bool = False) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": tool_id, "content": content, "is_error": is_error}
-
 
 SESSION = [
     msg(

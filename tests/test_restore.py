@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 from conftest import SAMPLES
+from ir_builders import msg
 
 from ctxcompact.errors import UsageError
-from ctxcompact.ir import Message, Source
+from ctxcompact.ir import Message
 from ctxcompact.markers import RESTORED_ACK
 from ctxcompact.restore import (
     CLAUDE_CODE_READ_TOOLS,
@@ -28,11 +29,6 @@ from ctxcompact.restore import (
 )
 from ctxcompact.tokens import EstimateCounter, estimate_tokens
 from ctxcompact.transcript import load_messages, load_transcript
-
-
-def msg(role: Any, *blocks: dict[str, Any]) -> Message:
-    return Message(role, tuple(blocks), Source(({},), (0,)))
-
 
 _ids = iter(range(1_000_000))
 

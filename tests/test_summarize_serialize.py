@@ -6,23 +6,12 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ir_builders import msg, text, use
 
-from ctxcompact.ir import Message, Source, tool_interaction_blocks
+from ctxcompact.ir import Message, tool_interaction_blocks
 from ctxcompact.summarize.serialize import clip_middle, serialize_for_prompt, split_into_chunks
 from ctxcompact.tokens import EstimateCounter
 from ctxcompact.transcript import load_messages
-
-
-def msg(role: Any, *blocks: dict[str, Any]) -> Message:
-    return Message(role, tuple(blocks), Source(({},), (0,)))
-
-
-def text(t: str) -> dict[str, Any]:
-    return {"type": "text", "text": t}
-
-
-def use(tool_id: str, name: str, **tool_input: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
 
 
 def result(tool_id: str, content: Any, *, is_error: bool = False) -> dict[str, Any]:
