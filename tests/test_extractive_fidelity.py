@@ -104,6 +104,20 @@ def test_boilerplate_is_dropped() -> None:
     assert "Primary request (the task statement):\nPort the parser to Rust." in out
 
 
+def test_codex_injected_context_is_not_the_task() -> None:
+    """Codex puts AGENTS.md and an <environment_context> block in user messages before the
+    user speaks; the task statement is what the user asked."""
+    messages = [
+        msg("user", text("# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>Use pnpm.</INSTRUCTIONS>")),
+        msg("user", text("<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>")),
+        msg("user", text("Fix the flaky login test.")),
+        msg("assistant", text("ok")),
+    ]
+    out = summary(messages)
+    assert "Primary request (the task statement):\nFix the flaky login test." in out
+    assert "<cwd>" not in out and "AGENTS.md instructions" not in out
+
+
 def test_each_error_has_its_own_outcome() -> None:
     messages = [msg("user", text("Make the tests pass."))]
     outcomes = ["succeeded", "failed again", "not retried", "succeeded"]
