@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from ir_builders import msg, result, text, use
 
 from ctxcompact.ir import Message
+from ctxcompact.summarize import facts
 from ctxcompact.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.summarize.shell_files import path_mentions, shell_file_ops
 from ctxcompact.transcript import load_transcript
@@ -218,3 +219,49 @@ def test_the_word_budget_holds_with_a_task_and_an_earlier_summary(
     out = summary(messages, max_words=max_words)
     assert len(out.split()) <= max_words
     assert "## Task Status" in out
+
+
+_ERROR_PARTS = [
+    "\n", "\r", "\r\n", "\x0b", "\x85", "\u2028", " ", "\t", "E  ", "ValueError:", "error[E0]:",
+    "FAILED ", "ERROR ", "x::", "FAILED (", "3 failed", "exit code 2", "EXIT STATUS: 1", "<tool_use_error>",
+    "</tool_use_error>", "Traceback (most recent call last)", "=", "a", "é", "\u0130", "\u0131", "\u212a",
+    "exıt code 1", "Tracebac\u212a (most recent call last)", "fatal:", "panic:", "1",
+]  # fmt: skip
+
+
+def _error_lines_line_by_line(text: str) -> list[str]:
+    """error_lines as first written: the error regex searched on every line."""
+    found: list[str] = []
+    for line in text.splitlines():
+        if facts._ERROR_LINE.search(line):
+            line = re.sub(r"^\s*E\s{2,}", "", line).strip(" =")
+            line = line.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
+            if line and line not in found:
+                found.append(line)
+    informative = [line for line in found if not line.startswith("Traceback")]
+    return informative or found
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_ERROR_PARTS), max_size=16))
+def test_error_lines_searches_only_lines_with_an_error_word_and_misses_none(parts: list[str]) -> None:
+    """The word prefilter (one scan per text, not a regex per line) finds every line the
+    regex finds, line breaks and case-folding oddities (ı, İ, the Kelvin sign) included."""
+    text = "".join(parts)
+    assert facts.error_lines(text) == _error_lines_line_by_line(text)
+
+
+def test_a_retry_is_judged_by_its_last_result() -> None:
+    """Tool ids can repeat: a retry's outcome is its last result, not its first."""
+    messages = [
+        msg("user", text("Build it.")),
+        msg("assistant", use("b1", "bash", command="make")),
+        msg("user", result("b1", "Error: missing header", is_error=True)),
+        msg("assistant", use("b2", "bash", command="make")),
+        msg("user", result("b2", "Error: still missing", is_error=True)),
+        msg("assistant", use("b2", "bash", command="make")),
+        msg("user", result("b2", "built")),
+    ]
+    errors = summary(messages).split("## Errors & Resolutions")[1]
+    first = next(line for line in errors.splitlines() if "missing header" in line)
+    assert "retried: succeeded" in first

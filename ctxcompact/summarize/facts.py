@@ -11,9 +11,11 @@ outcome, the pending tasks of the agent's last to-do list, and the end of the co
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from ctxcompact.ir import Block, Message, has_user_text, tool_names_by_id, tool_result_text
@@ -51,6 +53,11 @@ NUMBER_WITH_UNIT = re.compile(
     r"(?<![\w.])\d{1,3}(?:,\d{3})*(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes|h|hours|days|"
     r"KB|MB|GB|TB|KiB|MiB|GiB|kB|bytes|tokens|chars|characters|words|lines|%|px|rem|em|GHz|MHz|x)(?![\w])",
 )
+#: Every match of :data:`_ERROR_LINE` holds one of these words (in any case): a line without
+#: one is not searched. Tool output is mostly such lines.
+_ERROR_WORDS = re.compile("traceback|error|exception|exit|fatal|panic|failed")
+#: Line breaks ``str.splitlines`` knows besides ``\n``: a text with one is re-joined on ``\n``.
+_OTHER_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _MARKUP_TAG = re.compile(r"</?[A-Za-z_][\w-]*>")  # <IMPORTANT>, </CRITICAL>: emphasis, not words
 _SLASH_COMMAND = re.compile(r"^/[\w:-]+(?:\s.*)?$")  # "/clear", "/compact focus": not the task
 _CODE_SPAN = re.compile(r"`([A-Za-z_][\w.:/-]{2,60}(?:\(\))?)`")
@@ -95,10 +102,11 @@ class Facts:
         names = tool_names_by_id(messages)
         user_texts = _user_texts(messages)
         calls = _calls_by_id(messages)
+        later = _Later.index(messages)
         for index, message in enumerate(messages):
             if message.role == "user":
                 facts._read_user(index, message, user_texts.get(index, ""))
-                facts._read_results(index, message, names, calls, messages)
+                facts._read_results(index, message, names, calls, later)
             elif message.role == "assistant":
                 facts._read_assistant(index, message)
         return facts
@@ -141,7 +149,7 @@ class Facts:
         message: Message,
         names: Mapping[str, str],
         calls: Mapping[str, Block],
-        messages: Sequence[Message],
+        later: _Later,
     ) -> None:
         for block in message.content:
             if block.get("type") != "tool_result":
@@ -157,7 +165,7 @@ class Facts:
                 lines = [clip_words(text, ERROR_LINE_WORDS) or "(no output)"]
             call = calls.get(tool_id)
             label = call_label(call, words=8) if call is not None else name
-            outcome = _outcome(messages, index, call, name)
+            outcome = later.outcome(index, call, name)
             self.errors.append(ErrorNote(index, label, tuple(lines), outcome))
 
     # -- assistant messages --
@@ -252,8 +260,10 @@ def _calls_by_id(messages: Sequence[Message]) -> dict[str, Block]:
 
 
 def error_lines(text: str) -> list[str]:
+    """The error lines of a tool output (each once, in order; a bare ``Traceback`` header only
+    when nothing more informative is there): the lines :data:`_ERROR_LINE` matches."""
     found: list[str] = []
-    for line in text.splitlines():
+    for line in _candidate_lines(text):
         if _ERROR_LINE.search(line):
             line = re.sub(r"^\s*E\s{2,}", "", line).strip(" =")
             line = line.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
@@ -261,6 +271,27 @@ def error_lines(text: str) -> list[str]:
                 found.append(line)
     informative = [line for line in found if not line.startswith("Traceback")]
     return informative or found
+
+
+def _candidate_lines(text: str) -> list[str]:
+    """The lines of ``text`` (as ``str.splitlines`` cuts them) that hold one of
+    :data:`_ERROR_WORDS`, in order: one scan of the lowered text instead of a regex per line.
+
+    Exact: a character the regex's IGNORECASE matches to a letter of those words lowers to that
+    letter, except dotless ``ı`` (matches ``i``) and ``İ`` (lowers to two characters, so
+    positions shift): with either, every line is a candidate.
+    """
+    if _OTHER_LINE_BREAKS.search(text):
+        text = "\n".join(text.splitlines())  # the same lines, now cut at "\n" alone
+    low = text.lower()
+    if len(low) != len(text) or "\u0131" in text:
+        return text.split("\n")
+    starts = sorted({low.rfind("\n", 0, m.start()) + 1 for m in _ERROR_WORDS.finditer(low)})
+    lines = []
+    for start in starts:
+        end = text.find("\n", start)
+        lines.append(text[start:] if end < 0 else text[start:end])
+    return lines
 
 
 def call_label(block: Block, *, words: int = 12) -> str:
@@ -291,48 +322,61 @@ def _target(block: Block) -> str:
     return commands[0].split()[0] if commands and commands[0].split() else ""
 
 
-def _next_call(messages: Sequence[Message], index: int, name: str, target: str) -> Block | None:
-    """The first call of tool ``name`` after ``index`` (on ``target`` when there is one).
-    Stops at the first match: an error's outcome must not cost a scan of the whole rest."""
-    for message in messages[index + 1 :]:
-        if message.role != "assistant":
-            continue
-        for b in message.content:
-            if b.get("type") != "tool_use" or str(b.get("name") or "tool") != name:
-                continue
+@dataclass(frozen=True, slots=True)
+class _Later:
+    """What follows each message, indexed once per transcript: an error's outcome looks ahead
+    by lookup and bisection, never by scanning the rest of the transcript per error."""
+
+    messages: Sequence[Message]
+    assistants: list[int]  # indices of the assistant messages
+    calls: dict[str, list[tuple[int, Block]]]  # tool name -> (message index, tool_use), in order
+    last_results: dict[str, tuple[int, Block]]  # tool_use_id -> its last tool_result
+
+    @classmethod
+    def index(cls, messages: Sequence[Message]) -> _Later:
+        assistants: list[int] = []
+        calls: dict[str, list[tuple[int, Block]]] = {}
+        last_results: dict[str, tuple[int, Block]] = {}
+        for i, message in enumerate(messages):
+            if message.role == "assistant":
+                assistants.append(i)
+            for b in message.content:
+                kind = b.get("type")
+                if kind == "tool_result":
+                    last_results[str(b.get("tool_use_id"))] = (i, b)
+                elif kind == "tool_use" and message.role == "assistant":
+                    calls.setdefault(str(b.get("name") or "tool"), []).append((i, b))
+        return cls(messages, assistants, calls, last_results)
+
+    def next_call(self, index: int, name: str, target: str) -> Block | None:
+        """The first call of tool ``name`` after ``index`` (on ``target`` when there is one)."""
+        calls = self.calls.get(name, [])
+        for _, b in calls[bisect_right(calls, index, key=itemgetter(0)) :]:
             if not target or _target(b) == target:
                 return b
-    return None
+        return None
 
+    def last_result(self, index: int, tool_use_id: str) -> Block | None:
+        """The last tool_result answering ``tool_use_id`` after ``index`` (ids can repeat)."""
+        found = self.last_results.get(tool_use_id)
+        return found[1] if found is not None and found[0] > index else None
 
-def _last_result(messages: Sequence[Message], index: int, tool_use_id: str) -> Block | None:
-    """The last tool_result answering ``tool_use_id`` after ``index`` (ids can repeat)."""
-    for message in reversed(messages[index + 1 :]):
-        for b in reversed(message.content):
-            if b.get("type") == "tool_result" and str(b.get("tool_use_id")) == tool_use_id:
-                return b
-    return None
-
-
-def _outcome(messages: Sequence[Message], index: int, call: Block | None, name: str) -> str:
-    """What became of one error: the agent's next call of the same tool on the same target
-    (or, failing that, of the same tool) and whether it succeeded; its own words when it said
-    something right after."""
-    said = ""
-    for message in messages[index + 1 :]:
-        if message.role == "assistant":
-            said = texts(message.content)
-            break
-    target = _target(call) if call is not None else ""
-    retry = _next_call(messages, index, name, target)
-    parts = [f"the agent said: {clip_words(said, FOLLOW_WORDS)}"] if said else []
-    if retry is not None:
-        result = _last_result(messages, index, str(retry.get("id")))
-        state = "pending" if result is None else ("failed again" if _failed(result) else "succeeded")
-        parts.append(f"retried: {state}")
-    else:
-        parts.append("not retried")
-    return "; ".join(parts)
+    def outcome(self, index: int, call: Block | None, name: str) -> str:
+        """What became of one error: the agent's next call of the same tool on the same target
+        (or, failing that, of the same tool) and whether it succeeded; its own words when it
+        said something right after."""
+        nxt = bisect_right(self.assistants, index)
+        said = texts(self.messages[self.assistants[nxt]].content) if nxt < len(self.assistants) else ""
+        target = _target(call) if call is not None else ""
+        retry = self.next_call(index, name, target)
+        parts = [f"the agent said: {clip_words(said, FOLLOW_WORDS)}"] if said else []
+        if retry is not None:
+            result = self.last_result(index, str(retry.get("id")))
+            state = "pending" if result is None else ("failed again" if _failed(result) else "succeeded")
+            parts.append(f"retried: {state}")
+        else:
+            parts.append("not retried")
+        return "; ".join(parts)
 
 
 def _failed(result: Block) -> bool:
