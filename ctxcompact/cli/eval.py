@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from ctxcompact.cli.batch import GLOB_OPT
 from ctxcompact.cli.common import (
     FILES_ARG,
     FORMAT_OPT,
@@ -16,7 +17,8 @@ from ctxcompact.cli.common import (
     Format,
     Streams,
     ensure_writable_dir,
-    load_all,
+    error_line,
+    expand_batch_inputs,
     reports_errors,
     write_output,
     write_stdout,
@@ -63,6 +65,15 @@ def eval_command(
         help="Where `full` restores files from [default: an empty temporary directory: nothing restored].",
         show_default=False,
     ),
+    globs: list[str] | None = GLOB_OPT,
+    jobs: int | None = typer.Option(
+        None,
+        "--jobs",
+        "-j",
+        min=1,
+        help="Files evaluated in parallel processes [default: the CPU count].",
+        show_default=False,
+    ),
     fmt: Format | None = FORMAT_OPT,
     max_input_bytes: int = MAX_INPUT_BYTES_OPT,
 ) -> None:
@@ -76,27 +87,46 @@ def eval_command(
       ctxcompact eval sessions/ --strategies full,prune --show-lost 5
       ctxcompact eval sessions/ --json | jq '.strategies[] | {strategy, ratio}'
       ctxcompact eval sessions/ --html eval.html
+      ctxcompact eval ~/.claude/projects/ --glob '*.jsonl' --jobs 4
     """
+    from ctxcompact.batch_parallel import default_jobs
+    from ctxcompact.eval_batch import EvalSettings, evaluate_inputs
     from ctxcompact.eval_report import html_page
-    from ctxcompact.evaluate import evaluate_transcripts
+    from ctxcompact.render_batch import files_progress
 
     ensure_writable_dir(html, "--html")
     names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies is not None else None
-    loaded = load_all(files, fmt, max_bytes=max_input_bytes)
-    result = evaluate_transcripts(
-        loaded.transcripts,
-        strategies=names,
+    settings = EvalSettings(
+        tuple(names) if names is not None else default_strategies(),
         summarizer=summarizer,
         work_dir=work_dir,
         max_conversations=conversations,
+        dialect=fmt.value if fmt else None,
+        max_bytes=max_input_bytes,
     )
+    paths = [i.path for i in expand_batch_inputs(files, globs=globs or ())]
+    streams = Streams()
+    with files_progress(streams.err, len(paths), "evaluating") as advance:
+        batch = evaluate_inputs(
+            paths,
+            settings,
+            jobs=jobs or default_jobs(),
+            on_done=lambda index, _outcome: advance(paths[index] or "stdin"),
+        )
+    if len(paths) > 1:
+        for error in batch.errors:
+            error_line(error)
+    fatal = batch.fatal_error()
+    if fatal is not None:
+        raise fatal
+    result = batch.result
     if html is not None:
         write_output(html_page(result, show_lost=show_lost or 20).encode(), html)
     _print_result(result, as_json=as_json, show_lost=show_lost)
     for run in result.runs:
         if run.skipped:
-            Streams().err.print(f"{run.source}: {run.strategy} skipped: {run.skipped}", markup=False)
-    if loaded.failed:
+            streams.err.print(f"{run.source}: {run.strategy} skipped: {run.skipped}", markup=False)
+    if batch.failed:
         raise typer.Exit(ExitStatus.BAD_INPUT)
 
 
