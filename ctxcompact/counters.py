@@ -174,6 +174,10 @@ class CachedCounter:
 
     inner: Any
     counts: dict[str, int] = field(default_factory=dict)
+    #: Each message's total this run (:func:`ctxcompact.tokens.message_totals`), by identity:
+    #: messages are immutable and a rewrite keeps the very objects it does not change. The
+    #: message is held beside its total, so its id cannot be reused by another object.
+    message_sizes: dict[int, tuple[Any, int]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

@@ -34,7 +34,7 @@ from ctxcompact.ir import (
     tool_interaction_blocks,
 )
 from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES, OUR_ACKS, restored_file_path
-from ctxcompact.tokens import TokenCounter, count_tokens
+from ctxcompact.tokens import TokenCounter, message_totals
 
 #: The per-message marker field: ``{"role": "user", "content": "…", "ctxcompact_pin": true}``.
 PIN_FIELD = "ctxcompact_pin"
@@ -171,7 +171,7 @@ def protected_part(messages: Sequence[Message], options: PinOptions = DEFAULT_PI
 
 def message_tokens(messages: Sequence[Message], counter: TokenCounter) -> list[int]:
     """Tokens of each message (content plus the per-message overhead), one counter batch."""
-    return [row.tokens for row in count_tokens(messages, counter=counter).messages]
+    return message_totals(messages, counter)
 
 
 def recent_tail_start(messages: Sequence[Message], *, tokens: int, counter: TokenCounter) -> int:

@@ -322,10 +322,12 @@ def count_tokens(
     if extras["tools"]:
         by_role["tools"] = extras["tools"]
     rows: list[MessageTokens] = []
+    sizes = counter.message_sizes if isinstance(counter, CachedCounter) else {}
     for i, message in enumerate(messages):
         total = sum(per_message[i].values()) + MESSAGE_OVERHEAD
         by_role[message.role] = by_role.get(message.role, 0) + total
         rows.append(MessageTokens(i, message.role, total, per_message[i], preview(_message_preview(message))))
+        sizes[id(message)] = (message, total)
 
     names = tool_names_by_id(messages)
     results = tuple(
@@ -367,13 +369,40 @@ def total_tokens(
         pieces, extra = block_pieces(block)
         texts.extend(pieces)
         fixed += extra
-    for message in messages:
-        for block in message.content:
+    counted = sum(counter.count_batch(texts)) if texts else 0
+    return counted + fixed + sum(message_totals(messages, counter))
+
+
+def message_totals(messages: Sequence[Message], counter: TokenCounter) -> list[int]:
+    """Tokens of each message (its blocks plus :data:`MESSAGE_OVERHEAD`), as
+    :func:`count_tokens` reports them, in one counter batch.
+
+    With a :class:`CachedCounter` (one per run), a message already counted this run — by the
+    before figure, a strategy, a step's figures — is looked up by identity, not read again:
+    only new and changed messages are counted.
+    """
+    sizes = counter.message_sizes if isinstance(counter, CachedCounter) else {}
+    totals = [sizes[id(m)][1] if id(m) in sizes else -1 for m in messages]
+    todo = [i for i, total in enumerate(totals) if total < 0]
+    if not todo:
+        return totals
+    texts: list[str] = []
+    plan: list[tuple[int, int]] = []  # (pieces, fixed tokens) per message to count
+    for i in todo:
+        fixed = 0
+        n_pieces = len(texts)
+        for block in messages[i].content:
             pieces, extra = block_pieces(block)
             texts.extend(pieces)
             fixed += extra
-    counted = sum(counter.count_batch(texts)) if texts else 0
-    return counted + fixed + MESSAGE_OVERHEAD * len(messages)
+        plan.append((len(texts) - n_pieces, fixed))
+    counts = counter.count_batch(texts) if texts else []
+    pos = 0
+    for i, (n, fixed) in zip(todo, plan, strict=True):
+        totals[i] = sum(counts[pos : pos + n]) + fixed + MESSAGE_OVERHEAD
+        pos += n
+        sizes[id(messages[i])] = (messages[i], totals[i])
+    return totals
 
 
 def _message_preview(message: Message) -> str:

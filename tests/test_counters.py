@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import SAMPLES
 
-from ctxcompact import counters
+from ctxcompact import counters, tokens
 from ctxcompact.compact import CompactOptions, compact_conversation
 from ctxcompact.counters import (
     BPE_MAX_CHARS,
@@ -231,3 +231,43 @@ def test_a_counter_kept_across_runs_keeps_no_strings(tmp_path: Path) -> None:
     for _ in range(2):
         assert compact_conversation(_session(), options=options, counter=kept, dry_run=True).compacted
     assert isinstance(kept, CachedCounter) and kept.counts == {}
+
+
+def test_a_message_counted_once_is_not_read_again_in_the_same_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-run cache keeps each message's total: the step figures and the after figure
+    look up messages the before figure counted, and read only new ones."""
+    read: collections.Counter[int] = collections.Counter()
+    original = tokens.block_pieces
+
+    def spy(block: Any) -> tuple[list[str], int]:
+        read[id(block)] += 1
+        return original(block)
+
+    monkeypatch.setattr(tokens, "block_pieces", spy)
+    messages = _session().messages
+    counter = cached(EstimateCounter())
+    report = count_tokens(messages, counter=counter)
+    assert tokens.message_totals(messages, counter) == [m.tokens for m in report.messages]
+    new = messages[0].with_content([{"type": "text", "text": "a changed message"}])
+    assert tokens.message_totals([new, *messages[1:]], counter)[0] == 3 + 5
+    assert max(read.values()) == 1, "a block was read twice"
+
+
+def test_a_full_compaction_reads_each_original_block_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    read: collections.Counter[int] = collections.Counter()
+    original = tokens.block_pieces
+
+    def spy(block: Any) -> tuple[list[str], int]:
+        read[id(block)] += 1
+        return original(block)
+
+    monkeypatch.setattr(tokens, "block_pieces", spy)
+    conv = _session()
+    options = CompactOptions.from_keywords(
+        strategies=("full",), summarizer="extractive", archive_dir=tmp_path
+    )
+    assert compact_conversation(conv, options=options, counter=EstimateCounter(), dry_run=True).compacted
+    blocks = [id(b) for m in conv.messages for b in m.content]
+    assert [read[b] for b in blocks] == [1] * len(blocks)
