@@ -30,6 +30,7 @@ from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES
 PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
 _ERROR_NAME = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception))\b")
 _TRACEBACK = re.compile(r"^(Traceback \(most recent call last\)|\w*(Error|Exception)\b.*)$", re.M)
+_TRACEBACK_WORDS = ("Error", "Exception", "Traceback (most recent call last)")
 _WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 _INSTRUCTION = re.compile(
@@ -79,19 +80,51 @@ def collect_errors(messages: Iterable[Message]) -> list[str]:
             if block.get("type") != "tool_result":
                 continue
             text = tool_result_text(block)
-            if block.get("is_error") or _TRACEBACK.search(text):
+            if block.get("is_error") or _has_traceback(text):
                 seen.setdefault(error_signature(text), None)
     return [e for e in seen if e]
 
 
+def _has_traceback(text: str) -> bool:
+    """``_TRACEBACK.search(text)``, tried only at the starts of lines that hold one of the
+    words each of its matches needs ("Error", "Exception", the traceback header): one
+    substring scan per word instead of a regex over all of a tool's output."""
+    tried: set[int] = set()
+    for word in _TRACEBACK_WORDS:
+        at = text.find(word)
+        while at >= 0:
+            start = text.rfind("\n", 0, at) + 1
+            if start not in tried:
+                tried.add(start)
+                if _TRACEBACK.match(text, start):
+                    return True
+            end = text.find("\n", at)
+            at = -1 if end < 0 else text.find(word, end)
+    return False
+
+
 def error_signature(text: str) -> str:
-    names = _ERROR_NAME.findall(text)
-    if names:
-        return str(names[-1])  # the raised exception is the last one named in a traceback
+    name = _last_error_name(text)
+    if name:
+        return name  # the raised exception is the last one named in a traceback
     for line in text.splitlines():
         if line.strip():
             return line.strip()[:40]
     return ""
+
+
+def _last_error_name(text: str) -> str | None:
+    """The last :data:`_ERROR_NAME` in ``text``, looked for line by line from the end among
+    the lines holding "Error" or "Exception" (a name never spans lines)."""
+    at = max(text.rfind("Error"), text.rfind("Exception"))
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        names = _ERROR_NAME.findall(text, start, len(text) if end < 0 else end)
+        if names:
+            return str(names[-1])
+        at = max(text.rfind("Error", 0, start), text.rfind("Exception", 0, start))
+    return None
 
 
 def collect_instructions(messages: Iterable[Message]) -> list[str]:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxcompact import retention
 from ctxcompact.ir import Message
 from ctxcompact.retention import (
     check_retention,
@@ -128,3 +132,23 @@ def test_instruction_retention_counts_copied_or_paraphrased_sentences() -> None:
 def test_sentence_kept_needs_most_distinctive_words() -> None:
     assert sentence_kept("Never push to main", "we will never push anything to main")
     assert not sentence_kept("Never push the release branch to production", "never push")
+
+
+_ERROR_TEXT_PARTS = [
+    "\n", "\r\n", "\x0b", "\u2028", " ", "\t", ":", "x", "é", "_", "9", "Error", "Errors", "Exception",
+    "KeyError", "éError", "Error_", "ZZException", "Traceback (most recent call last)", "Traceback",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_ERROR_TEXT_PARTS), max_size=12))
+def test_error_detection_looks_only_where_an_error_word_is_and_answers_as_the_regexes(
+    parts: list[str],
+) -> None:
+    """Tracebacks and error names are looked for at the lines holding "Error", "Exception" or
+    the traceback header (substring scans), with the regexes' own answers."""
+    text = "".join(parts)
+    assert retention._has_traceback(text) == bool(retention._TRACEBACK.search(text))
+    names = retention._ERROR_NAME.findall(text)
+    first_line = next((line.strip()[:40] for line in text.splitlines() if line.strip()), "")
+    assert error_signature(text) == (names[-1] if names else first_line)
