@@ -131,7 +131,7 @@ def compact_conversation(
     counter = cached(counter)
     if auto and budget is None:
         raise UsageError("--auto needs a budget: give --model or --context-window.")
-    report = measure(conversation, counter)
+    report = measure(conversation, counter, previews=False)
     before = report.total
     budget, options = _targets(conversation, options, budget, auto=auto)
     threshold = budget.threshold if budget else None

@@ -224,9 +224,11 @@ def count_tokens(
     counter: TokenCounter | None = None,
     system: Sequence[Block] = (),
     tools: Sequence[Any] = (),
+    previews: bool = True,
 ) -> TokenReport:
     """Count every message, the system prompt and the tool definitions with one batched call
-    to ``counter`` (default: tiktoken cl100k_base). Pure apart from loading the encoding."""
+    to ``counter`` (default: tiktoken cl100k_base). Pure apart from loading the encoding.
+    ``previews=False`` leaves every ``preview`` empty (for callers that show none)."""
     counter = counter or make_counter()
     texts, plan, results_meta = _count_plan(messages, system, tools)
     counts = counter.count_batch(texts) if texts else []
@@ -260,7 +262,8 @@ def count_tokens(
     for i, message in enumerate(messages):
         total = sum(per_message[i].values()) + MESSAGE_OVERHEAD
         by_role[message.role] = by_role.get(message.role, 0) + total
-        rows.append(MessageTokens(i, message.role, total, per_message[i], preview(_message_preview(message))))
+        shown = preview(_message_preview(message)) if previews else ""
+        rows.append(MessageTokens(i, message.role, total, per_message[i], shown))
         sizes[id(message)] = (message, total)
 
     names = tool_names_by_id(messages)
@@ -270,7 +273,7 @@ def count_tokens(
             tool_id,
             names.get(tool_id, ""),
             result_tokens[k],
-            preview(_result_preview(messages[i], tool_id)),
+            preview(_result_preview(messages[i], tool_id)) if previews else "",
         )
         for k, (i, tool_id) in enumerate(results_meta)
     )

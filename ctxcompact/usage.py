@@ -108,17 +108,24 @@ def unknown_model_warning(info: ModelInfo) -> str | None:
     )
 
 
-def measure(conversation: Conversation, counter: TokenCounter | Any) -> TokenReport:
+def measure(conversation: Conversation, counter: TokenCounter | Any, *, previews: bool = True) -> TokenReport:
     """Count a conversation. An exact request counter (``count_request``) gives the total;
-    the breakdown then comes from tiktoken, scaled to it and marked approximate."""
+    the breakdown then comes from tiktoken, scaled to it and marked approximate.
+    ``previews=False``: no message previews (a compaction shows none)."""
     if hasattr(counter, "count_request"):
-        local = count_tokens(conversation.messages, system=conversation.system, tools=conversation.tools)
+        local = count_tokens(
+            conversation.messages, system=conversation.system, tools=conversation.tools, previews=previews
+        )
         exact = counter.count_request(
             conversation.messages, system=conversation.system, tools=conversation.tools
         )
         return scale_report(local, exact, counter.name)
     return count_tokens(
-        conversation.messages, counter=counter, system=conversation.system, tools=conversation.tools
+        conversation.messages,
+        counter=counter,
+        system=conversation.system,
+        tools=conversation.tools,
+        previews=previews,
     )
 
 

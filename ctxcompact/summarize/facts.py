@@ -54,8 +54,8 @@ NUMBER_WITH_UNIT = re.compile(
     r"KB|MB|GB|TB|KiB|MiB|GiB|kB|bytes|tokens|chars|characters|words|lines|%|px|rem|em|GHz|MHz|x)(?![\w])",
 )
 #: Every match of :data:`_ERROR_LINE` holds one of these words (in any case): a line without
-#: one is not searched. Tool output is mostly such lines.
-_ERROR_WORDS = re.compile("traceback|error|exception|exit|fatal|panic|failed")
+#: one is not searched (found by substring scans of the lowered text, not by a regex).
+_ERROR_WORDS = ("traceback", "error", "exception", "exit", "fatal", "panic", "failed")
 #: Line breaks ``str.splitlines`` knows besides ``\n``: a text with one is re-joined on ``\n``.
 _OTHER_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _MARKUP_TAG = re.compile(r"</?[A-Za-z_][\w-]*>")  # <IMPORTANT>, </CRITICAL>: emphasis, not words
@@ -156,13 +156,12 @@ class Facts:
                 continue
             tool_id = str(block.get("tool_use_id") or "")
             name = names.get(tool_id, "") or str(block.get("name") or "tool")
-            text = tool_result_text(block)
-            lines = error_lines(text)
+            lines = later.error_lines(block)
             if not block.get("is_error") and not lines:
                 continue
             self.failed[name] += 1
             if not lines:
-                lines = [clip_words(text, ERROR_LINE_WORDS) or "(no output)"]
+                lines = [clip_words(tool_result_text(block), ERROR_LINE_WORDS) or "(no output)"]
             call = calls.get(tool_id)
             label = call_label(call, words=8) if call is not None else name
             outcome = later.outcome(index, call, name)
@@ -286,9 +285,15 @@ def _candidate_lines(text: str) -> list[str]:
     low = text.lower()
     if len(low) != len(text) or "\u0131" in text:
         return text.split("\n")
-    starts = sorted({low.rfind("\n", 0, m.start()) + 1 for m in _ERROR_WORDS.finditer(low)})
+    starts: set[int] = set()
+    for word in _ERROR_WORDS:
+        at = low.find(word)
+        while at >= 0:
+            starts.add(low.rfind("\n", 0, at) + 1)
+            end = low.find("\n", at)
+            at = -1 if end < 0 else low.find(word, end)
     lines = []
-    for start in starts:
+    for start in sorted(starts):
         end = text.find("\n", start)
         lines.append(text[start:] if end < 0 else text[start:end])
     return lines
@@ -331,6 +336,9 @@ class _Later:
     assistants: list[int]  # indices of the assistant messages
     calls: dict[str, list[tuple[int, Block]]]  # tool name -> (message index, tool_use), in order
     last_results: dict[str, tuple[int, Block]]  # tool_use_id -> its last tool_result
+    #: each tool_result's error lines, by identity: a retry's result is read as an outcome
+    #: and again as a result of its own
+    errors: dict[int, tuple[Block, list[str]]] = field(default_factory=dict)
 
     @classmethod
     def index(cls, messages: Sequence[Message]) -> _Later:
@@ -361,6 +369,13 @@ class _Later:
         found = self.last_results.get(tool_use_id)
         return found[1] if found is not None and found[0] > index else None
 
+    def error_lines(self, result: Block) -> list[str]:
+        """:func:`error_lines` of a tool_result's text, computed once per block."""
+        found = self.errors.get(id(result))
+        if found is None:
+            found = self.errors[id(result)] = (result, error_lines(tool_result_text(result)))
+        return found[1]
+
     def outcome(self, index: int, call: Block | None, name: str) -> str:
         """What became of one error: the agent's next call of the same tool on the same target
         (or, failing that, of the same tool) and whether it succeeded; its own words when it
@@ -372,12 +387,9 @@ class _Later:
         parts = [f"the agent said: {clip_words(said, FOLLOW_WORDS)}"] if said else []
         if retry is not None:
             result = self.last_result(index, str(retry.get("id")))
-            state = "pending" if result is None else ("failed again" if _failed(result) else "succeeded")
+            failed = result is not None and (bool(result.get("is_error")) or bool(self.error_lines(result)))
+            state = "pending" if result is None else ("failed again" if failed else "succeeded")
             parts.append(f"retried: {state}")
         else:
             parts.append("not retried")
         return "; ".join(parts)
-
-
-def _failed(result: Block) -> bool:
-    return bool(result.get("is_error")) or bool(error_lines(tool_result_text(result)))
