@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 import pytest
 from conftest import CORPUS, requires_corpus
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from ir_builders import msg, result, text, use
 
 from ctxcompact.ir import Message
-from ctxcompact.summarize import facts
+from ctxcompact.summarize import facts, shell_files
 from ctxcompact.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.summarize.shell_files import path_mentions, shell_file_ops
 from ctxcompact.transcript import load_transcript
@@ -265,3 +266,14 @@ def test_a_retry_is_judged_by_its_last_result() -> None:
     errors = summary(messages).split("## Errors & Resolutions")[1]
     first = next(line for line in errors.splitlines() if "missing header" in line)
     assert "retried: succeeded" in first
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab -/.#;$*=~\t\r\n\x0b\xa0é'\"\\")), max_size=24))
+def test_shell_words_split_as_shlex_does(text: str) -> None:
+    """The shortcut for commands without quotes or backslashes splits as shlex would."""
+    try:
+        expected = shlex.split(text, comments=False)
+    except ValueError:
+        expected = text.split()
+    assert shell_files._shell_words(text) == expected

@@ -57,7 +57,7 @@ NUMBER_WITH_UNIT = re.compile(
 #: one is not searched (found by substring scans of the lowered text, not by a regex).
 _ERROR_WORDS = ("traceback", "error", "exception", "exit", "fatal", "panic", "failed")
 #: Line breaks ``str.splitlines`` knows besides ``\n``: a text with one is re-joined on ``\n``.
-_OTHER_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_OTHER_LINE_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # looked for with `in`: faster than a regex
 _MARKUP_TAG = re.compile(r"</?[A-Za-z_][\w-]*>")  # <IMPORTANT>, </CRITICAL>: emphasis, not words
 _SLASH_COMMAND = re.compile(r"^/[\w:-]+(?:\s.*)?$")  # "/clear", "/compact focus": not the task
 _CODE_SPAN = re.compile(r"`([A-Za-z_][\w.:/-]{2,60}(?:\(\))?)`")
@@ -280,7 +280,7 @@ def _candidate_lines(text: str) -> list[str]:
     letter, except dotless ``ı`` (matches ``i``) and ``İ`` (lowers to two characters, so
     positions shift): with either, every line is a candidate.
     """
-    if _OTHER_LINE_BREAKS.search(text):
+    if any(c in text for c in _OTHER_LINE_BREAKS):
         text = "\n".join(text.splitlines())  # the same lines, now cut at "\n" alone
     low = text.lower()
     if len(low) != len(text) or "\u0131" in text:
