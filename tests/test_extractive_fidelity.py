@@ -227,6 +227,7 @@ _ERROR_PARTS = [
     "FAILED ", "ERROR ", "x::", "FAILED (", "3 failed", "exit code 2", "EXIT STATUS: 1", "<tool_use_error>",
     "</tool_use_error>", "Traceback (most recent call last)", "=", "a", "é", "\u0130", "\u0131", "\u212a",
     "exıt code 1", "Tracebac\u212a (most recent call last)", "fatal:", "panic:", "1",
+    "except KeyError as e", "Exception:", "exit:", "failed", "e ", "fatal[", "Error>",
 ]  # fmt: skip
 
 
@@ -243,7 +244,7 @@ def _error_lines_line_by_line(text: str) -> list[str]:
     return informative or found
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.lists(st.sampled_from(_ERROR_PARTS), max_size=16))
 def test_error_lines_searches_only_lines_with_an_error_word_and_misses_none(parts: list[str]) -> None:
     """The word prefilter (one scan per text, not a regex per line) finds every line the

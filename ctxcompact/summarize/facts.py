@@ -274,7 +274,8 @@ def error_lines(text: str) -> list[str]:
 
 def _candidate_lines(text: str) -> list[str]:
     """The lines of ``text`` (as ``str.splitlines`` cuts them) that hold one of
-    :data:`_ERROR_WORDS`, in order: one scan of the lowered text instead of a regex per line.
+    :data:`_ERROR_WORDS` where a match could use it (:func:`_may_match`), in order: substring
+    scans of the lowered text instead of a regex per line.
 
     Exact: a character the regex's IGNORECASE matches to a letter of those words lowers to that
     letter, except dotless ``ı`` (matches ``i``) and ``İ`` (lowers to two characters, so
@@ -289,7 +290,11 @@ def _candidate_lines(text: str) -> list[str]:
     for word in _ERROR_WORDS:
         at = low.find(word)
         while at >= 0:
-            starts.add(low.rfind("\n", 0, at) + 1)
+            start = low.rfind("\n", 0, at) + 1
+            if not _may_match(low, start, at, word):
+                at = low.find(word, at + 1)
+                continue
+            starts.add(start)
             end = low.find("\n", at)
             at = -1 if end < 0 else low.find(word, end)
     lines = []
@@ -297,6 +302,22 @@ def _candidate_lines(text: str) -> list[str]:
         end = text.find("\n", start)
         lines.append(text[start:] if end < 0 else text[start:end])
     return lines
+
+
+def _may_match(low: str, start: int, at: int, word: str) -> bool:
+    """Whether the error word at ``at`` (its line starting at ``start``) can be part of a match
+    of :data:`_ERROR_LINE`: what each of its alternatives needs next to that word ("Error:",
+    "error[E1]:", "<tool_use_error>", "ERROR x::" at the line's start, "3 failed", "exit code")."""
+    nxt = low[at + len(word) : at + len(word) + 1]
+    if word == "error":
+        return nxt in (":", "[", ">") or (nxt.isspace() and low[start:at].strip() in ("", "e"))
+    if word == "failed":
+        return nxt.isspace() or low[at - 1 : at] == " "
+    if word == "exit":
+        return nxt in (":", " ")
+    return nxt == {"traceback": " ", "exception": ":"}.get(word) or (
+        word in ("fatal", "panic") and nxt in (":", "[")
+    )
 
 
 def call_label(block: Block, *, words: int = 12) -> str:
@@ -339,6 +360,8 @@ class _Later:
     #: each tool_result's error lines, by identity: a retry's result is read as an outcome
     #: and again as a result of its own
     errors: dict[int, tuple[Block, list[str]]] = field(default_factory=dict)
+    #: tool name -> target -> its calls on that target, in order (built when first asked)
+    by_target: dict[str, dict[str, list[tuple[int, Block]]]] = field(default_factory=dict)
 
     @classmethod
     def index(cls, messages: Sequence[Message]) -> _Later:
@@ -359,10 +382,15 @@ class _Later:
     def next_call(self, index: int, name: str, target: str) -> Block | None:
         """The first call of tool ``name`` after ``index`` (on ``target`` when there is one)."""
         calls = self.calls.get(name, [])
-        for _, b in calls[bisect_right(calls, index, key=itemgetter(0)) :]:
-            if not target or _target(b) == target:
-                return b
-        return None
+        if target:
+            targets = self.by_target.get(name)
+            if targets is None:
+                targets = self.by_target[name] = {}
+                for call in calls:
+                    targets.setdefault(_target(call[1]), []).append(call)
+            calls = targets.get(target, [])
+        at = bisect_right(calls, index, key=itemgetter(0))
+        return calls[at][1] if at < len(calls) else None
 
     def last_result(self, index: int, tool_use_id: str) -> Block | None:
         """The last tool_result answering ``tool_use_id`` after ``index`` (ids can repeat)."""
