@@ -11,13 +11,17 @@ complete and the caller files each under its input's index, so reports keep inpu
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import AbstractContextManager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+# multiprocessing and concurrent.futures load only when workers start: a one-file compaction
+# imports this module (the batch core) and never needs them.
+if TYPE_CHECKING:
+    import multiprocessing.context
+    from concurrent.futures import Future
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -42,6 +46,8 @@ def _context() -> multiprocessing.context.BaseContext:
     ``forkserver`` workers gave no speed-up at all (measured 2026-11-23). The parent forks
     before any work and its workers never print, so no lock the parent holds is needed in a
     child. ``spawn`` elsewhere."""
+    import multiprocessing
+
     if "fork" in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
@@ -70,6 +76,8 @@ def run_in_workers(
     when a task is queued, ``on_done(index, result)`` as each completes (in completion order).
     ``work`` and the tasks must pickle (a module-level function, plain data). An exception
     ``work`` raises propagates here after the queued tasks are cancelled."""
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
     context = _context()
     gate = context.BoundedSemaphore(max(1, llm_concurrency))
     pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(gate,))

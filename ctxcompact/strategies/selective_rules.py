@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -77,6 +76,8 @@ def load_rules(path: Path, base: SelectiveOptions = DEFAULT_OPTIONS) -> Selectiv
     ``[fields]`` sets the thresholds. Types that never compact (summaries, system prompts,
     memory) cannot be given another action. A bad file is a usage error naming it.
     """
+    import tomllib  # only with --rules: start-up matters
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
