@@ -21,6 +21,7 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ctxcompact.text_table import Block
     from ctxcompact.transcript import Transcript
 
 from ctxcompact.batch_inputs import BatchInput, find_inputs
@@ -58,6 +59,10 @@ class Streams:
         self._quiet = quiet
         self._out: Console | None = None
         self._err: Console | None = None
+
+    @property
+    def quiet(self) -> bool:
+        return self._quiet
 
     @property
     def out(self) -> Console:
@@ -99,6 +104,34 @@ def write_stdout(text: str) -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()
+
+
+def print_report(blocks: Sequence[Block], streams: Streams) -> None:
+    """A report (``count``, ``check``, ``sessions``, ``config``) on stdout: Rich tables on a
+    terminal; plain aligned text when piped (one line per row for grep and awk; rich is
+    never imported)."""
+    if sys.stdout.isatty():
+        from ctxcompact.render import print_blocks
+
+        print_blocks(blocks, streams.out)
+    else:
+        from ctxcompact.text_table import plain_text
+
+        write_stdout(plain_text(blocks))
+
+
+def print_warnings(warnings: Sequence[str], streams: Streams) -> None:
+    """``warning: …`` lines on stderr, each once: yellow on a terminal, plain text otherwise."""
+    unique = list(dict.fromkeys(warnings))
+    if streams.quiet or not unique:
+        return
+    if sys.stderr.isatty():
+        from ctxcompact.render import render_warnings
+
+        render_warnings(unique, streams.err)
+    else:
+        sys.stderr.write("".join(f"warning: {w}\n" for w in unique))
+        sys.stderr.flush()
 
 
 def traceback_wanted() -> bool:
