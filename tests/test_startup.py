@@ -82,3 +82,16 @@ def test_a_typo_still_gets_a_suggestion() -> None:
 
     out = run_cli("cuont", "x")
     assert out.exit_code == 2 and "Did you mean 'count'?" in out.stderr
+
+
+def test_an_error_on_a_pipe_does_not_import_rich(tmp_path: os.PathLike[str]) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    proc = subprocess.run(
+        [sys.executable, "-c", COMMAND_PROBE, "count", "missing.json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.stderr.splitlines() == ["ctxcompact: error: missing.json: no such file.", "LOADED []"]
