@@ -101,74 +101,13 @@ def render_warnings(warnings: Sequence[str], console: Console) -> None:
 
 
 def render_compact_stats(stats: Any, console: Console, *, label: str | None = None) -> None:
-    """The stats panel on stderr (``stats`` is a :class:`ctxcompact.compact.CompactStats`)."""
-    lines: list[Text] = []
-    if stats.compacted:
-        lines.append(
-            Text.assemble(
-                ("tokens ", "dim"),
-                _n(stats.original_tokens),
-                " → ",
-                (_n(stats.compacted_tokens), "bold"),
-                f"  ({stats.compaction_ratio:.1%} of the original)",
-            )
-        )
-    else:
-        lines.append(
-            Text.assemble(
-                ("unchanged: ", "bold yellow"), stats.reason, f"  ({_n(stats.original_tokens)} tokens)"
-            )
-        )
-    if stats.compacted:
-        detail = (
-            f"messages compacted {stats.compacted_message_count}, retained {stats.retained_message_count}; "
-            f"files restored {stats.restored_file_count} ({_n(stats.restored_token_count)} tokens)"
-        )
-        lines.append(Text(detail))
-        if stats.summarizer:
-            retries = max(0, (stats.attempts or 1) - 1)
-            lines.append(Text(f"summarizer {stats.summarizer}" + (f", {retries} retries" if retries else "")))
-        for step in stats.steps:
-            extra = {
-                k: v
-                for k, v in step.items()
-                if k not in ("strategy", "changed") and isinstance(v, int | float) and not isinstance(v, bool)
-            }
-            if step["strategy"] != "full" and extra:
-                lines.append(
-                    Text(
-                        f"{step['strategy']}: "
-                        + ", ".join(
-                            f"{k.replace('_', ' ')} {_n(v) if isinstance(v, int) else v}"
-                            for k, v in extra.items()
-                        )
-                    )
-                )
-        if stats.retention is not None:
-            lines.append(Text(f"retention check: {stats.retention.summary_line()}"))
-        if stats.archive_path:
-            lines.append(Text.assemble(("originals archived to ", "dim"), stats.archive_path))
-        if stats.appended:
-            lines.append(Text("appended after the history as a compaction point", style="dim"))
-        if stats.threshold is not None:
-            over = stats.still_over_threshold
-            lines.append(
-                Text(
-                    f"threshold {_n(stats.threshold)}: " + ("still over it" if over else "now under it"),
-                    style="red" if over else "green",
-                )
-            )
-        if stats.reason and stats.reason != "compacted":
-            lines.append(Text(stats.reason, style="yellow"))
-    for warning in stats.warnings:
-        lines.append(Text(f"warning: {warning}", style="yellow"))
+    """The stats panel on stderr (``stats`` is a :class:`ctxcompact.compact.CompactStats`;
+    its lines are :func:`ctxcompact.compact_report.compact_stats_lines`)."""
+    from ctxcompact.compact_report import compact_stats_lines, compact_stats_title
+
+    lines = [Text.assemble(*line.segments) for line in compact_stats_lines(stats)]
     console.print(
-        Panel(
-            Group(*lines),
-            title=f"ctxcompact compact · {stats.strategy}" + (f" · {label}" if label else ""),
-            title_align="left",
-            expand=False,
-        )
+        Panel(Group(*lines), title=compact_stats_title(stats, label), title_align="left", expand=False)
     )
 
 

@@ -95,3 +95,19 @@ def test_an_error_on_a_pipe_does_not_import_rich(tmp_path: os.PathLike[str]) -> 
         cwd=tmp_path,
     )
     assert proc.stderr.splitlines() == ["ctxcompact: error: missing.json: no such file.", "LOADED []"]
+
+
+def test_a_piped_compaction_does_not_import_rich_or_anthropic(tmp_path: os.PathLike[str]) -> None:
+    """Stats and warnings on a pipe are Rich's bytes written without rich (see
+    tests/test_compact_report.py); the offline summary never loads the SDK."""
+    from conftest import SAMPLES
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    sample = str(SAMPLES / "anthropic-session.json")
+    argv = ["compact", sample, "--summarizer", "extractive", "--archive-dir", str(tmp_path), "-o", os.devnull]
+    proc = subprocess.run(
+        [sys.executable, "-c", COMMAND_PROBE, *argv], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert proc.stderr.startswith("╭─ ctxcompact compact · full ")
+    loaded = proc.stderr.splitlines()[-1]
+    assert "'rich'" not in loaded and "'anthropic'" not in loaded, loaded

@@ -86,7 +86,7 @@ def error_line(message: str) -> None:
     """``ctxcompact: error: …`` on stderr, on one line (soft_wrap: whole for grep and people);
     plain text, without importing rich, when stderr is not a terminal."""
     if not sys.stderr.isatty():
-        _write_stderr(f"ctxcompact: error: {message}\n")
+        write_stderr(f"ctxcompact: error: {message}\n")
         return
     from ctxcompact.render import make_console
 
@@ -134,10 +134,10 @@ def print_warnings(warnings: Sequence[str], streams: Streams) -> None:
 
         render_warnings(unique, streams.err)
     else:
-        _write_stderr("".join(f"warning: {w}\n" for w in unique))
+        write_stderr("".join(f"warning: {w}\n" for w in unique))
 
 
-def _write_stderr(text: str) -> None:
+def write_stderr(text: str) -> None:
     """Plain text on stderr; a reader that went away is no reason to fail (as Rich's console)."""
     try:
         sys.stderr.write(text)

@@ -7,12 +7,13 @@ parsed values (the command's parameters by name) into the frozen
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxcompact.batch import FileOptions
-from ctxcompact.cli.common import Streams, write_json_file, write_output
+from ctxcompact.batch import FileCompaction, FileOptions
+from ctxcompact.cli.common import Streams, write_json_file, write_output, write_stderr
 from ctxcompact.cli.local_options import local_strategy_options, pin_options, render_lines, timeline
 from ctxcompact.cli.restore import read_tools
 from ctxcompact.compact_options import CompactOptions
@@ -131,13 +132,12 @@ def run_one(
 ) -> None:
     """One input: the transcript to stdout, -o or the file itself; stats to stderr."""
     from ctxcompact.batch import compact_file, replace_keeping_backup
-    from ctxcompact.render import render_file_stats, render_warnings
     from ctxcompact.reports import file_report_json, file_stats_json
     from ctxcompact.tokens import make_counter
     from ctxcompact.transcript import dump_transcript
 
     done = compact_file(path, options=options, counter=make_counter(options.counter.value))
-    render_warnings(done.warnings, streams.err)
+    _print_warnings(done.warnings, streams)
     # The transcript first: stats that say "compacted" only once the output exists.
     if not options.dry_run:
         data = dump_transcript(done.transcript)
@@ -145,7 +145,7 @@ def run_one(
             replace_keeping_backup(Path(path), data)
         else:
             write_output(data, output)
-    render_file_stats(done, streams.err)
+    _print_stats(done, streams)
     if verbose or options.dry_run:
         for r in done.results:
             render_lines(timeline(r.stats.steps), streams.err)
@@ -153,6 +153,49 @@ def run_one(
     if report is not None:
         shown = path if in_place else (str(output) if output else None)
         write_json_file(report, file_report_json(done, output=shown))
+
+
+def _piped_plain() -> bool:
+    """Whether stderr takes the plain copies of Rich's output: not a terminal, and UTF-8 (on
+    another encoding Rich draws ASCII boxes)."""
+    return not sys.stderr.isatty() and (getattr(sys.stderr, "encoding", None) or "utf-8").lower().startswith(
+        "utf"
+    )
+
+
+def _print_warnings(warnings: Sequence[str], streams: Streams) -> None:
+    """``warning: …`` lines, as Rich prints them; without rich on a pipe when they are ASCII."""
+    if streams.quiet or not warnings:
+        return
+    if _piped_plain() and all(w.isascii() and w.isprintable() for w in warnings):
+        write_stderr("".join(f"warning: {w}\n" for w in warnings))
+        return
+    from ctxcompact.render import render_warnings
+
+    render_warnings(warnings, streams.err)
+
+
+def _print_stats(done: FileCompaction, streams: Streams) -> None:
+    """The stats panel of each conversation: Rich's, or on a pipe the same bytes without
+    importing rich (:func:`~ctxcompact.compact_report.plain_panel`, ASCII panels)."""
+    if streams.quiet:
+        return
+    from ctxcompact.compact_report import compact_stats_lines, compact_stats_title, plain_panel
+
+    several = len(done.results) > 1
+    panels = [
+        plain_panel(
+            compact_stats_title(r.stats, r.conversation.label if several else None),
+            [line.text for line in compact_stats_lines(r.stats)],
+        )
+        for r in done.results
+    ]
+    if _piped_plain() and all(panel is not None for panel in panels):
+        write_stderr("".join(panel or "" for panel in panels))
+        return
+    from ctxcompact.render import render_file_stats
+
+    render_file_stats(done, streams.err)
 
 
 def _non_negative_int(value: str, option: str) -> int:
