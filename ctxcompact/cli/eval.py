@@ -22,11 +22,14 @@ from ctxcompact.cli.common import (
     write_stdout,
 )
 from ctxcompact.evaluate import DEFAULT_CONVERSATIONS, default_strategies
+from ctxcompact.judge import DEFAULT_JUDGE_MODEL, DEFAULT_QUESTIONS_PER_KIND
+from ctxcompact.names import JudgeName
 from ctxcompact.status import ExitStatus
 
 if TYPE_CHECKING:
     from ctxcompact.eval_report import Table
     from ctxcompact.evaluate import EvalResult
+    from ctxcompact.judge.result import JudgeResult
 
 
 @reports_errors
@@ -65,6 +68,33 @@ def eval_command(
     ),
     fmt: Format | None = FORMAT_OPT,
     max_input_bytes: int = MAX_INPUT_BYTES_OPT,
+    judge: JudgeName | None = typer.Option(
+        None,
+        "--judge",
+        help="Also have an LLM judge the compactions (needs ANTHROPIC_API_KEY; costs money, asked first): anthropic (Messages API) or anthropic-batch (Message Batches API, half the price).",
+        show_default=False,
+    ),
+    judge_model: str = typer.Option(
+        DEFAULT_JUDGE_MODEL,
+        "--judge-model",
+        help="The model that writes, answers and scores the judge's questions.",
+    ),
+    questions: int = typer.Option(
+        DEFAULT_QUESTIONS_PER_KIND,
+        "--questions",
+        min=1,
+        max=10,
+        help="Judge questions per kind (recall, artifact, continuation, decision) per conversation.",
+    ),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Start the judge without asking (for CI): the cost is still printed."
+    ),
+    judge_cache: Path | None = typer.Option(
+        None,
+        "--judge-cache",
+        help="Where judge replies are cached by content hash [default: ~/.cache/ctxcompact/judge].",
+        show_default=False,
+    ),
 ) -> None:
     """How much does each strategy save, and what does it lose? Runs every strategy on the
     transcripts and scores the probes (paths, identifiers, numbers, errors, URLs, user
@@ -76,8 +106,8 @@ def eval_command(
       ctxcompact eval sessions/ --strategies full,prune --show-lost 5
       ctxcompact eval sessions/ --json | jq '.strategies[] | {strategy, ratio}'
       ctxcompact eval sessions/ --html eval.html
+      ctxcompact eval session.jsonl --judge anthropic-batch --yes
     """
-    from ctxcompact.eval_report import html_page
     from ctxcompact.evaluate import evaluate_transcripts
 
     ensure_writable_dir(html, "--html")
@@ -90,9 +120,16 @@ def eval_command(
         work_dir=work_dir,
         max_conversations=conversations,
     )
+    judged = None
+    if judge is not None:
+        from ctxcompact.cli.eval_judge import run_judge
+
+        judged = run_judge(
+            result, judge=judge, model=judge_model, per_kind=questions, yes=yes, cache_dir=judge_cache
+        )
     if html is not None:
-        write_output(html_page(result, show_lost=show_lost or 20).encode(), html)
-    _print_result(result, as_json=as_json, show_lost=show_lost)
+        write_output(_html(result, judged, show_lost=show_lost or 20).encode(), html)
+    _print_result(result, as_json=as_json, show_lost=show_lost, judged=judged)
     for run in result.runs:
         if run.skipped:
             Streams().err.print(f"{run.source}: {run.strategy} skipped: {run.skipped}", markup=False)
@@ -100,7 +137,18 @@ def eval_command(
         raise typer.Exit(ExitStatus.BAD_INPUT)
 
 
-def _print_result(result: EvalResult, *, as_json: bool, show_lost: int) -> None:
+def _html(result: EvalResult, judged: JudgeResult | None, *, show_lost: int) -> str:
+    from ctxcompact.eval_report import html_page, summary_table
+
+    if judged is None:
+        return html_page(result, show_lost=show_lost)
+    from ctxcompact.judge.report import judge_html, judge_table
+
+    table = judge_table(summary_table(result), result, judged)
+    return html_page(result, show_lost=show_lost, table=table, extra=judge_html(judged, result.strategies))
+
+
+def _print_result(result: EvalResult, *, as_json: bool, show_lost: int, judged: JudgeResult | None) -> None:
     """JSON, or the table (Rich on a terminal, plain text when piped) and the lost probes."""
     from ctxcompact.eval_report import lost_lines, plain_table, summary_table
 
@@ -109,11 +157,18 @@ def _print_result(result: EvalResult, *, as_json: bool, show_lost: int) -> None:
 
         from ctxcompact.reports import eval_json
 
-        write_stdout(
-            orjson.dumps(eval_json(result, show_lost=show_lost), option=orjson.OPT_INDENT_2).decode()
-        )
+        data = eval_json(result, show_lost=show_lost)
+        if judged is not None:
+            from ctxcompact.judge.report import add_judge_json
+
+            data = add_judge_json(data, judged)
+        write_stdout(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
         return
     table = summary_table(result)
+    if judged is not None:
+        from ctxcompact.judge.report import judge_table
+
+        table = judge_table(table, result, judged)
     if sys.stdout.isatty():
         _print_rich(Streams(), table)
     else:
