@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from ctxcompact.evaluate import evaluate_transcripts
 from ctxcompact.judge import QUESTION_KINDS
-from ctxcompact.judge.ask import CachedAsker
+from ctxcompact.judge.ask import CachedAsker, DirectAsker
 from ctxcompact.judge.cache import JudgeCache
 from ctxcompact.judge.cost import cost_line, estimated_cost
 from ctxcompact.judge.prices import model_prices
@@ -25,7 +25,7 @@ from ctxcompact.judge.prompts import (
     parse_scores,
 )
 from ctxcompact.judge.run import JudgePlan, JudgeSettings, judge_eval, plan_judge
-from ctxcompact.summarize.transport import BatchAnswer, BatchRequest, TextReply
+from ctxcompact.summarize.transport import BatchAnswer, BatchRequest, TextReply, TransportFailure
 from ctxcompact.tokens import make_counter
 from ctxcompact.transcript import load_transcript
 
@@ -136,3 +136,38 @@ def test_nothing_compacted_means_nothing_asked(tmp_path: Path) -> None:
         pytest.skip("the sample compacts something with this strategy")
     plan = plan_judge(result, cache=JudgeCache(tmp_path), counter=make_counter())
     assert plan.requests == 0
+
+
+class Flaky:
+    """A transport that fails with each of ``failures`` in turn, then answers ``text``."""
+
+    name = "flaky"
+
+    def __init__(self, *failures: TransportFailure, text: str = "ok") -> None:
+        self.failures = list(failures)
+        self.text = text
+        self.calls = 0
+
+    def complete(self, *, model: str, system: str, user: str, max_tokens: int, timeout: float) -> TextReply:
+        self.calls += 1
+        if self.failures:
+            raise self.failures.pop(0)
+        return TextReply(self.text)
+
+
+def test_direct_asker_retries_what_may_pass_and_reports_what_cannot() -> None:
+    request = BatchRequest("ctxc-1", "m", "s", "u", 10)
+    waits: list[float] = []
+    flaky = Flaky(
+        TransportFailure("HTTP 429", retryable=True, retry_after=0.25),
+        TransportFailure("HTTP 500", retryable=True),
+    )
+    assert DirectAsker(flaky, sleep=waits.append).ask([request]) == {"ctxc-1": TextReply("ok")}
+    assert flaky.calls == 3 and waits[0] == 0.25  # the server's retry-after honoured
+    refused = Flaky(TransportFailure("the API answered HTTP 401", retryable=False))
+    assert DirectAsker(refused, sleep=waits.append).ask([request]) == {"ctxc-1": "the API answered HTTP 401"}
+    assert refused.calls == 1
+    empty = Flaky(text="  ")
+    assert DirectAsker(empty, max_retries=1, sleep=waits.append).ask([request]) == {
+        "ctxc-1": "the model returned an empty answer"
+    }

@@ -17,14 +17,14 @@ from typing import Protocol
 
 from ctxcompact.batch_summaries import POLL_INTERVAL, BatchBackend, run_message_batch
 from ctxcompact.judge.cache import JudgeCache
-from ctxcompact.summarize.llm import BACKOFF_INITIAL, BACKOFF_MAX, DEFAULT_TIMEOUT, MAX_RETRY_AFTER
+from ctxcompact.summarize.llm import BACKOFF_INITIAL, BACKOFF_MAX, DEFAULT_TIMEOUT
+from ctxcompact.summarize.retry import GaveUp, Prompt, complete_with_retries
 from ctxcompact.summarize.transport import (
     BatchAnswer,
     BatchPoll,
     BatchRequest,
     TextReply,
     Transport,
-    TransportFailure,
 )
 
 DEFAULT_MAX_RETRIES = 3
@@ -36,10 +36,9 @@ class Asker(Protocol):
 
 class DirectAsker:
     """The requests one after the other through ``transport`` (one attempt per call), with the
-    summarizer's retry policy: retryable failures (timeouts, 408/409/429/5xx/529, unreadable
-    answers) and empty answers are retried up to ``max_retries`` times after the wait the
-    server asked for (up to :data:`~ctxcompact.summarize.llm.MAX_RETRY_AFTER` s) or an
-    exponential backoff with jitter."""
+    summarizer's retry policy (:func:`ctxcompact.summarize.retry.complete_with_retries`:
+    timeouts, 408/409/429/5xx/529, unreadable and empty answers retried up to ``max_retries``
+    times) and its exponential backoff with jitter."""
 
     def __init__(
         self,
@@ -60,31 +59,19 @@ class DirectAsker:
         return {r.custom_id: self._one(r) for r in requests}
 
     def _one(self, request: BatchRequest) -> BatchAnswer:
-        last = "no attempt was made"
-        for retry in range(self.max_retries + 1):
-            wait = self._backoff(retry, None)
-            try:
-                reply = self.transport.complete(
-                    model=request.model,
-                    system=request.system,
-                    user=request.user,
-                    max_tokens=request.max_tokens,
-                    timeout=self.timeout,
-                )
-            except TransportFailure as failure:
-                last = failure.description
-                if not failure.retryable:
-                    return last
-                if failure.retry_after is not None and failure.retry_after > MAX_RETRY_AFTER:
-                    return f"{last}; the server asked to wait {failure.retry_after:,.0f} s"
-                wait = self._backoff(retry, failure.retry_after)
-            else:
-                if reply.text.strip():
-                    return reply
-                last = "the model returned an empty answer"
-            if retry < self.max_retries:
-                self._sleep(wait)
-        return last
+        prompt = Prompt(request.model, request.system, request.user, request.max_tokens)
+        try:
+            return complete_with_retries(
+                self.transport,
+                prompt,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+                accept=lambda reply: reply if reply.text.strip() else None,
+                backoff=self._backoff,
+                sleep=self._sleep,
+            )
+        except GaveUp as failure:
+            return failure.description
 
     def _backoff(self, retry: int, retry_after: float | None) -> float:
         if retry_after is not None and retry_after > 0:
