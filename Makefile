@@ -39,7 +39,12 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+BENCH_STAMP := $(VENV)/.installed-bench
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(BIN)/python bench/run.py
 
 clean:

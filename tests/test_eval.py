@@ -11,9 +11,10 @@ from cli_helpers import run_cli
 from conftest import SAMPLES
 
 from ctxcompact.errors import UsageError
-from ctxcompact.eval_report import html_page, plain_table, summary_table
+from ctxcompact.eval_report import html_page, summary_table
 from ctxcompact.evaluate import default_strategies, evaluate_transcripts
 from ctxcompact.strategies import STRATEGY_NAMES
+from ctxcompact.text_table import plain_table
 from ctxcompact.transcript import load_transcript
 
 SESSION = SAMPLES / "anthropic-session.json"
@@ -90,3 +91,56 @@ def test_cli_table_json_html_and_lost(tmp_path: Path) -> None:
 def test_cli_refuses_an_unknown_strategy() -> None:
     out = run_cli("eval", SESSION, "--strategies", "full,bogus")
     assert out.exit_code == 2 and "unknown strategy bogus" in out.stderr
+
+
+def _without_times(data: object) -> object:
+    """An eval report minus wall times (the only figures two runs may disagree on)."""
+    if isinstance(data, dict):
+        return {k: _without_times(v) for k, v in data.items() if k not in ("seconds", "time")}
+    if isinstance(data, list):
+        return [_without_times(v) for v in data]
+    return data
+
+
+def test_jobs_report_what_one_process_reports_in_input_order(tmp_path: Path) -> None:
+    for i, sample in enumerate(sorted(SAMPLES.glob("*.json"))[:4]):
+        (tmp_path / f"{i}-{sample.name}").write_bytes(sample.read_bytes())
+    one = run_cli("eval", tmp_path, "-s", "full,prune", "--jobs", "1", "--json")
+    two = run_cli("eval", tmp_path, "-s", "full,prune", "--jobs", "2", "--json")
+    assert one.exit_code == two.exit_code == 0, two.stderr
+    assert _without_times(two.json()) == _without_times(one.json())
+    sources = [run["input"] for run in two.json()["runs"]]
+    assert sources == sorted(sources, key=lambda s: Path(s).name)  # input order, not finish order
+
+
+def test_an_unreadable_file_is_reported_and_the_others_evaluated(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_bytes(SESSION.read_bytes())
+    (tmp_path / "b.json").write_text("{not json")
+    (tmp_path / "notes.txt").write_text("not a transcript")
+    out = run_cli("eval", tmp_path, "-s", "prune", "--jobs", "2", "--json")
+    assert out.exit_code == 2
+    assert "b.json: invalid JSON at line 1" in out.stderr
+    assert {run["input"] for run in out.json()["runs"]} == {str(tmp_path / "a.json")}
+    only_bad = run_cli("eval", tmp_path / "b.json")
+    assert only_bad.exit_code == 2 and only_bad.stderr.count("invalid JSON") == 1
+
+
+def test_glob_chooses_the_files_of_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "keep.jsonl.txt").write_bytes(SESSION.read_bytes())
+    (tmp_path / "skip.json").write_text("{not json")
+    out = run_cli("eval", tmp_path, "-s", "prune", "--glob", "*.txt", "--json")
+    assert out.exit_code == 0, out.stderr
+    assert [run["input"] for run in out.json()["runs"]] == [str(tmp_path / "keep.jsonl.txt")]
+
+
+def test_evaluate_inputs_reports_each_input_once_and_refuses_bad_strategies() -> None:
+    from ctxcompact.eval_batch import EvalSettings, evaluate_inputs
+
+    seen: list[int] = []
+    paths = [str(SESSION), str(SAMPLES / "missing.json"), str(SESSION)]
+    batch = evaluate_inputs(paths, EvalSettings(("prune",)), on_done=lambda i, _o: seen.append(i))
+    assert sorted(seen) == [0, 1, 2]
+    assert batch.failed == 1 and "missing.json" in batch.errors[0]
+    assert batch.fatal_error() is None and len(batch.result.runs) == 2
+    with pytest.raises(UsageError):
+        evaluate_inputs(paths, EvalSettings(("bogus",)))

@@ -222,3 +222,12 @@ def test_default_cache_dir_follows_the_environment(tmp_path: Path) -> None:
 
     assert default_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "ctxcompact" / "judge"
     assert default_cache_dir({"CTXCOMPACT_CACHE_DIR": str(tmp_path)}) == tmp_path / "judge"
+
+
+def test_files_evaluated_in_workers_are_judged(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    fake_api.answer = judge_reply
+    other = SAMPLES / "claude-code-session.jsonl"
+    out = judge(fake_api, tmp_path, other, "--judge", "anthropic", "--yes", "--json", "--jobs", "2")
+    assert out.exit_code == 0, out.stderr
+    judged = {(r["input"], r["strategy"]) for r in out.json()["runs"] if r["judge"] and r["judge"]["scored"]}
+    assert {Path(source).name for source, _ in judged} == {SESSION.name, other.name}

@@ -12,7 +12,8 @@ from ctxcompact.cli import app
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 GROUP = typer.main.get_command(app)
-COMMANDS = sorted(GROUP.commands)  # type: ignore[attr-defined]
+CTX = typer.Context(GROUP)
+COMMANDS = sorted(GROUP.list_commands(CTX))  # type: ignore[attr-defined]
 
 
 def test_every_command_has_a_section() -> None:
@@ -34,7 +35,7 @@ def test_every_command_has_a_section() -> None:
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_every_option_is_documented(name: str) -> None:
-    command = GROUP.commands[name]  # type: ignore[attr-defined]
+    command = GROUP.get_command(CTX, name)  # type: ignore[attr-defined]
     options = [o for p in command.params for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
     missing = [o for o in options if o != "--help" and not re.search(re.escape(o) + r"(?![\w-])", README)]
     assert not missing, f"{name}: undocumented options {missing}"

@@ -31,3 +31,67 @@ def test_version_is_answered_before_the_command_line_is_imported(flag: str) -> N
     )
     assert (proc.returncode, proc.stderr) == (0, "")
     assert proc.stdout == f"ctxcompact {__version__}\nLOADED []\n"
+
+
+COMMAND_PROBE = textwrap.dedent(
+    """
+    import sys
+    sys.argv = ["ctxcompact", *sys.argv[1:]]
+    from ctxcompact.__main__ import main
+    try:
+        main()
+    except SystemExit:
+        pass
+    heavy = ("rich", "anthropic", "ctxcompact.strategies", "ctxcompact.summarize", "ctxcompact.evaluate",
+             "ctxcompact.cli.compact", "ctxcompact.cli.eval", "ctxcompact.offload")
+    print(f"LOADED {sorted(m for m in heavy if m in sys.modules)}", file=sys.stderr)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "printed"),
+    [
+        (["count", "--json"], '"total"'),
+        (["count"], "By role"),
+        (["check"], "within budget"),  # and a warning on stderr: unknown model
+        (["check", "--model", "gpt-4"], "threshold 3,686"),
+    ],
+)
+def test_a_command_imports_only_what_it_uses(
+    tmp_path: os.PathLike[str], argv: list[str], printed: str
+) -> None:
+    # `count` and `check` build their own command only: not the strategy table, the
+    # summarizers, eval or offload; and no rich, since a pipe gets the report as plain text.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    sample = os.path.join(os.path.dirname(__file__), "..", "sample_transcripts", "anthropic-session.json")
+    proc = subprocess.run(
+        [sys.executable, "-c", COMMAND_PROBE, argv[0], sample, *argv[1:]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,  # no config file above a temporary directory
+    )
+    assert printed in proc.stdout
+    assert proc.stderr.strip().splitlines()[-1] == "LOADED []"
+
+
+def test_a_typo_still_gets_a_suggestion() -> None:
+    from cli_helpers import run_cli
+
+    out = run_cli("cuont", "x")
+    assert out.exit_code == 2 and "Did you mean 'count'?" in out.stderr
+
+
+def test_an_error_on_a_pipe_does_not_import_rich(tmp_path: os.PathLike[str]) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    proc = subprocess.run(
+        [sys.executable, "-c", COMMAND_PROBE, "count", "missing.json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.stderr.splitlines() == ["ctxcompact: error: missing.json: no such file.", "LOADED []"]

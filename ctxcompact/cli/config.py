@@ -3,12 +3,13 @@ win), and ``ctxcompact config`` shows the effective settings and where each came
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import typer
 
-from ctxcompact.cli.common import Streams, error, reports_errors
-from ctxcompact.config import Config, OptionSpec, load_config
+from ctxcompact.cli.common import Streams, error, print_report, reports_errors
+from ctxcompact.config import Config, OptionSpec, find_config_file, load_config
 from ctxcompact.errors import CtxcompactError
 
 #: Options that are not settings: they act at once or name one run's own files.
@@ -30,12 +31,13 @@ NOT_SETTINGS = frozenset(
 )
 
 
-def option_specs(group: Any) -> list[OptionSpec]:
+def option_specs(ctx: Any, group: Any, *, only: str | None = None) -> list[OptionSpec]:
     """Every option of every command of ``group`` (a click group: typer vendors click, so it is
-    read by its attributes) as a :class:`OptionSpec`."""
+    read by its attributes) as a :class:`OptionSpec`; with ``only``, that command's alone."""
     specs: list[OptionSpec] = []
-    for name, command in sorted(group.commands.items()):
-        if name == "config":
+    for name in sorted(group.list_commands(ctx) if only is None else [only]):
+        command = group.get_command(ctx, name)
+        if name == "config" or command is None:
             continue
         for param in command.params:
             longs = [o for o in (*param.opts, *param.secondary_opts) if o.startswith("--")]
@@ -63,7 +65,10 @@ def apply_config(ctx: typer.Context) -> None:
     group = ctx.command
     if not hasattr(group, "commands") or ctx.invoked_subcommand in (None, "config"):
         return
-    specs = option_specs(group)
+    # A file's keys are checked against every command's options, which loads every command;
+    # without one, only the environment can set anything, and only for this command.
+    only = None if find_config_file(Path.cwd().resolve()) else ctx.invoked_subcommand
+    specs = option_specs(ctx, group, only=only)
     try:
         found = load_config(specs).default_map(specs)
     except CtxcompactError as exc:  # the root callback is not a command: report it here
@@ -93,7 +98,7 @@ def config(
     from ctxcompact.reports import config_json
 
     assert ctx.parent is not None
-    specs = option_specs(ctx.parent.command)
+    specs = option_specs(ctx.parent, ctx.parent.command)
     loaded: Config = load_config(specs)
     rows = effective_settings(loaded, specs)
     payload = config_json(rows, file=loaded.file)
@@ -102,6 +107,6 @@ def config(
 
         typer.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
         return
-    from ctxcompact.render import render_config
+    from ctxcompact.text_reports import config_report
 
-    render_config(payload, Streams().out)
+    print_report(config_report(payload), Streams())

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from ctxcompact.cli.batch import GLOB_OPT
 from ctxcompact.cli.common import (
     FILES_ARG,
     FORMAT_OPT,
@@ -16,7 +17,8 @@ from ctxcompact.cli.common import (
     Format,
     Streams,
     ensure_writable_dir,
-    load_all,
+    error_line,
+    expand_batch_inputs,
     reports_errors,
     write_output,
     write_stdout,
@@ -27,9 +29,9 @@ from ctxcompact.names import JudgeName
 from ctxcompact.status import ExitStatus
 
 if TYPE_CHECKING:
-    from ctxcompact.eval_report import Table
     from ctxcompact.evaluate import EvalResult
     from ctxcompact.judge.result import JudgeResult
+    from ctxcompact.text_table import Table
 
 
 @reports_errors
@@ -64,6 +66,15 @@ def eval_command(
         None,
         "--work-dir",
         help="Where `full` restores files from [default: an empty temporary directory: nothing restored].",
+        show_default=False,
+    ),
+    globs: list[str] | None = GLOB_OPT,
+    jobs: int | None = typer.Option(
+        None,
+        "--jobs",
+        "-j",
+        min=1,
+        help="Files evaluated in parallel processes [default: the CPU count].",
         show_default=False,
     ),
     fmt: Format | None = FORMAT_OPT,
@@ -106,20 +117,44 @@ def eval_command(
       ctxcompact eval sessions/ --strategies full,prune --show-lost 5
       ctxcompact eval sessions/ --json | jq '.strategies[] | {strategy, ratio}'
       ctxcompact eval sessions/ --html eval.html
+      ctxcompact eval ~/.claude/projects/ --glob '*.jsonl' --jobs 4
       ctxcompact eval session.jsonl --judge anthropic-batch --yes
     """
-    from ctxcompact.evaluate import evaluate_transcripts
+    from ctxcompact.batch_parallel import default_jobs
+    from ctxcompact.eval_batch import EvalSettings, evaluate_inputs
+    from ctxcompact.render_batch import files_progress
 
     ensure_writable_dir(html, "--html")
     names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies is not None else None
-    loaded = load_all(files, fmt, max_bytes=max_input_bytes)
-    result = evaluate_transcripts(
-        loaded.transcripts,
-        strategies=names,
+    settings = EvalSettings(
+        tuple(names) if names is not None else default_strategies(),
         summarizer=summarizer,
         work_dir=work_dir,
         max_conversations=conversations,
+        dialect=fmt.value if fmt else None,
+        max_bytes=max_input_bytes,
+        keep_context=judge is not None,
     )
+    if judge is not None:
+        from ctxcompact.cli.eval_judge import check_judge_key
+
+        check_judge_key(judge)  # exit 2 before any work
+    paths = [i.path for i in expand_batch_inputs(files, globs=globs or ())]
+    streams = Streams()
+    with files_progress(streams.err, len(paths), "evaluating") as advance:
+        batch = evaluate_inputs(
+            paths,
+            settings,
+            jobs=jobs or default_jobs(),
+            on_done=lambda index, _outcome: advance(paths[index] or "stdin"),
+        )
+    if len(paths) > 1:
+        for error in batch.errors:
+            error_line(error)
+    fatal = batch.fatal_error()
+    if fatal is not None:
+        raise fatal
+    result = batch.result
     judged = None
     if judge is not None:
         from ctxcompact.cli.eval_judge import run_judge
@@ -132,8 +167,8 @@ def eval_command(
     _print_result(result, as_json=as_json, show_lost=show_lost, judged=judged)
     for run in result.runs:
         if run.skipped:
-            Streams().err.print(f"{run.source}: {run.strategy} skipped: {run.skipped}", markup=False)
-    if loaded.failed:
+            streams.err.print(f"{run.source}: {run.strategy} skipped: {run.skipped}", markup=False)
+    if batch.failed:
         raise typer.Exit(ExitStatus.BAD_INPUT)
 
 
@@ -150,7 +185,8 @@ def _html(result: EvalResult, judged: JudgeResult | None, *, show_lost: int) -> 
 
 def _print_result(result: EvalResult, *, as_json: bool, show_lost: int, judged: JudgeResult | None) -> None:
     """JSON, or the table (Rich on a terminal, plain text when piped) and the lost probes."""
-    from ctxcompact.eval_report import lost_lines, plain_table, summary_table
+    from ctxcompact.eval_report import lost_lines, summary_table
+    from ctxcompact.text_table import plain_table
 
     if as_json:
         import orjson

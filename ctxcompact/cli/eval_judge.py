@@ -24,8 +24,8 @@ def stdin_is_terminal() -> bool:
     return sys.stdin.isatty()
 
 
-def make_asker(judge: JudgeName, streams: Streams) -> Asker:
-    """The asker for ``--judge``; exit 2 before any work when no API key is set."""
+def check_judge_key(judge: JudgeName) -> None:
+    """Exit 2 when no API key is set."""
     from ctxcompact.anthropic_api import API_KEY_ENV, api_key_available
 
     if not api_key_available():
@@ -33,6 +33,11 @@ def make_asker(judge: JudgeName, streams: Streams) -> Asker:
             f"eval --judge {judge.value} calls the Anthropic API and needs a key: set {API_KEY_ENV} "
             "(eval without --judge needs none)."
         )
+
+
+def make_asker(judge: JudgeName, streams: Streams) -> Asker:
+    """The asker for ``--judge`` (exit 2 when no API key is set)."""
+    check_judge_key(judge)
     if judge == JudgeName.anthropic_batch:
         from ctxcompact.anthropic_api import AnthropicBatches
         from ctxcompact.judge.ask import BatchAsker

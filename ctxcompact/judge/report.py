@@ -6,13 +6,15 @@ the reports stay as they were."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from html import escape
 from typing import Any
 
-from ctxcompact.eval_report import Table, best_cells
+from ctxcompact.eval_report import best_cells
 from ctxcompact.evaluate import EvalResult
 from ctxcompact.judge import QUESTION_KINDS
 from ctxcompact.judge.result import JudgeResult, JudgeScores, RunJudgement
+from ctxcompact.text_table import Column, Table
 
 JUDGE_HEADERS = ("judge", *(f"j.{k}" for k in QUESTION_KINDS))
 
@@ -32,7 +34,8 @@ def judge_table(table: Table, result: EvalResult, judge: JudgeResult) -> Table:
     rows = tuple((*row, *(_cell(v) for v in values)) for row, values in zip(table.rows, per_row, strict=True))
     offset = len(table.headers)
     best = {(r, c + offset) for r, c in best_cells(per_row)}
-    return Table((*table.headers, *JUDGE_HEADERS), rows, table.best | frozenset(best))
+    columns = (*table.columns, *(Column(h) for h in JUDGE_HEADERS))
+    return replace(table, columns=columns, rows=rows, best=table.best | frozenset(best))
 
 
 def _round(value: float | None) -> float | None:
