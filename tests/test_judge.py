@@ -231,3 +231,34 @@ def test_files_evaluated_in_workers_are_judged(fake_api: FakeAnthropicServer, tm
     assert out.exit_code == 0, out.stderr
     judged = {(r["input"], r["strategy"]) for r in out.json()["runs"] if r["judge"] and r["judge"]["scored"]}
     assert {Path(source).name for source, _ in judged} == {SESSION.name, other.name}
+
+
+def test_failed_batch_requests_leave_scores_missing_with_the_reason(
+    fake_api: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    fake_api.batch_polls_in_progress = 0
+    fake_api.answer = judge_reply
+
+    def result(_custom_id: str, params: dict[str, Any]) -> dict[str, Any]:
+        if params["system"] == SCORES_SYSTEM:
+            return FakeAnthropicServer.batch_errored()
+        return FakeAnthropicServer.batch_succeeded(judge_reply(params))
+
+    fake_api.batch_result = result
+    out = judge(fake_api, tmp_path, "--judge", "anthropic-batch", "--yes", "--json", "--strategies", "full")
+    assert out.exit_code == 0, out.stderr
+    assert out.json()["strategies"][0]["judge"]["missing"] == 8
+    assert "no scores could be read: the batch request errored (invalid_request_error)" in out.stderr
+    # Only replies are cached: the failed requests will be asked again next time.
+    assert len(list((tmp_path / "cache").iterdir())) == 2
+
+
+def test_unwritable_cache_is_exit_2_before_any_request(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    out = run_cli(
+        "eval", SESSION, "--judge", "anthropic", "--yes", "--judge-cache", blocker / "cache",
+        env={"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.base_url},
+    )  # fmt: skip
+    assert out.exit_code == 2 and "--judge-cache" in out.stderr
+    assert fake_api.requests == []

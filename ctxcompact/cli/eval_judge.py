@@ -72,6 +72,7 @@ def run_judge(
     streams = Streams()
     asker = make_asker(judge, streams)
     cache = JudgeCache(cache_dir or default_cache_dir())
+    cache.check_writable()
     counter = make_counter()
     settings = JudgeSettings(model=model, per_kind=per_kind)
     plan = plan_judge(result, cache=cache, counter=counter, settings=settings)

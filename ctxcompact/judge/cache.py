@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -43,6 +44,22 @@ class JudgeCache:
             raise ValueError(f"not a request key: {key!r}")
         return self.directory / f"{key}.txt"
 
+    def check_writable(self) -> None:
+        """Create the directory and make sure a file can be written there (exit 2 if not), so
+        no paid-for reply is lost to an unwritable cache."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=self.directory):
+                pass
+        except OSError as exc:
+            raise self._unwritable(exc) from None
+
+    def _unwritable(self, exc: OSError) -> UsageError:
+        return UsageError(
+            f"cannot write the judge cache in {self.directory}: {exc.strerror or exc}; "
+            "give another directory with --judge-cache."
+        )
+
     def get(self, key: str) -> str | None:
         """The cached reply, or None (also when the entry cannot be read)."""
         try:
@@ -56,7 +73,4 @@ class JudgeCache:
             self.directory.mkdir(parents=True, exist_ok=True)
             write_atomic(self._path(key), text.encode("utf-8", "surrogatepass"))
         except OSError as exc:
-            raise UsageError(
-                f"cannot write the judge cache in {self.directory}: {exc.strerror or exc}; "
-                "give another directory with --judge-cache."
-            ) from None
+            raise self._unwritable(exc) from None
