@@ -98,14 +98,15 @@ class OffloadResult:
     ``offloaded_count``, ``freed_chars`` (sum of the offloaded contents' sizes) and ``files``
     (absolute paths, one per offloaded result, in message order) are the seed's stats;
     ``tokens_freed`` is measured with the counter (tokens before minus after, of the changed
-    blocks); ``entries`` are the manifest records.
+    blocks), None when not measured (``measure_tokens=False``: nobody reads it, and it costs a
+    tokenizer pass over every offloaded content); ``entries`` are the manifest records.
     """
 
     messages: tuple[Message, ...]
     offloaded_count: int = 0
     freed_chars: int = 0
     files: tuple[str, ...] = ()
-    tokens_freed: int = 0
+    tokens_freed: int | None = 0
     entries: tuple[ManifestEntry, ...] = ()
     out_dir: str = ""
 
@@ -188,6 +189,7 @@ def offload_tool_results(
     writer: OffloadWriter | None = None,
     counter: TokenCounter | None = None,
     reference_dir: str = SEED_REFERENCE_DIR,
+    measure_tokens: bool = True,
 ) -> OffloadResult:
     """Offload large tool_result contents of ``messages`` to files in ``out_dir``.
 
@@ -195,7 +197,8 @@ def offload_tool_results(
     objects built with ``with_content``, the others are the input's own objects). Creates
     ``out_dir`` (with parents) if missing. Raises :class:`UsageError` for negative options and
     :class:`WorkFailedError` when a file cannot be written, after removing the files it
-    created. ``counter`` measures ``tokens_freed`` (default: tiktoken). ``reference_dir``
+    created. ``counter`` measures ``tokens_freed`` (default: tiktoken); with
+    ``measure_tokens=False`` nothing is counted and ``tokens_freed`` is None. ``reference_dir``
     names ``out_dir`` in the references (seed: ``./``; a session: a path from its cwd).
     """
     if min_chars < 0 or keep_recent < 0 or preview < 0:
@@ -216,7 +219,7 @@ def offload_tool_results(
         offloaded_count=len(done),
         freed_chars=sum(p.chars for p in done),
         files=tuple(e.path for e in entries),
-        tokens_freed=_tokens_freed(done, counter),
+        tokens_freed=_tokens_freed(done, counter) if measure_tokens else None,
         entries=entries,
         out_dir=str(root),
     )

@@ -72,7 +72,25 @@ def test_uc001_large_result_goes_to_a_file_and_a_reference_replaces_it(tmp_path:
     assert result.freed_chars == len(content)
     assert result.files == (str(path.resolve()),)
     assert Path(result.files[0]).is_absolute()
-    assert result.tokens_freed > 0
+    assert result.tokens_freed is not None and result.tokens_freed > 0
+
+
+class RefusingCounter:
+    name = "refusing"
+
+    def count_batch(self, texts: Any) -> list[int]:
+        raise AssertionError(f"asked to encode {len(texts)} strings")
+
+
+def test_offload_asked_not_to_measure_encodes_nothing_and_writes_the_same(tmp_path: Path) -> None:
+    messages = ir(convo(("t1", "x" * 500), ("t2", "y" * 50)))
+    unmeasured = offload_tool_results(
+        messages, out_dir=tmp_path / "a", counter=RefusingCounter(), measure_tokens=False
+    )
+    measured = offload(messages, tmp_path / "b")
+    assert unmeasured.tokens_freed is None and measured.tokens_freed
+    assert results_of(unmeasured.messages) == results_of(measured.messages)
+    assert (tmp_path / "a" / MANIFEST_NAME).read_bytes() == (tmp_path / "b" / MANIFEST_NAME).read_bytes()
 
 
 def test_boundaries_99_stays_100_goes_empty_stays(tmp_path: Path) -> None:
