@@ -172,8 +172,12 @@ class DiskWriter:
         except FileExistsError:
             return False
         try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+            try:
+                view = memoryview(data)  # os.write: no buffered file object per file
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
         except BaseException:
             unlink_quietly(path)
             raise
