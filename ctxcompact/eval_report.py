@@ -1,18 +1,19 @@
 """``eval``'s results as text: the per-strategy table (cells and best values), the lost
 probes, and a self-contained HTML page (inline CSS and SVG, no external assets).
 
-Pure formatting of :class:`~ctxcompact.evaluate.EvalResult`; the CLI prints the table with
-Rich on a terminal and as plain text otherwise, from the same cells.
+Pure formatting of :class:`~ctxcompact.evaluate.EvalResult`; the CLI prints the table (a
+:class:`ctxcompact.text_table.Table`) with Rich on a terminal and as plain text otherwise,
+from the same cells.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from html import escape
 
 from ctxcompact.evaluate import EvalResult, StrategyRun, StrategySummary
 from ctxcompact.probes import PROBE_KINDS
+from ctxcompact.text_table import Column, Table
 
 #: Column headings; the probe kinds' columns follow "kept".
 BASE_HEADERS = ("strategy", "runs", "tokens before → after", "ratio", "time", "kept")
@@ -27,15 +28,6 @@ KIND_HEADERS = {
     "next_step": "next step",
 }
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
-
-
-@dataclass(frozen=True, slots=True)
-class Table:
-    """Cells as strings; ``best`` holds (row, column) of each column's best value."""
-
-    headers: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    best: frozenset[tuple[int, int]]
 
 
 def _pct(value: float | None) -> str:
@@ -63,7 +55,7 @@ def summary_table(result: EvalResult) -> Table:
             )
         )
         values.append([None, None, None, _neg(s.ratio), _neg(s.seconds), s.report.overall, *kinds])
-    return Table(headers, tuple(rows), _best(values))
+    return Table(tuple(Column(h) for h in headers), tuple(rows), _best(values))
 
 
 def _kind_cell(s: StrategySummary, kind: str) -> str:
@@ -87,14 +79,6 @@ def _best(values: Sequence[Sequence[float | None]]) -> frozenset[tuple[int, int]
         top = max(numbers)  # type: ignore[type-var]
         best.update((i, col) for v, i in column if v == top)
     return frozenset(best)
-
-
-def plain_table(table: Table) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in table.rows)) for i, h in enumerate(table.headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(table.headers, widths, strict=True)).rstrip()]
-    for row in table.rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-    return "\n".join(lines)
 
 
 def lost_lines(result: EvalResult, limit: int) -> str:

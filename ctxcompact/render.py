@@ -16,10 +16,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ctxcompact.context_size import describe_side, describe_size
-from ctxcompact.models import Budget
-from ctxcompact.reports import CountRow, recorded_text
-from ctxcompact.usage import CheckResult
+from ctxcompact.text_table import Block
+from ctxcompact.text_table import Line as TextLine
+from ctxcompact.text_table import Panel as TextPanel
+from ctxcompact.text_table import Table as TextTable
 
 if TYPE_CHECKING:
     from ctxcompact.batch import FileCompaction
@@ -58,234 +58,38 @@ def _n(value: int) -> str:
     return f"{value:,}"
 
 
-def _pct(part: int, whole: int) -> str:
-    return f"{100 * part / whole:.1f}%" if whole else "-"
+def print_blocks(blocks: Sequence[Block], console: Console) -> None:
+    """A report (:mod:`ctxcompact.text_reports`) on a terminal: lines, Rich tables, panels."""
+    for block in blocks:
+        if isinstance(block, TextLine):
+            console.print(_text(block), soft_wrap=True)
+        elif isinstance(block, TextPanel):
+            body = Group(*(_text(line) for line in block.lines))
+            console.print(Panel(body, title=Text(block.title), title_align="left", expand=False))
+        else:
+            console.print(_table(block))
 
 
-def render_count(rows: Sequence[CountRow], console: Console, *, top: int) -> None:
-    if len(rows) == 1:
-        _render_count_detail(rows[0], console, top=top)
-        return
-    table = Table(title="Tokens per transcript", title_justify="left")
-    table.add_column("transcript", overflow="fold")
-    table.add_column("dialect")
-    table.add_column("messages", justify="right")
-    table.add_column("tokens", justify="right")
-    show_share = any(r.model for r in rows)
-    if show_share:
-        table.add_column("of window", justify="right")
-    show_recorded = any(r.size is not None and r.size.recorded is not None for r in rows)
-    if show_recorded:
-        table.add_column("recorded", justify="right")
-        table.add_column("ours vs recorded", justify="right")
-    for row in rows:
-        cells = [row.label, row.dialect, _n(row.report.message_count), _n(row.report.total)]
-        if show_share:
-            cells.append(_pct(row.report.total, row.model.context_window) if row.model else "-")
-        if show_recorded:
-            cells.extend(_recorded_cells(row))
-        table.add_row(*cells)
-    total = sum(r.report.total for r in rows)
-    table.add_section()
-    cells = ["total", "", _n(sum(r.report.message_count for r in rows)), _n(total)]
-    if show_share:
-        cells.append("")
-    if show_recorded:
-        cells.extend(["", ""])
-    table.add_row(*cells, style="bold")
-    console.print(table)
+def _text(line: TextLine) -> Text:
+    return Text.assemble(*line.segments)
 
 
-def _recorded_cells(row: CountRow) -> list[str]:
-    size = row.size
-    if size is None or size.recorded is None:
-        return ["-", "-"]
-    diff = size.difference
-    return [_n(size.recorded.context), f"{diff:+.1f}%" if diff is not None else "-"]
-
-
-def _render_count_detail(row: CountRow, console: Console, *, top: int) -> None:
-    report = row.report
-    counter = report.counter + (f" ({report.encoding})" if report.encoding else "")
-    exact = " — exact total; parts approximate" if report.per_message_approximate else ""
-    head = Text.assemble(
-        (f"{row.label}", "bold"),
-        f"  {row.dialect} · {report.message_count} messages · counter {counter}{exact}\n",
-        ("total ", ""),
-        (_n(report.total), "bold"),
-        " tokens",
-    )
-    if row.model is not None:
-        head.append(
-            f" · {_pct(report.total, row.model.context_window)} of {row.model.model or 'default'}'s "
-            f"{_n(row.model.context_window)}-token window"
+def _table(table: TextTable) -> Table:
+    out = Table(title=table.title or None, title_justify="left")
+    for c in table.columns:
+        out.add_column(
+            c.header, justify=c.justify, overflow=c.overflow, max_width=c.max_width, no_wrap=c.no_wrap
         )
-    if row.recorded is not None:
-        head.append(f"\n{recorded_text(row.recorded)}")
-    console.print(head, soft_wrap=True)
-    source = describe_size(row.size) if row.size is not None else ""
-    if source:
-        console.print(Text(source, style="dim"), soft_wrap=True)
-    if row.side is not None and (row.side.sidechain_entries or row.side.meta_entries):
-        console.print(Text(describe_side(row.side), style="dim"), soft_wrap=True)
-
-    roles = Table(title="By role", title_justify="left")
-    roles.add_column("role")
-    roles.add_column("tokens", justify="right")
-    roles.add_column("share", justify="right")
-    for role, tokens in sorted(report.by_role.items(), key=lambda kv: -kv[1]):
-        roles.add_row(role, _n(tokens), _pct(tokens, report.total))
-    types = Table(title="By block type", title_justify="left")
-    types.add_column("block type")
-    types.add_column("tokens", justify="right")
-    types.add_column("share", justify="right")
-    for kind, tokens in sorted(report.by_type.items(), key=lambda kv: -kv[1]):
-        types.add_row(kind, _n(tokens), _pct(tokens, report.total))
-    console.print(roles)
-    console.print(types)
-
-    if report.messages:
-        largest = Table(title=f"Largest messages (top {top})", title_justify="left")
-        largest.add_column("#", justify="right")
-        largest.add_column("role")
-        largest.add_column("tokens", justify="right")
-        largest.add_column("preview", overflow="ellipsis", no_wrap=True, max_width=60)
-        for m in report.largest_messages(top):
-            largest.add_row(str(m.index), m.role, _n(m.tokens), m.preview)
-        console.print(largest)
-    if report.tool_results:
-        results = Table(title=f"Largest tool results (top {top})", title_justify="left")
-        results.add_column("#", justify="right")
-        results.add_column("tool")
-        results.add_column("tokens", justify="right")
-        results.add_column("preview", overflow="ellipsis", no_wrap=True, max_width=50)
-        for r in report.largest_tool_results(top):
-            results.add_row(str(r.message_index), r.tool_name or "?", _n(r.tokens), r.preview)
-        console.print(results)
-
-
-# --- check -----------------------------------------------------------------------------------
-
-
-def usage_bar(used: int, threshold: int, window: int, width: int = 40) -> Text:
-    """``[██████░░░░|░░░]``: filled to the tokens used, a ``|`` at the threshold."""
-    width = max(width, 10)
-    mark = min(width - 1, round(width * threshold / window)) if window else width - 1
-    filled = min(width, round(width * used / window)) if window else width
-    bar = Text("[")
-    for i in range(width):
-        char = "█" if i < filled else "░"
-        if i == mark:
-            char = "|"
-        style = "red" if i < filled and i >= mark else ("green" if i < filled else "dim")
-        bar.append(char, style=style)
-    bar.append("]")
-    return bar
-
-
-def render_check(results: Sequence[CheckResult], budget: Budget, console: Console) -> None:
-    model = budget.model
-    name = model.model or "no model given"
-    known = "" if model.known else " (unknown: default window)"
-    console.print(
-        Text.assemble(
-            ("model ", "dim"),
-            (name, "bold"),
-            known,
-            ("  window ", "dim"),
-            _n(model.context_window),
-            ("  output reserve ", "dim"),
-            _n(budget.output_reserve),
-            ("  ratio ", "dim"),
-            f"{budget.ratio:g} ({budget.label})",
-            ("  threshold ", "dim"),
-            (_n(budget.threshold), "bold"),
-        ),
-        soft_wrap=True,  # one logical line: never split "threshold" from its number when piped
-    )
-    if len(results) > 3:
-        _render_check_table(results, budget, console)
-        return
-    for r in results:
-        verdict = (
-            Text("compaction needed", style="bold red")
-            if r.needs_compaction
-            else Text("within budget", style="bold green")
-        )
-        remaining = r.status.remaining
-        remain_text = (
-            f"{_n(remaining)} tokens left before the threshold"
-            if remaining > 0
-            else f"{_n(-remaining)} tokens over the threshold"
-        )
-        lines = [
-            Text.assemble(usage_bar(r.status.tokens, budget.threshold, model.context_window), "  ", verdict),
-            Text(
-                f"{_n(r.status.tokens)} tokens = {r.status.usage:.1%} of the threshold, "
-                f"{r.status.window_share:.1%} of the window; {remain_text}"
-                + (" (exact)" if r.report.exact_total else f" (counter: {r.report.counter})")
-            ),
+    for r, row in enumerate(table.rows):
+        styles = [
+            table.styles.get((r, i), "bold green" if (r, i) in table.best else "") for i in range(len(row))
         ]
-        source = describe_size(r.size) if r.size is not None else ""
-        if source:
-            lines.append(Text(source, style="dim"))
-        if r.recorded is not None:
-            lines.append(
-                Text(f"{recorded_text(r.recorded)}; counted here: {_n(r.report.total)}", style="dim")
-            )
-        for v in r.violations:
-            style = "red" if v.severity == "error" else "yellow"
-            lines.append(Text(f"{v.severity}: {v}", style=style))
-        console.print(Panel(Group(*lines), title=r.label, title_align="left", expand=False))
-
-
-def _render_check_table(results: Sequence[CheckResult], budget: Budget, console: Console) -> None:
-    """Many conversations (a directory, a trajectory collection): one row each, errors listed."""
-    table = Table(title_justify="left")
-    for column, justify in (
-        ("transcript", "left"),
-        ("tokens", "right"),
-        ("of threshold", "right"),
-        ("left", "right"),
-        ("verdict", "left"),
-        ("errors", "right"),
-        ("warnings", "right"),
-    ):
-        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    sources = [r.size.source if r.size is not None else "count" for r in results]
-    show_source = any(s != "count" for s in sources)
-    if show_source:
-        table.add_column("source")
-    for r, source in zip(results, sources, strict=True):
-        errors = len(r.errors)
-        table.add_row(
-            r.label,
-            _n(r.status.tokens),
-            f"{r.status.usage:.1%}",
-            _n(r.status.remaining),
-            Text("compaction needed", style="red")
-            if r.needs_compaction
-            else Text("within budget", style="green"),
-            Text(str(errors), style="red") if errors else Text("0"),
-            str(len(r.violations) - errors),
-            *([source] if show_source else []),
-        )
-    over = sum(r.needs_compaction for r in results)
-    table.add_section()
-    table.add_row(
-        f"{len(results)} transcripts",
-        _n(sum(r.status.tokens for r in results)),
-        "",
-        "",
-        f"{over} need compaction",
-        str(sum(len(r.errors) for r in results)),
-        "",
-        *([""] if show_source else []),
-    )
-    console.print(table)
-    for r in results:
-        for v in r.errors:
-            console.print(Text(f"{r.label}: error: {v}", style="red"))
+        out.add_row(*(Text(cell, style=style) for cell, style in zip(row, styles, strict=True)))
+    if table.footer:
+        out.add_section()
+    for row in table.footer:
+        out.add_row(*(Text(cell) for cell in row), style=table.footer_style or None)
+    return out
 
 
 def render_warnings(warnings: Sequence[str], console: Console) -> None:
@@ -386,19 +190,4 @@ def render_restore(result: Any, console: Console) -> None:
         table.add_row(s.path, "-", Text(f"skipped: {s.reason}", style="yellow"))
     if not result.files and not result.skipped:
         table.add_row("(no file reads found)", "", "")
-    console.print(table)
-
-
-def render_config(payload: dict[str, Any], console: Console) -> None:
-    """``ctxcompact config``: the file found, then each setting with its source and commands."""
-    console.print(f"config file: {payload['file'] or '(none found)'}", markup=False, highlight=False)
-    table = Table(title="Effective settings", title_justify="left")
-    for column in ("setting", "value", "source", "commands"):
-        table.add_column(column, overflow="fold")
-    for row in payload["settings"]:
-        style = "" if row["source"] == "default" else "bold"
-        value = row["value"] if isinstance(row["value"], str) else repr(row["value"])
-        table.add_row(  # Text, not markup: "[check]" is a source, not a style
-            Text(row["key"]), Text(value, style=style), Text(row["source"]), Text(", ".join(row["commands"]))
-        )
     console.print(table)

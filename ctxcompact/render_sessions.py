@@ -1,58 +1,14 @@
-"""How ``ctxcompact sessions`` looks on a terminal: one table, a progress bar while scanning."""
+"""``ctxcompact sessions`` on a terminal: a progress bar while scanning (the table itself is a
+:func:`ctxcompact.text_reports.sessions_report`, printed like every report)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from ctxcompact.sessions import ProgressCallback, SessionInfo
-
-#: The agent column, short: the table is wide already.
-_AGENTS = {"claude-code": "claude", "codex": "codex"}
-
-
-def render_sessions(rows: Sequence[SessionInfo], console: Console) -> None:
-    """Most recent first: agent, project, session, last activity, live tokens and their
-    source, compactions so far, and the verdict against the threshold."""
-    table = Table(title_justify="left")
-    for column, justify in (
-        ("agent", "left"),
-        ("project", "left"),
-        ("session", "left"),
-        ("last activity", "left"),
-        ("tokens", "right"),
-        ("source", "left"),
-        ("compactions", "right"),
-        ("threshold", "right"),
-        ("verdict", "left"),
-    ):
-        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for row in rows:
-        if row.error is not None:
-            verdict = Text(f"unreadable: {row.error}", style="red")
-        elif row.over_threshold:
-            verdict = Text("over", style="bold red")
-        else:
-            verdict = Text("within", style="green")
-        table.add_row(
-            _AGENTS.get(row.agent, row.agent),
-            row.project,
-            row.session_id[:8],
-            (row.last_activity or "-")[:19].replace("T", " "),
-            f"{row.tokens:,}",
-            row.source,
-            str(row.compactions),
-            f"{row.threshold:,}",
-            verdict,
-        )
-    over = sum(r.over_threshold for r in rows)
-    table.add_section()
-    table.add_row("", f"{len(rows)} sessions", "", "", "", "", "", "", f"{over} over")
-    console.print(table)
+from ctxcompact.sessions import ProgressCallback
 
 
 @contextmanager

@@ -8,6 +8,7 @@ the test shows its traceback, unless ``keep_exception`` asks for it on the outco
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,3 +59,16 @@ def run_cli(
     if escaped is not None and not keep_exception:
         raise escaped
     return CliOutcome(result.stdout_bytes, result.stderr_bytes, result.exit_code, escaped)
+
+
+def plain_rows(stdout: str, header: str) -> list[list[str]]:
+    """The rows of the piped (plain text) table whose header line starts with ``header``, up
+    to the next blank line, as cells: split at runs of two or more spaces (empty cells drop)."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            break
+        rows.append(re.split(r" {2,}", line.strip()))
+    return rows

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
-from cli_helpers import run_cli
+from cli_helpers import plain_rows, run_cli
 from fake_anthropic import COUNT_TOKENS_PATH, FakeAnthropicServer, Reply
 
 from ctxcompact import __version__
@@ -107,10 +107,10 @@ def test_count_table(session: Path) -> None:
     assert "of claude-sonnet-4-5's 200,000-token window" in out
     for title in ("By role", "By block type", "Largest messages (top 10)", "Largest tool results (top 10)"):
         assert title in out
-    for role in ("user", "assistant", "system"):
-        assert f"│ {role}" in out
-    for kind in ("tool_result", "tool_use", "text", "overhead"):
-        assert f"│ {kind}" in out
+    assert {row[0] for row in plain_rows(out, "role ")} == {"user", "assistant", "system"}
+    assert {"tool_result", "tool_use", "text", "overhead"} <= {
+        row[0] for row in plain_rows(out, "block type ")
+    }
     biggest = expected.largest_tool_results(1)[0]
     row = next(line for line in out.splitlines() if "read_file" in line and "def build()" in line)
     assert f"{biggest.tokens:,}" in row
@@ -174,9 +174,9 @@ def test_several_files_give_a_row_each_and_a_total(session: Path) -> None:
 
     table = run_cli("count", session, other, "--counter", "estimate").stdout
     assert "Tokens per transcript" in table
-    rows = {line.split("│")[1].strip(): line for line in table.splitlines() if line.startswith("│")}
-    assert {str(session), str(other), "total"} <= set(rows)
-    assert f"{data['total']:,}" in rows["total"]
+    rows = {row[0]: row for row in plain_rows(table, "transcript ")}
+    assert set(rows) == {str(session), str(other), "total"}
+    assert rows["total"][-1] == f"{data['total']:,}"
 
 
 def test_directories_expand_to_their_transcripts(tmp_path: Path) -> None:
@@ -512,7 +512,8 @@ def test_check_on_many_conversations_prints_one_row_each(tmp_path: Path) -> None
     assert result.exit_code == 0, result.stderr
     assert "6 transcripts" in result.stdout and "0 need compaction" in result.stdout
     assert result.stdout.count("within budget") == 6
-    assert "╭" not in result.stdout  # rows, not one panel per conversation
+    rows = plain_rows(result.stdout, "transcript ")  # rows, not one panel per conversation
+    assert len(rows) == 7 and rows[-1][0] == "6 transcripts"
 
 
 def test_check_flags_a_thinking_request_that_ends_with_a_plain_assistant_turn(tmp_path: Path) -> None:

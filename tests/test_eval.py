@@ -11,9 +11,10 @@ from cli_helpers import run_cli
 from conftest import SAMPLES
 
 from ctxcompact.errors import UsageError
-from ctxcompact.eval_report import html_page, plain_table, summary_table
+from ctxcompact.eval_report import html_page, summary_table
 from ctxcompact.evaluate import default_strategies, evaluate_transcripts
 from ctxcompact.strategies import STRATEGY_NAMES
+from ctxcompact.text_table import plain_table
 from ctxcompact.transcript import load_transcript
 
 SESSION = SAMPLES / "anthropic-session.json"

@@ -49,20 +49,31 @@ COMMAND_PROBE = textwrap.dedent(
 )
 
 
-def test_a_command_imports_only_what_it_uses(tmp_path: os.PathLike[str]) -> None:
-    # `count --json` builds its own command only: not the strategy table, the summarizers,
-    # eval or offload, and no rich (nothing is drawn for a pipe).
+@pytest.mark.parametrize(
+    ("argv", "printed"),
+    [
+        (["count", "--json"], '"total"'),
+        (["count"], "By role"),
+        (["check"], "within budget"),  # and a warning on stderr: unknown model
+        (["check", "--model", "gpt-4"], "threshold 3,686"),
+    ],
+)
+def test_a_command_imports_only_what_it_uses(
+    tmp_path: os.PathLike[str], argv: list[str], printed: str
+) -> None:
+    # `count` and `check` build their own command only: not the strategy table, the
+    # summarizers, eval or offload; and no rich, since a pipe gets the report as plain text.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
     sample = os.path.join(os.path.dirname(__file__), "..", "sample_transcripts", "anthropic-session.json")
     proc = subprocess.run(
-        [sys.executable, "-c", COMMAND_PROBE, "count", sample, "--json"],
+        [sys.executable, "-c", COMMAND_PROBE, argv[0], sample, *argv[1:]],
         capture_output=True,
         text=True,
         timeout=60,
         env=env,
         cwd=tmp_path,  # no config file above a temporary directory
     )
-    assert '"total"' in proc.stdout
+    assert printed in proc.stdout
     assert proc.stderr.strip().splitlines()[-1] == "LOADED []"
 
 
@@ -71,3 +82,16 @@ def test_a_typo_still_gets_a_suggestion() -> None:
 
     out = run_cli("cuont", "x")
     assert out.exit_code == 2 and "Did you mean 'count'?" in out.stderr
+
+
+def test_an_error_on_a_pipe_does_not_import_rich(tmp_path: os.PathLike[str]) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    proc = subprocess.run(
+        [sys.executable, "-c", COMMAND_PROBE, "count", "missing.json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.stderr.splitlines() == ["ctxcompact: error: missing.json: no such file.", "LOADED []"]

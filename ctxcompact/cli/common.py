@@ -21,6 +21,7 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ctxcompact.text_table import Block
     from ctxcompact.transcript import Transcript
 
 from ctxcompact.batch_inputs import BatchInput, find_inputs
@@ -60,6 +61,10 @@ class Streams:
         self._err: Console | None = None
 
     @property
+    def quiet(self) -> bool:
+        return self._quiet
+
+    @property
     def out(self) -> Console:
         if self._out is None:
             from ctxcompact.render import make_console
@@ -78,7 +83,11 @@ class Streams:
 
 
 def error_line(message: str) -> None:
-    """``ctxcompact: error: …`` on stderr, on one line (soft_wrap: whole for grep and people)."""
+    """``ctxcompact: error: …`` on stderr, on one line (soft_wrap: whole for grep and people);
+    plain text, without importing rich, when stderr is not a terminal."""
+    if not sys.stderr.isatty():
+        _write_stderr(f"ctxcompact: error: {message}\n")
+        return
     from ctxcompact.render import make_console
 
     make_console(sys.stderr).print(
@@ -99,6 +108,42 @@ def write_stdout(text: str) -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()
+
+
+def print_report(blocks: Sequence[Block], streams: Streams) -> None:
+    """A report (``count``, ``check``, ``sessions``, ``config``) on stdout: Rich tables on a
+    terminal; plain aligned text when piped (one line per row for grep and awk; rich is
+    never imported)."""
+    if sys.stdout.isatty():
+        from ctxcompact.render import print_blocks
+
+        print_blocks(blocks, streams.out)
+    else:
+        from ctxcompact.text_table import plain_text
+
+        write_stdout(plain_text(blocks))
+
+
+def print_warnings(warnings: Sequence[str], streams: Streams) -> None:
+    """``warning: …`` lines on stderr, each once: yellow on a terminal, plain text otherwise."""
+    unique = list(dict.fromkeys(warnings))
+    if streams.quiet or not unique:
+        return
+    if sys.stderr.isatty():
+        from ctxcompact.render import render_warnings
+
+        render_warnings(unique, streams.err)
+    else:
+        _write_stderr("".join(f"warning: {w}\n" for w in unique))
+
+
+def _write_stderr(text: str) -> None:
+    """Plain text on stderr; a reader that went away is no reason to fail (as Rich's console)."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):
+        pass
 
 
 def traceback_wanted() -> bool:

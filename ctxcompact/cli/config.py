@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from ctxcompact.cli.common import Streams, error, reports_errors
+from ctxcompact.cli.common import Streams, error, print_report, reports_errors
 from ctxcompact.config import Config, OptionSpec, find_config_file, load_config
 from ctxcompact.errors import CtxcompactError
 
@@ -106,6 +106,6 @@ def config(
 
         typer.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
         return
-    from ctxcompact.render import render_config
+    from ctxcompact.text_reports import config_report
 
-    render_config(payload, Streams().out)
+    print_report(config_report(payload), Streams())

@@ -27,8 +27,8 @@ from ctxcompact.evaluate import DEFAULT_CONVERSATIONS, default_strategies
 from ctxcompact.status import ExitStatus
 
 if TYPE_CHECKING:
-    from ctxcompact.eval_report import Table
     from ctxcompact.evaluate import EvalResult
+    from ctxcompact.text_table import Table
 
 
 @reports_errors
@@ -132,7 +132,8 @@ def eval_command(
 
 def _print_result(result: EvalResult, *, as_json: bool, show_lost: int) -> None:
     """JSON, or the table (Rich on a terminal, plain text when piped) and the lost probes."""
-    from ctxcompact.eval_report import lost_lines, plain_table, summary_table
+    from ctxcompact.eval_report import lost_lines, summary_table
+    from ctxcompact.text_table import plain_table
 
     if as_json:
         import orjson

@@ -23,6 +23,8 @@ from ctxcompact.cli.common import (
     Format,
     Streams,
     load_all,
+    print_report,
+    print_warnings,
     reports_errors,
     write_stdout,
 )
@@ -105,16 +107,13 @@ def count(
                     conv.label, conv.dialect, report, row_info, size=size, side=side, recorded=conv.recorded
                 )
             )
-    if warnings:
-        from ctxcompact.render import render_warnings
-
-        render_warnings(list(dict.fromkeys(warnings)), streams.err)
+    print_warnings(warnings, streams)
     if as_json:
         write_stdout(orjson.dumps(count_to_json(rows, top=top), option=orjson.OPT_INDENT_2).decode())
     else:
-        from ctxcompact.render import render_count
+        from ctxcompact.text_reports import count_report
 
-        render_count(rows, streams.out, top=top)
+        print_report(count_report(rows, top=top), streams)
     if loaded.failed:
         raise typer.Exit(ExitStatus.BAD_INPUT)
 
@@ -185,16 +184,13 @@ def check(
                 )
             )
     assert budget is not None
-    if warnings:
-        from ctxcompact.render import render_warnings
-
-        render_warnings(list(dict.fromkeys(warnings)), streams.err)
+    print_warnings(warnings, streams)
     if as_json:
         write_stdout(orjson.dumps(check_to_json(results, budget), option=orjson.OPT_INDENT_2).decode())
     else:
-        from ctxcompact.render import render_check
+        from ctxcompact.text_reports import check_report
 
-        render_check(results, budget, streams.out)
+        print_report(check_report(results, budget), streams)
     if loaded.failed or any(r.errors for r in results):
         raise typer.Exit(ExitStatus.BAD_INPUT)
     if any(r.needs_compaction for r in results):

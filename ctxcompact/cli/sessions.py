@@ -16,6 +16,7 @@ from ctxcompact.cli.common import (
     SYSTEM_TOKENS_OPT,
     THRESHOLD_OPT,
     Streams,
+    print_report,
     reports_errors,
     write_stdout,
 )
@@ -83,6 +84,6 @@ def sessions(
     if as_json:
         write_stdout(orjson.dumps(sessions_to_json(rows), option=orjson.OPT_INDENT_2).decode())
         return
-    from ctxcompact.render_sessions import render_sessions
+    from ctxcompact.text_reports import sessions_report
 
-    render_sessions(rows, streams.out)
+    print_report(sessions_report(rows), streams)
