@@ -29,7 +29,7 @@ from ctxcompact.summarize.transport import (
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
-DEFAULT_COUNT_MODEL = "claude-sonnet-4-5"
+DEFAULT_COUNT_MODEL = "claude-sonnet-5-5"  # claude-sonnet-4-5 retires 2026-11-30 (SDK deprecation list)
 DEFAULT_SUMMARY_MODEL = "claude-haiku-4-5"
 
 

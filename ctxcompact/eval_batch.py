@@ -2,7 +2,8 @@
 
 A worker reads its file itself (no transcript is pickled to it) and sends back only the
 figures (:class:`~ctxcompact.evaluate.StrategyRun`), so the parent's memory stays flat however
-many files there are. Results are filed under each input's index, so the table, the JSON and
+many files there are — except for ``eval --judge`` (``keep_context``), whose requests are made
+in the parent from every run's messages. Results are filed under each input's index, so the table, the JSON and
 the lost probes keep input order whatever order the workers finish in: a run with ``--jobs 4``
 reports what ``--jobs 1`` reports, wall times aside. A file that cannot be read is reported
 with its error and the others are still evaluated, as :func:`ctxcompact.cli.common.load_all`
@@ -38,6 +39,8 @@ class EvalSettings:
     max_conversations: int = DEFAULT_CONVERSATIONS
     dialect: str | None = None
     max_bytes: int = DEFAULT_MAX_INPUT_BYTES
+    #: Send back each run's messages too (``eval --judge`` needs them); else the figures only.
+    keep_context: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +93,9 @@ def evaluate_input(path: str | None, settings: EvalSettings) -> InputOutcome:
         work_dir=settings.work_dir,
         max_conversations=settings.max_conversations,
     )
-    return InputOutcome(runs=result.runs)
+    if settings.keep_context:
+        return InputOutcome(runs=result.runs)
+    return InputOutcome(runs=tuple(replace(r, original=(), messages=(), replaced=()) for r in result.runs))
 
 
 def _evaluate_task(task: tuple[str | None, EvalSettings]) -> InputOutcome:

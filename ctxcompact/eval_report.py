@@ -55,7 +55,7 @@ def summary_table(result: EvalResult) -> Table:
             )
         )
         values.append([None, None, None, _neg(s.ratio), _neg(s.seconds), s.report.overall, *kinds])
-    return Table(tuple(Column(h) for h in headers), tuple(rows), _best(values))
+    return Table(tuple(Column(h) for h in headers), tuple(rows), best_cells(values))
 
 
 def _kind_cell(s: StrategySummary, kind: str) -> str:
@@ -67,7 +67,7 @@ def _neg(value: float | None) -> float | None:
     return None if value is None else -value
 
 
-def _best(values: Sequence[Sequence[float | None]]) -> frozenset[tuple[int, int]]:
+def best_cells(values: Sequence[Sequence[float | None]]) -> frozenset[tuple[int, int]]:
     """Where each column peaks (higher is better; ratio and time are negated). No highlight
     for a column with fewer than two values or where all are equal."""
     best: set[tuple[int, int]] = set()
@@ -100,10 +100,11 @@ def _one_line(text: str, limit: int = 140) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def html_page(result: EvalResult, *, show_lost: int = 20) -> str:
+def html_page(result: EvalResult, *, show_lost: int = 20, table: Table | None = None, extra: str = "") -> str:
     """A self-contained page: the table, a tokens-vs-retention scatter per strategy (one
-    point per conversation), and the lost probes."""
-    table = summary_table(result)
+    point per conversation), and the lost probes. ``table``: the table to show instead of
+    :func:`summary_table`'s (the judge's columns added); ``extra``: HTML appended at the end."""
+    table = table or summary_table(result)
     head = "".join(f"<th>{escape(h)}</th>" for h in table.headers)
     body = "".join(
         "<tr>"
@@ -124,7 +125,8 @@ def html_page(result: EvalResult, *, show_lost: int = 20) -> str:
         for s in result.summaries()
         if s.report.lost and show_lost > 0
     )
-    return _PAGE.format(table=f"<table><tr>{head}</tr>{body}</table>", svg=scatter_svg(result), lost=lost)
+    page = _PAGE.format(table=f"<table><tr>{head}</tr>{body}</table>", svg=scatter_svg(result), lost=lost)
+    return page.replace("</body></html>", f"{extra}</body></html>") if extra else page
 
 
 def scatter_svg(result: EvalResult, *, width: int = 640, height: int = 360) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,11 @@ class StrategyRun:
     seconds: float = 0.0
     report: ProbeReport | None = None
     skipped: str = ""
+    #: The conversation's messages, the compacted context, and the messages it replaced (for
+    #: the LLM judge, :mod:`ctxcompact.judge`); references to the run's own objects.
+    original: Sequence[Message] = field(default=(), repr=False, compare=False)
+    messages: Sequence[Message] = field(default=(), repr=False, compare=False)
+    replaced: Sequence[Message] = field(default=(), repr=False, compare=False)
 
     @property
     def ratio(self) -> float | None:
@@ -177,7 +182,17 @@ def evaluate_strategy(
     kept = {id(m) for m in messages}
     replaced = [m for m in conversation.messages if id(m) not in kept]
     report = score_probes(extract_probes(replaced), context_text(messages), restored=restored_paths(messages))
-    return StrategyRun(source, strategy, before, after, seconds, report)
+    return StrategyRun(
+        source,
+        strategy,
+        before,
+        after,
+        seconds,
+        report,
+        original=conversation.messages,
+        messages=tuple(messages),
+        replaced=tuple(replaced),
+    )
 
 
 def _offload(conversation: Conversation, counter: TokenCounter) -> tuple[int, int, Sequence[Message]]:

@@ -43,3 +43,11 @@ class LocalCounterName(StrEnum):
 
     tiktoken = "tiktoken"
     estimate = "estimate"
+
+
+class JudgeName(StrEnum):
+    """Who judges ``eval``'s compactions (``eval --judge``): the Messages API request by
+    request, or the Message Batches API (half the price, one batch per stage)."""
+
+    anthropic = "anthropic"
+    anthropic_batch = "anthropic-batch"

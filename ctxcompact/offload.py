@@ -7,11 +7,10 @@ becomes the string ``[Content offloaded to: ./tool-result-{id}.md]`` (F-003). A 
 ``-1``, ``-2``… (the seed's rule). OpenAI ``tool`` messages are tool_result blocks in the IR, so
 they are handled the same way and written back as ``tool`` messages.
 
-Beyond the seed, and why (file I/O, names, the manifest and its lock live in
-:mod:`ctxcompact.offload_store`):
+Beyond the seed, and why (files, names, the manifest and its lock: :mod:`ctxcompact.offload_store`):
 
-* **Safe names.** Ids are sanitized (:func:`~ctxcompact.offload_store.safe_id`) and every path is checked to resolve
-  inside ``out_dir``: a hostile id such as ``../../x`` can never write elsewhere.
+* **Safe names.** Ids are sanitized (:func:`~ctxcompact.offload_store.safe_id`), every name is one
+  plain component of ``out_dir``: a hostile id such as ``../../x`` can never write elsewhere.
 * **Never overwrite, idempotent.** A file is created with ``O_CREAT | O_EXCL`` (never
   replacing anything, never through a symlink); the batch is made durable at once (one sync,
   then the manifest that names the files) before the transcript that refers to them is
@@ -21,18 +20,17 @@ Beyond the seed, and why (file I/O, names, the manifest and its lock live in
   own output offloads nothing.
 * **Reversible.** ``offload-manifest.json`` in ``out_dir`` records, per file name, the
   tool_use id, the sha256 of the file and how the content is stored (``text``: the file *is*
-  the string, UTF-8; ``json``: the file is the JSON of the content, used for block lists and for
-  strings that UTF-8 cannot hold). :func:`undo_offload` puts every referenced content
-  back, identical to what was offloaded, and refuses (naming the files) when a file is
-  missing, changed, or unknown to the manifest.
+  the string, UTF-8; ``json``: the JSON of the content, for block lists and strings UTF-8
+  cannot hold). :func:`undo_offload` puts every referenced content back, identical to what
+  was offloaded, and refuses (naming the files) when a file is missing, changed or unknown.
 * **All or nothing, one run at a time.** A write failure removes the files this call created
   and raises :class:`~ctxcompact.errors.WorkFailedError`; the input messages are never mutated.
   Runs sharing ``out_dir`` take turns under a lock, so no run's manifest entries are lost.
 * **Never longer.** A result whose reference (with its preview) would be at least as long as
   its content is left as it is: only possible with very long ids, a large ``preview`` or a
-  small ``min_chars``. Note that the seed's rule itself can cost tokens at its low default: a
-  100-character result becomes a ~60-character reference whose random id tokenizes badly. Use
-  a larger ``min_chars`` (1,000+) when the goal is to save tokens rather than follow the seed.
+  small ``min_chars``. The seed's own rule can cost tokens at its low default (a 100-character
+  result becomes a ~60-character reference whose random id tokenizes badly): use a larger
+  ``min_chars`` (1,000+) to save tokens rather than follow the seed.
 * **Options.** ``keep_recent`` leaves the newest N tool results (counted over all of them,
   large or small) in place, since the agent may still need them; ``protect_loop`` leaves the
   current tool loop (:func:`ctxcompact.ir.current_loop_start`) alone. Both are off by default,
@@ -72,13 +70,12 @@ from ctxcompact.offload_store import (
     resolved_dir,
     sha256_hex,
 )
-from ctxcompact.tokens import TokenCounter, block_tokens, cached
+from ctxcompact.tokens import CachedCounter, TokenCounter, block_tokens, cached
 
 REFERENCE_PREFIX = "[Content offloaded to: "
 DEFAULT_MIN_CHARS = 100
 #: Where offload writes its files and manifest unless told otherwise (relative to the cwd).
 DEFAULT_OUT_DIR = Path(".ctxcompact/offload")
-
 #: The directory a reference names by default (seed 001): the file's own folder, ``./``.
 SEED_REFERENCE_DIR = "./"
 #: What a reference looks like: the seed's line (``./NAME``, or for a session a path the
@@ -98,14 +95,15 @@ class OffloadResult:
     ``offloaded_count``, ``freed_chars`` (sum of the offloaded contents' sizes) and ``files``
     (absolute paths, one per offloaded result, in message order) are the seed's stats;
     ``tokens_freed`` is measured with the counter (tokens before minus after, of the changed
-    blocks); ``entries`` are the manifest records.
+    blocks), None when not measured (``measure_tokens=False``: nobody reads it, and it costs a
+    tokenizer pass over every offloaded content); ``entries`` are the manifest records.
     """
 
     messages: tuple[Message, ...]
     offloaded_count: int = 0
     freed_chars: int = 0
     files: tuple[str, ...] = ()
-    tokens_freed: int = 0
+    tokens_freed: int | None = 0
     entries: tuple[ManifestEntry, ...] = ()
     out_dir: str = ""
 
@@ -188,6 +186,7 @@ def offload_tool_results(
     writer: OffloadWriter | None = None,
     counter: TokenCounter | None = None,
     reference_dir: str = SEED_REFERENCE_DIR,
+    measure_tokens: bool = True,
 ) -> OffloadResult:
     """Offload large tool_result contents of ``messages`` to files in ``out_dir``.
 
@@ -195,7 +194,8 @@ def offload_tool_results(
     objects built with ``with_content``, the others are the input's own objects). Creates
     ``out_dir`` (with parents) if missing. Raises :class:`UsageError` for negative options and
     :class:`WorkFailedError` when a file cannot be written, after removing the files it
-    created. ``counter`` measures ``tokens_freed`` (default: tiktoken). ``reference_dir``
+    created. ``counter`` measures ``tokens_freed`` (default: tiktoken); with
+    ``measure_tokens=False`` nothing is counted and ``tokens_freed`` is None. ``reference_dir``
     names ``out_dir`` in the references (seed: ``./``; a session: a path from its cwd).
     """
     if min_chars < 0 or keep_recent < 0 or preview < 0:
@@ -216,7 +216,7 @@ def offload_tool_results(
         offloaded_count=len(done),
         freed_chars=sum(p.chars for p in done),
         files=tuple(e.path for e in entries),
-        tokens_freed=_tokens_freed(done, counter),
+        tokens_freed=_tokens_freed(done, counter) if measure_tokens else None,
         entries=entries,
         out_dir=str(root),
     )
@@ -346,8 +346,11 @@ def _store(
 def _tokens_freed(plans: Sequence[_Plan], counter: TokenCounter | None) -> int:
     if not plans:
         return 0
-    # Through a per-run cache: identical contents (a command run twice) are encoded once.
-    counts = block_tokens([p.block for p in plans] + [p.new_block for p in plans], cached(counter))
+    # A per-run cache (identical contents encoded once) that reads, never grows, the caller's.
+    run = cached(counter)
+    if isinstance(counter, CachedCounter):
+        run.counts.update(counter.counts)
+    counts = block_tokens([p.block for p in plans] + [p.new_block for p in plans], run)
     return sum(counts[: len(plans)]) - sum(counts[len(plans) :])
 
 

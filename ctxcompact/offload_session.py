@@ -123,8 +123,14 @@ def offload_duplicates(
     )
     if not blocks:
         return tuple(messages), OffloadResult((), out_dir=str(Path(out_dir).resolve()))
+    # The model never sees these copies: their tokens are not "freed", so none are counted.
     moved = offload_tool_results(
-        [Message("user", blocks)], out_dir=out_dir, min_chars=1, reference_dir=reference_dir, writer=writer
+        [Message("user", blocks)],
+        out_dir=out_dir,
+        min_chars=1,
+        reference_dir=reference_dir,
+        writer=writer,
+        measure_tokens=False,
     )
     values = [b.get("content") for b in moved.messages[0].content]
     return _with_fields(messages, found, values), moved

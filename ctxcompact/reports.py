@@ -283,7 +283,7 @@ def offload_stats_json(label: str, results: Sequence[OffloadResult]) -> dict[str
         "offloadedCount": sum(r.offloaded_count for r in results),
         "freedChars": sum(r.freed_chars for r in results),
         "files": [f for r in results for f in r.files],
-        "tokensFreed": sum(r.tokens_freed for r in results),
+        "tokensFreed": sum(r.tokens_freed or 0 for r in results),
         "reusedFiles": sum(1 for r in results for e in r.entries if e.reused),
         "outDir": results[0].out_dir if results else "",
     }

@@ -341,7 +341,10 @@ def conversation_records(conversation: Conversation) -> list[Any]:
     cursor = first_message - 1 if first_message is not None else len(conversation.records)
     seq = 0
     for n, message in enumerate(conversation.messages):
-        if message.source is not None and not message.changed:
+        if message.source is not None and not message.changed and len(message.source.indices) == 1:
+            cursor = message.source.indices[0]  # the common case: one kept record
+            items.append(((cursor, 1, n, 0), message.source.records[0]))
+        elif message.source is not None and not message.changed:
             items.extend(
                 ((i, 1, n, 0), r) for i, r in zip(message.source.indices, message.source.records, strict=True)
             )

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ctxcompact.dialects import dialect_named
-from ctxcompact.ir import Message, tool_results, tool_uses
+from ctxcompact.ir import Block, Message, tool_results, tool_uses
 
 Severity = Literal["error", "warning"]
 
@@ -65,6 +65,9 @@ def validate_messages(
     last_assistant = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
     started = False
     previous_role: str | None = None
+    # Each message's tool blocks, found once (every rule below looks at them, some twice).
+    uses = [tool_uses(m) if m.role == "assistant" else [] for m in messages]
+    results = [tool_results(m) if m.role == "user" else [] for m in messages]
 
     for i, message in enumerate(messages):
         if message.role == "system":
@@ -89,11 +92,11 @@ def validate_messages(
         previous_role = message.role
 
         if message.role == "assistant":
-            found.extend(_tool_id_violations(message, i, seen_ids, reuse_ok=rules.reused_tool_ids))
+            found.extend(_tool_id_violations(uses[i], i, seen_ids, reuse_ok=rules.reused_tool_ids))
 
-        if message.role == "user":
-            answered = _ids_of_previous_assistant(messages, i)
-            for block in tool_results(message):
+        if message.role == "user" and results[i]:
+            answered = _ids_of_previous_assistant(messages, i, uses)
+            for block in results[i]:
                 tool_id = block.get("tool_use_id")
                 if tool_id not in answered:
                     found.append(
@@ -106,9 +109,9 @@ def validate_messages(
                         )
                     )
 
-        if message.role == "assistant" and i != last_assistant:
-            expected = {b.get("id") for b in tool_uses(message)}
-            got = {b.get("tool_use_id") for m in _answer_messages(messages, i) for b in tool_results(m)}
+        if message.role == "assistant" and i != last_assistant and uses[i]:
+            expected = {b.get("id") for b in uses[i]}
+            got = {b.get("tool_use_id") for j in _answer_indices(messages, i) for b in results[j]}
             for tool_id in sorted(str(t) for t in expected - got if t):
                 found.append(
                     Violation(
@@ -121,13 +124,13 @@ def validate_messages(
 
 
 def _tool_id_violations(
-    message: Message, i: int, seen_ids: dict[str, int], *, reuse_ok: bool
+    uses: Sequence[Block], i: int, seen_ids: dict[str, int], *, reuse_ok: bool
 ) -> list[Violation]:
     """Missing and duplicate ids of an assistant message's tool uses; records the new ids in
     ``seen_ids``. With ``reuse_ok`` (OpenAI: gpt-4o does it) an id reused in a later turn is
     only a warning; Anthropic's API refuses it."""
     found: list[Violation] = []
-    for block in tool_uses(message):
+    for block in uses:
         tool_id = block.get("id")
         if not isinstance(tool_id, str) or not tool_id:
             found.append(Violation("missing_tool_id", "error", i, "tool_use without an id", f"#{i}"))
@@ -161,24 +164,24 @@ def _thinking_request_end(messages: Sequence[Message]) -> list[Violation]:
     ]
 
 
-def _answer_messages(messages: Sequence[Message], assistant_index: int) -> list[Message]:
+def _answer_indices(messages: Sequence[Message], assistant_index: int) -> range:
     """The user messages right after an assistant message (OpenAI tool runs may be followed
     by a user message; results live in the first)."""
-    out: list[Message] = []
     j = assistant_index + 1
     while j < len(messages) and messages[j].role == "user":
-        out.append(messages[j])
         j += 1
-    return out
+    return range(assistant_index + 1, j)
 
 
-def _ids_of_previous_assistant(messages: Sequence[Message], user_index: int) -> set[object]:
+def _ids_of_previous_assistant(
+    messages: Sequence[Message], user_index: int, uses: Sequence[Sequence[Block]]
+) -> set[object]:
     j = user_index - 1
     while j >= 0 and messages[j].role == "user":
         j -= 1
     if j < 0 or messages[j].role != "assistant":
         return set()
-    return {b.get("id") for b in tool_uses(messages[j])}
+    return {b.get("id") for b in uses[j]}
 
 
 def errors_only(violations: Sequence[Violation]) -> list[Violation]:

@@ -136,3 +136,46 @@ def test_help_shows_recipes() -> None:
     result = run_cli("offload", "--help")
     assert result.exit_code == 0
     assert "ctxcompact offload --undo" in result.stdout
+
+
+QUIET_PROBE = """
+import sys
+sys.argv = ["ctxcompact", *sys.argv[1:]]
+from ctxcompact.__main__ import main
+try:
+    main()
+except SystemExit:
+    pass
+print(sorted(m for m in ("rich", "tiktoken", "bpe_openai") if m in sys.modules), file=sys.stderr)
+"""
+
+
+def test_quiet_offload_runs_no_tokenizer_and_draws_nothing(tmp_path: Path) -> None:
+    # "Tokens freed" is a tokenizer pass over every offloaded content; with -q and no
+    # --stats-json nobody reads it, so neither a tokenizer nor rich is even imported.
+    argv = ["offload", str(SESSION), "-d", str(tmp_path / "off"), "-o", str(tmp_path / "lean.json")]
+    quiet = subprocess.run(
+        [sys.executable, "-c", QUIET_PROBE, *argv, "-q"], capture_output=True, text=True, timeout=60
+    )
+    assert quiet.returncode == 0 and quiet.stderr.strip().splitlines() == ["[]"], quiet.stderr
+    assert "[Content offloaded to: ./tool-result-" in (tmp_path / "lean.json").read_text()
+
+
+def test_quiet_offload_with_stats_json_still_counts_the_tokens_freed(tmp_path: Path) -> None:
+    stats = {flag: tmp_path / f"stats{flag}.json" for flag in ("-q", "")}
+    for flag, path in stats.items():
+        out_dir = tmp_path / f"off{flag}"
+        argv = [
+            "offload",
+            str(SESSION),
+            "-d",
+            str(out_dir),
+            "--stats-json",
+            str(path),
+            "--counter",
+            "estimate",
+        ]
+        result = run_cli(*argv, *([flag] if flag else []))
+        assert result.exit_code == 0, result.stderr
+    quiet, loud = (json.loads(p.read_text()) for p in stats.values())
+    assert quiet["tokensFreed"] == loud["tokensFreed"] > 0

@@ -375,3 +375,24 @@ class TestClaudeCode:
 
     def test_finalize_of_untouched_records_changes_nothing(self) -> None:
         assert CLAUDE_CODE.finalize(list(CC_RECORDS), CC_RECORDS) == CC_RECORDS
+
+
+def test_content_blocks_takes_any_mapping_and_refuses_only_non_string_ids() -> None:
+    # Files give dicts (checked by type first, for speed); the library may pass any Mapping.
+    from types import MappingProxyType
+
+    from ctxcompact.dialects.common import content_blocks
+
+    use = MappingProxyType({"type": "tool_use", "id": "t1", "name": "x", "input": {}})
+    result = MappingProxyType({"type": "tool_result", "tool_use_id": None, "content": "ok"})
+    assert content_blocks([use, result], "message 3") == (use, result)
+    for bad in (
+        {"type": "tool_use", "id": 7},
+        MappingProxyType({"type": "tool_result", "tool_use_id": ["a"]}),
+    ):
+        with pytest.raises(
+            InputError, match=r"message 3, content block 1: '.*' is a JSON .*, expected a string id"
+        ):
+            content_blocks([use, bad], "message 3")
+    with pytest.raises(InputError, match="message 3: content block 0 is a JSON array, expected an object"):
+        content_blocks([["text"]], "message 3")

@@ -23,7 +23,7 @@ from ctxcompact.offload import (
 )
 from ctxcompact.offload_store import MANIFEST_NAME, DiskWriter, file_name_for, safe_id
 from ctxcompact.reports import offload_stats_json
-from ctxcompact.tokens import EstimateCounter
+from ctxcompact.tokens import CachedCounter, EstimateCounter, count_tokens
 from ctxcompact.transcript import dump_transcript, load_messages, load_transcript
 from ctxcompact.validate import errors_only, validate_messages
 
@@ -72,7 +72,50 @@ def test_uc001_large_result_goes_to_a_file_and_a_reference_replaces_it(tmp_path:
     assert result.freed_chars == len(content)
     assert result.files == (str(path.resolve()),)
     assert Path(result.files[0]).is_absolute()
-    assert result.tokens_freed > 0
+    assert result.tokens_freed is not None and result.tokens_freed > 0
+
+
+class RefusingCounter:
+    name = "refusing"
+
+    def count_batch(self, texts: Any) -> list[int]:
+        raise AssertionError(f"asked to encode {len(texts)} strings")
+
+
+def test_offload_asked_not_to_measure_encodes_nothing_and_writes_the_same(tmp_path: Path) -> None:
+    messages = ir(convo(("t1", "x" * 500), ("t2", "y" * 50)))
+    unmeasured = offload_tool_results(
+        messages, out_dir=tmp_path / "a", counter=RefusingCounter(), measure_tokens=False
+    )
+    measured = offload(messages, tmp_path / "b")
+    assert unmeasured.tokens_freed is None and measured.tokens_freed
+    assert results_of(unmeasured.messages) == results_of(measured.messages)
+    assert (tmp_path / "a" / MANIFEST_NAME).read_bytes() == (tmp_path / "b" / MANIFEST_NAME).read_bytes()
+
+
+class RecordingCounter:
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.encoded: list[str] = []
+
+    def count_batch(self, texts: Any) -> list[int]:
+        self.encoded.extend(texts)
+        return COUNTER.count_batch(texts)
+
+
+def test_offload_reads_the_callers_run_cache_and_leaves_it_as_it_was(tmp_path: Path) -> None:
+    # eval measures a conversation, then offloads it with the same run cache: the contents
+    # it just counted are not encoded a second time for "tokens freed".
+    messages = ir(convo(("t1", "alpha " * 100), ("t2", "beta " * 100)))
+    spy = RecordingCounter()
+    run = CachedCounter(spy)
+    count_tokens(messages, counter=run)
+    before, spy.encoded = dict(run.counts), []
+    result = offload_tool_results(messages, out_dir=tmp_path / "a", counter=run)
+    assert result.tokens_freed == offload(messages, tmp_path / "b").tokens_freed
+    assert spy.encoded and not any("alpha" in t or "beta" in t for t in spy.encoded)
+    assert run.counts == before  # a counter kept across runs keeps no strings of this one
 
 
 def test_boundaries_99_stays_100_goes_empty_stays(tmp_path: Path) -> None:

@@ -65,3 +65,17 @@ def test_bare_messages_keep_the_seeds_reference(tmp_path: Path) -> None:
     result = run_cli("offload", transcript, "--out-dir", tmp_path / "od", "--min-chars", "400", "-q")
     assert result.exit_code == 0, result.stderr
     assert "[Content offloaded to: ./tool-result-" in result.stdout
+
+
+def test_the_duplicates_are_moved_without_counting_their_tokens(tmp_path: Path) -> None:
+    # The model never sees toolUseResult: moving it frees no context, so nothing is encoded.
+    from ctxcompact.offload import offload_tool_results
+    from ctxcompact.offload_session import offload_duplicates
+    from ctxcompact.tokens import EstimateCounter
+    from ctxcompact.transcript import load_transcript
+
+    messages = load_transcript(SESSION).messages
+    out_dir = tmp_path / "off"
+    first = offload_tool_results(messages, out_dir=out_dir, min_chars=200, counter=EstimateCounter())
+    _, moved = offload_duplicates(first.messages, first, out_dir=out_dir, reference_dir="./")
+    assert moved.offloaded_count > 0 and moved.tokens_freed is None

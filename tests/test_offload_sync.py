@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from ctxcompact import fileio, offload_store
 from ctxcompact.errors import WorkFailedError
 from ctxcompact.offload import offload_tool_results
-from ctxcompact.offload_store import MANIFEST_NAME, path_inside
+from ctxcompact.offload_store import (
+    MANIFEST_FORMAT,
+    MANIFEST_NAME,
+    DiskWriter,
+    manifest_bytes,
+    path_inside,
+    read_manifest,
+)
 from ctxcompact.tokens import EstimateCounter
 from ctxcompact.transcript import load_messages
 
@@ -85,3 +95,42 @@ def test_path_inside_refuses_anything_but_one_plain_name(tmp_path: Path, name: s
     with pytest.raises(WorkFailedError, match="refusing"):
         path_inside(tmp_path, name)
     assert path_inside(tmp_path, "tool-result-x.md") == tmp_path / "tool-result-x.md"
+
+
+# The manifest is written by orjson for speed; its bytes must stay the stdlib's, which every
+# existing manifest (and `git diff` of one) was written with.
+_ENTRY = st.fixed_dictionaries(
+    {
+        "tool_use_id": st.one_of(st.none(), st.text()),
+        "sha256": st.text(alphabet="0123456789abcdef", max_size=64),
+        "stored_as": st.sampled_from(["text", "json"]),
+        "chars": st.integers(0, 2**63 - 1),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(), _ENTRY, max_size=6))
+@example({"tool-result-x.md": {"tool_use_id": "\ud800", "sha256": "", "stored_as": "text", "chars": 1}})
+@example(
+    {"tool-result-é.md": {"tool_use_id": "é\x00\u2028\x7f", "sha256": "", "stored_as": "json", "chars": 0}}
+)
+def test_the_manifest_is_the_stdlib_json_it_always_was(files: dict[str, dict[str, Any]]) -> None:
+    body = {"format": MANIFEST_FORMAT, "version": 1, "files": dict(sorted(files.items()))}
+    try:
+        expected = json.dumps(body, ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate: the stdlib path, as before
+        with pytest.raises(UnicodeEncodeError):
+            manifest_bytes(files)
+        return
+    written = manifest_bytes(files)
+    assert written == expected
+    assert read_manifest(_BytesReader(written), Path("/m")) == files
+
+
+class _BytesReader(DiskWriter):
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def read(self, path: Path) -> bytes | None:
+        return self.data

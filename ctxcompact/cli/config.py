@@ -26,6 +26,7 @@ NOT_SETTINGS = frozenset(
         "dry-run",
         "report",
         "stats-json",
+        "yes",  # consent to spend money on an API is given per run, never by a config file
     }
 )
 

@@ -24,10 +24,13 @@ from ctxcompact.cli.common import (
     write_stdout,
 )
 from ctxcompact.evaluate import DEFAULT_CONVERSATIONS, default_strategies
+from ctxcompact.judge import DEFAULT_JUDGE_MODEL, DEFAULT_QUESTIONS_PER_KIND
+from ctxcompact.names import JudgeName
 from ctxcompact.status import ExitStatus
 
 if TYPE_CHECKING:
     from ctxcompact.evaluate import EvalResult
+    from ctxcompact.judge.result import JudgeResult
     from ctxcompact.text_table import Table
 
 
@@ -76,6 +79,33 @@ def eval_command(
     ),
     fmt: Format | None = FORMAT_OPT,
     max_input_bytes: int = MAX_INPUT_BYTES_OPT,
+    judge: JudgeName | None = typer.Option(
+        None,
+        "--judge",
+        help="Also have an LLM judge the compactions (needs ANTHROPIC_API_KEY; costs money, asked first): anthropic (Messages API) or anthropic-batch (Message Batches API, half the price).",
+        show_default=False,
+    ),
+    judge_model: str = typer.Option(
+        DEFAULT_JUDGE_MODEL,
+        "--judge-model",
+        help="The model that writes, answers and scores the judge's questions.",
+    ),
+    questions: int = typer.Option(
+        DEFAULT_QUESTIONS_PER_KIND,
+        "--questions",
+        min=1,
+        max=10,
+        help="Judge questions per kind (recall, artifact, continuation, decision) per conversation.",
+    ),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Start the judge without asking (for CI): the cost is still printed."
+    ),
+    judge_cache: Path | None = typer.Option(
+        None,
+        "--judge-cache",
+        help="Where judge replies are cached by content hash [default: ~/.cache/ctxcompact/judge].",
+        show_default=False,
+    ),
 ) -> None:
     """How much does each strategy save, and what does it lose? Runs every strategy on the
     transcripts and scores the probes (paths, identifiers, numbers, errors, URLs, user
@@ -88,10 +118,10 @@ def eval_command(
       ctxcompact eval sessions/ --json | jq '.strategies[] | {strategy, ratio}'
       ctxcompact eval sessions/ --html eval.html
       ctxcompact eval ~/.claude/projects/ --glob '*.jsonl' --jobs 4
+      ctxcompact eval session.jsonl --judge anthropic-batch --yes
     """
     from ctxcompact.batch_parallel import default_jobs
     from ctxcompact.eval_batch import EvalSettings, evaluate_inputs
-    from ctxcompact.eval_report import html_page
     from ctxcompact.render_batch import files_progress
 
     ensure_writable_dir(html, "--html")
@@ -103,7 +133,12 @@ def eval_command(
         max_conversations=conversations,
         dialect=fmt.value if fmt else None,
         max_bytes=max_input_bytes,
+        keep_context=judge is not None,
     )
+    if judge is not None:
+        from ctxcompact.cli.eval_judge import check_judge_key
+
+        check_judge_key(judge)  # exit 2 before any work
     paths = [i.path for i in expand_batch_inputs(files, globs=globs or ())]
     streams = Streams()
     with files_progress(streams.err, len(paths), "evaluating") as advance:
@@ -120,9 +155,16 @@ def eval_command(
     if fatal is not None:
         raise fatal
     result = batch.result
+    judged = None
+    if judge is not None:
+        from ctxcompact.cli.eval_judge import run_judge
+
+        judged = run_judge(
+            result, judge=judge, model=judge_model, per_kind=questions, yes=yes, cache_dir=judge_cache
+        )
     if html is not None:
-        write_output(html_page(result, show_lost=show_lost or 20).encode(), html)
-    _print_result(result, as_json=as_json, show_lost=show_lost)
+        write_output(_html(result, judged, show_lost=show_lost or 20).encode(), html)
+    _print_result(result, as_json=as_json, show_lost=show_lost, judged=judged)
     for run in result.runs:
         if run.skipped:
             streams.err.print(f"{run.source}: {run.strategy} skipped: {run.skipped}", markup=False)
@@ -130,7 +172,18 @@ def eval_command(
         raise typer.Exit(ExitStatus.BAD_INPUT)
 
 
-def _print_result(result: EvalResult, *, as_json: bool, show_lost: int) -> None:
+def _html(result: EvalResult, judged: JudgeResult | None, *, show_lost: int) -> str:
+    from ctxcompact.eval_report import html_page, summary_table
+
+    if judged is None:
+        return html_page(result, show_lost=show_lost)
+    from ctxcompact.judge.report import judge_html, judge_table
+
+    table = judge_table(summary_table(result), result, judged)
+    return html_page(result, show_lost=show_lost, table=table, extra=judge_html(judged, result.strategies))
+
+
+def _print_result(result: EvalResult, *, as_json: bool, show_lost: int, judged: JudgeResult | None) -> None:
     """JSON, or the table (Rich on a terminal, plain text when piped) and the lost probes."""
     from ctxcompact.eval_report import lost_lines, summary_table
     from ctxcompact.text_table import plain_table
@@ -140,11 +193,18 @@ def _print_result(result: EvalResult, *, as_json: bool, show_lost: int) -> None:
 
         from ctxcompact.reports import eval_json
 
-        write_stdout(
-            orjson.dumps(eval_json(result, show_lost=show_lost), option=orjson.OPT_INDENT_2).decode()
-        )
+        data = eval_json(result, show_lost=show_lost)
+        if judged is not None:
+            from ctxcompact.judge.report import add_judge_json
+
+            data = add_judge_json(data, judged)
+        write_stdout(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
         return
     table = summary_table(result)
+    if judged is not None:
+        from ctxcompact.judge.report import judge_table
+
+        table = judge_table(table, result, judged)
     if sys.stdout.isatty():
         _print_rich(Streams(), table)
     else:

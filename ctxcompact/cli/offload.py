@@ -110,7 +110,6 @@ def offload(
     """
     from ctxcompact.offload import OffloadResult, discard_offload, offload_tool_results
     from ctxcompact.offload_session import offload_duplicates, reference_dir_for
-    from ctxcompact.render_tools import render_offload_stats
     from ctxcompact.reports import offload_stats_json
     from ctxcompact.tokens import make_counter
     from ctxcompact.transcript import dump_transcript, load_transcript
@@ -132,6 +131,8 @@ def offload(
         return
 
     chosen = make_counter(counter.value)
+    # "Tokens freed" costs a tokenizer pass over every offloaded content: only when shown.
+    measure = not quiet or stats_json is not None
     results: list[OffloadResult] = []
     duplicates: list[OffloadResult] = []
     convs = []
@@ -147,6 +148,7 @@ def offload(
                 protect_loop=protect_loop,
                 counter=chosen,
                 reference_dir=where,
+                measure_tokens=measure,
             )
             results.append(result)
             # A session's toolUseResult copies of the offloaded results move too.
@@ -160,7 +162,10 @@ def offload(
         # Nothing emitted: take back the files this run wrote, so a failure leaves no trace.
         discard_offload([*results, *duplicates])
         raise
-    render_offload_stats(transcript.name, results, streams.err, min_chars=min_chars)
+    if not quiet:  # rich is imported only to be shown
+        from ctxcompact.render_tools import render_offload_stats
+
+        render_offload_stats(transcript.name, results, streams.err, min_chars=min_chars)
     write_json_file(stats_json, offload_stats_json(transcript.name, results))
 
 

@@ -218,14 +218,16 @@ def content_blocks(content: Any, where: str) -> tuple[Block, ...]:
     if isinstance(content, str):
         return ({"type": "text", "text": content},)
     if isinstance(content, list):
+        # Every message of every file passes here: the common case (dicts, string ids) is
+        # checked without building the names an error would need.
         for j, block in enumerate(content):
-            if not isinstance(block, Mapping):
+            if type(block) is not dict and not isinstance(block, Mapping):
                 raise InputError(
                     f"{where}: content block {j} is a JSON {json_kind(block)}, expected an object."
                 )
             kind = block.get("type")
             key = "id" if kind == "tool_use" else "tool_use_id" if kind == "tool_result" else None
-            if key is not None:
+            if key is not None and not isinstance(block.get(key), (str, type(None))):
                 require_tool_id(block.get(key), f"{where}, content block {j}: '{key}'")
         return tuple(content)
     raise InputError(f"{where}: 'content' is a JSON {json_kind(content)}, expected a string or a list.")

@@ -39,10 +39,11 @@ from collections.abc import Callable, Sequence
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Message
 from ctxcompact.summarize import Summary, SummaryFailed
-from ctxcompact.summarize.gate import request_slot
 from ctxcompact.summarize.prompt import SUMMARY_MAX_WORDS, build_merge_prompt, build_prompt
+from ctxcompact.summarize.retry import MAX_RETRY_AFTER as MAX_RETRY_AFTER
+from ctxcompact.summarize.retry import GaveUp, Prompt, complete_with_retries
 from ctxcompact.summarize.serialize import clip_middle, serialize_for_prompt, split_into_chunks
-from ctxcompact.summarize.transport import Transport, TransportFailure
+from ctxcompact.summarize.transport import Transport
 from ctxcompact.tokens import TiktokenCounter, TokenCounter
 
 DEFAULT_CONTEXT_BUDGET = 150_000
@@ -50,9 +51,6 @@ DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_RETRIES = 2
 BACKOFF_INITIAL = 0.5
 BACKOFF_MAX = 8.0
-#: The longest ``retry-after`` honoured, in seconds. A server asking for more (rate limits of
-#: an hour were seen) is not waited for: the attempt counts as failed, with no further retry.
-MAX_RETRY_AFTER = 60.0
 #: Tokens kept free below the budget: token counts of joined texts are not exactly additive.
 BUDGET_MARGIN = 32
 
@@ -240,36 +238,21 @@ class _Run:
     def _request(self, system: str, user: str) -> str:
         """One summary text from one prompt, with retries; raises SummaryFailed."""
         owner = self.owner
-        last = "no attempt was made"
-        for retry in range(owner.max_retries + 1):
+
+        def count() -> None:
             self.attempts += 1
-            more = retry < owner.max_retries
-            try:
-                with request_slot():  # a batch's bound on concurrent requests (summarize.gate)
-                    reply = owner.transport.complete(
-                        model=owner.model,
-                        system=system,
-                        user=user,
-                        max_tokens=output_token_limit(self.max_words),
-                        timeout=owner.timeout,
-                    )
-            except TransportFailure as failure:
-                last = failure.description
-                if not failure.retryable:
-                    raise SummaryFailed(last, attempts=self.attempts) from None
-                if more and failure.retry_after is not None and failure.retry_after > MAX_RETRY_AFTER:
-                    last += (
-                        f"; the server asked to wait {failure.retry_after:,.0f} s before retrying,"
-                        f" more than the {MAX_RETRY_AFTER:g} s ctxcompact waits"
-                    )
-                    raise SummaryFailed(last, attempts=self.attempts) from None
-                wait = owner._backoff(retry, failure.retry_after)
-            else:
-                text = extract_summary(reply.text)
-                if text:
-                    return text
-                last = "the model returned an empty summary"
-                wait = owner._backoff(retry, None)
-            if more:
-                owner._sleep(wait)
-        raise SummaryFailed(last, attempts=self.attempts)
+
+        try:
+            return complete_with_retries(
+                owner.transport,
+                Prompt(owner.model, system, user, output_token_limit(self.max_words)),
+                timeout=owner.timeout,
+                max_retries=owner.max_retries,
+                accept=lambda reply: extract_summary(reply.text) or None,
+                backoff=owner._backoff,
+                sleep=owner._sleep,
+                rejected="the model returned an empty summary",
+                on_attempt=count,
+            )
+        except GaveUp as failure:
+            raise SummaryFailed(failure.description, attempts=self.attempts) from None

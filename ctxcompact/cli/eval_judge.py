@@ -1,0 +1,94 @@
+"""``eval --judge``: check the key, plan and price the requests, ask before spending, run the
+judge (:mod:`ctxcompact.judge`) and hand its scores to the reports. No rule lives here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from ctxcompact.cli.common import Streams
+from ctxcompact.errors import InputError, UsageError
+from ctxcompact.names import JudgeName
+
+if TYPE_CHECKING:
+    from ctxcompact.evaluate import EvalResult
+    from ctxcompact.judge.ask import Asker
+    from ctxcompact.judge.result import JudgeResult
+    from ctxcompact.summarize.transport import BatchPoll
+
+
+def stdin_is_terminal() -> bool:
+    return sys.stdin.isatty()
+
+
+def check_judge_key(judge: JudgeName) -> None:
+    """Exit 2 when no API key is set."""
+    from ctxcompact.anthropic_api import API_KEY_ENV, api_key_available
+
+    if not api_key_available():
+        raise InputError(
+            f"eval --judge {judge.value} calls the Anthropic API and needs a key: set {API_KEY_ENV} "
+            "(eval without --judge needs none)."
+        )
+
+
+def make_asker(judge: JudgeName, streams: Streams) -> Asker:
+    """The asker for ``--judge`` (exit 2 when no API key is set)."""
+    check_judge_key(judge)
+    if judge == JudgeName.anthropic_batch:
+        from ctxcompact.anthropic_api import AnthropicBatches
+        from ctxcompact.judge.ask import BatchAsker
+
+        def on_poll(poll: BatchPoll) -> None:
+            streams.err.print(poll.describe(), markup=False, highlight=False, soft_wrap=True)
+
+        return BatchAsker(AnthropicBatches(), on_poll=on_poll)
+    from ctxcompact.anthropic_api import AnthropicTransport
+    from ctxcompact.judge.ask import DirectAsker
+
+    return DirectAsker(AnthropicTransport())
+
+
+def run_judge(
+    result: EvalResult,
+    *,
+    judge: JudgeName,
+    model: str,
+    per_kind: int,
+    yes: bool,
+    cache_dir: Path | None,
+) -> JudgeResult:
+    """Print the cost line, ask to continue (unless ``yes`` or nothing is left to send), run."""
+    from ctxcompact.judge.ask import CachedAsker
+    from ctxcompact.judge.cache import JudgeCache, default_cache_dir
+    from ctxcompact.judge.cost import cost_line
+    from ctxcompact.judge.report import judge_notes
+    from ctxcompact.judge.run import JudgeSettings, judge_eval, plan_judge
+    from ctxcompact.tokens import make_counter
+
+    streams = Streams()
+    asker = make_asker(judge, streams)
+    cache = JudgeCache(cache_dir or default_cache_dir())
+    cache.check_writable()
+    counter = make_counter()
+    settings = JudgeSettings(model=model, per_kind=per_kind)
+    plan = plan_judge(result, cache=cache, counter=counter, settings=settings)
+    batch = judge == JudgeName.anthropic_batch
+    streams.err.print(
+        cost_line(plan, model=model, batch=batch), markup=False, highlight=False, soft_wrap=True
+    )
+    if plan.uncached and not yes:
+        if not stdin_is_terminal():
+            raise UsageError(
+                "eval --judge would send requests to the Anthropic API and cannot ask first "
+                "(stdin is not a terminal): pass --yes to go ahead."
+            )
+        if not typer.confirm("Continue?", default=False, err=True):
+            raise typer.Abort()
+    judged = judge_eval(result, asker=CachedAsker(asker, cache), counter=counter, settings=settings)
+    for line in judge_notes(judged):
+        streams.err.print(line, markup=False, highlight=False, soft_wrap=True)
+    return judged
