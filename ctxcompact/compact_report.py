@@ -1,27 +1,15 @@
-"""The ``compact`` stats panel as data, and its piped form without ``rich``.
+"""The ``compact`` stats panel as data (its piped form: :mod:`ctxcompact.text_panel`).
 
 :func:`compact_stats_lines` is the one home of what the panel says (its lines of styled runs,
 drawn by :func:`ctxcompact.render.render_compact_stats` with Rich). On a stderr that is not a
-terminal, :func:`plain_panel` writes the very bytes Rich's ``Panel`` (``expand=False``, title
-on the left, a 100-column piped console) would, so a piped ``compact`` never imports ``rich``
-(~30 ms of its start-up). It covers printable ASCII (and "→", "·") only and says None for
-anything else (wide or combining characters, tabs, markup in the title), where Rich draws.
+terminal, :func:`ctxcompact.text_panel.plain_panel` writes the same bytes without ``rich``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from typing import Any
 
 from ctxcompact.text_table import Line
-
-#: The width of a piped Rich console (:func:`ctxcompact.render.make_console`).
-PIPED_WIDTH = 100
-_WORD = re.compile(r"\s*\S+\s*")  # Rich's word: leading and trailing whitespace included
-#: Printable ASCII and the two other characters the panel itself writes ("→", "·"): one
-#: terminal cell each, so lengths are widths.
-_PLAIN = re.compile(r"[ -~→·]*")
 
 
 def _n(value: int) -> str:
@@ -84,57 +72,3 @@ def compact_stats_lines(stats: Any) -> list[Line]:
         lines.append(Line.of(stats.reason, "yellow"))
     lines.extend(Line.of(f"warning: {w}", "yellow") for w in stats.warnings)
     return lines
-
-
-def plain_panel(title: str, lines: Sequence[str], *, width: int = PIPED_WIDTH) -> str | None:
-    """What a piped Rich console of ``width`` columns prints for ``Panel(Group(*lines),
-    title=title, title_align="left", expand=False)``; None unless the lines and the title are
-    printable ASCII (or "→", "·"), the title without markup or emoji codes."""
-    if not lines or not all(_PLAIN.fullmatch(line) for line in lines):
-        return None
-    if not _PLAIN.fullmatch(title) or "[" in title or ":" in title:
-        return None
-    if len(title) + 2 > width - 4:
-        return None  # Rich would crop the title
-    inner = min(max(len(line) for line in lines), width - 4) + 2
-    inner = min(width - 2, max(inner, len(title) + 4))
-    text_width = inner - 2
-    head = f" {title} "
-    out = [f"╭─{head}{'─' * (inner - 2 - len(head))}─╮"]
-    for line in lines:
-        for piece in _wrap(line, text_width):
-            out.append(f"│ {piece}{' ' * (text_width - len(piece))} │")
-    out.append(f"╰{'─' * inner}╯")
-    return "\n".join(out) + "\n"
-
-
-def _wrap(line: str, width: int) -> list[str]:
-    """Rich's word wrap of one ASCII line (``rich._wrap.divide_line`` with folding, then each
-    piece's trailing spaces past ``width`` dropped and the rest cropped to ``width``)."""
-    breaks: list[int] = []
-    offset = 0
-    for match in _WORD.finditer(line):
-        start, word = match.start(), match.group(0)
-        length = len(word.rstrip())
-        if width - offset >= length:
-            offset += len(word)
-        elif length > width:
-            chunks = [word[i : i + width] for i in range(0, len(word), width)]
-            for k, chunk in enumerate(chunks):
-                if start:
-                    breaks.append(start)
-                if k == len(chunks) - 1:
-                    offset = len(chunk)
-                else:
-                    start += len(chunk)
-        elif offset and start:
-            breaks.append(start)
-            offset = len(word)
-    pieces = [line[a:b] for a, b in zip([0, *breaks], [*breaks, len(line)], strict=True)]
-    out = []
-    for piece in pieces:
-        if len(piece) > width:
-            spaces = len(piece) - len(piece.rstrip())
-            piece = piece[: len(piece) - min(spaces, len(piece) - width)]
-        out.append(piece[:width])
-    return out

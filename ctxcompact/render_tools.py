@@ -8,17 +8,15 @@ decides nothing about the results, and is one of the few modules that import ``r
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.text import Text
 
 from ctxcompact.offload import OffloadResult, UndoResult
+from ctxcompact.offload_report import MAX_LISTED_FILES, offload_stats_lines, offload_stats_title
 from ctxcompact.offload_store import OrphanCleanup
 from ctxcompact.reports import offload_stats_json, undo_stats_json
-
-MAX_LISTED_FILES = 10
 
 
 def _n(value: int) -> str:
@@ -28,41 +26,15 @@ def _n(value: int) -> str:
 def render_offload_stats(
     label: str, results: Sequence[OffloadResult], console: Console, *, min_chars: int
 ) -> None:
-    """The stats panel on stderr: counts, freed characters and tokens, the files written."""
-    stats = offload_stats_json(label, results)
-    out_dir = stats["outDir"]
-    lines: list[Text] = []
-    if stats["offloadedCount"]:
-        lines.append(
-            Text.assemble(
-                ("offloaded ", "dim"),
-                (_n(stats["offloadedCount"]), "bold"),
-                " tool result" + ("" if stats["offloadedCount"] == 1 else "s"),
-                ("  freed ", "dim"),
-                f"{_n(stats['freedChars'])} characters, ",
-                (f"{_n(stats['tokensFreed'])} tokens", "bold"),
-            )
-        )
-        lines.append(Text.assemble(("to ", "dim"), out_dir))
-        files = stats["files"]
-        for path in files[:MAX_LISTED_FILES]:
-            lines.append(Text(f"  {Path(path).name}"))
-        if len(files) > MAX_LISTED_FILES:
-            lines.append(Text(f"  … and {len(files) - MAX_LISTED_FILES} more", style="dim"))
-        if stats["reusedFiles"]:
-            lines.append(
-                Text(f"{stats['reusedFiles']} identical file(s) already there were reused", style="dim")
-            )
-        lines.append(Text(f"undo: ctxcompact offload --undo FILE --out-dir {out_dir}", style="dim"))
-    else:
-        lines.append(
-            Text.assemble(
-                ("unchanged: ", "bold yellow"),
-                f"no tool result of {_n(min_chars)}+ characters to offload (references are skipped)",
-            )
-        )
+    """The stats panel on stderr (its lines: :func:`ctxcompact.offload_report.offload_stats_lines`)."""
+    lines = offload_stats_lines(offload_stats_json(label, results), min_chars=min_chars)
     console.print(
-        Panel(Group(*lines), title=f"ctxcompact offload · {label}", title_align="left", expand=False)
+        Panel(
+            Group(*(Text.assemble(*line.segments) for line in lines)),
+            title=offload_stats_title(label),
+            title_align="left",
+            expand=False,
+        )
     )
 
 

@@ -10,11 +10,23 @@ from rich.console import Group
 from rich.panel import Panel
 from rich.text import Text
 
-from ctxcompact.compact_report import plain_panel
 from ctxcompact.render import make_console
+from ctxcompact.text_panel import plain_panel
 
 _WORDS = st.sampled_from(
-    ["a", "tokens", "724,610", "→", "x" * 40, "y" * 97, "z" * 230, "/root/.local/x.jsonl", "文", "a·b"]
+    [
+        "a",
+        "tokens",
+        "724,610",
+        "→",
+        "x" * 40,
+        "y" * 97,
+        "z" * 230,
+        "/root/.local/x.jsonl",
+        "文",
+        "a·b",
+        "… and 3 more",
+    ]
 )
 _LINE = st.lists(st.one_of(_WORDS, st.sampled_from([" ", "  ", "   "])), max_size=30).map("".join)
 

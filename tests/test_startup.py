@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -109,5 +110,20 @@ def test_a_piped_compaction_does_not_import_rich_or_anthropic(tmp_path: os.PathL
         [sys.executable, "-c", COMMAND_PROBE, *argv], capture_output=True, text=True, timeout=60, env=env
     )
     assert proc.stderr.startswith("╭─ ctxcompact compact · full ")
+    loaded = proc.stderr.splitlines()[-1]
+    assert "'rich'" not in loaded and "'anthropic'" not in loaded, loaded
+
+
+def test_a_piped_offload_draws_its_panel_without_rich(tmp_path: Path) -> None:
+    """More than ten files: the panel's "… and N more" line is drawn without rich too."""
+    from conftest import SAMPLES
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    sample = str(SAMPLES / "anthropic-session.json")
+    argv = ["offload", sample, "--min-chars", "100", "--out-dir", str(tmp_path / "out"), "-o", os.devnull]
+    proc = subprocess.run(
+        [sys.executable, "-c", COMMAND_PROBE, *argv], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert proc.stderr.startswith("╭─ ctxcompact offload · ") and "… and " in proc.stderr
     loaded = proc.stderr.splitlines()[-1]
     assert "'rich'" not in loaded and "'anthropic'" not in loaded, loaded

@@ -129,12 +129,19 @@ def print_warnings(warnings: Sequence[str], streams: Streams) -> None:
     unique = list(dict.fromkeys(warnings))
     if streams.quiet or not unique:
         return
-    if sys.stderr.isatty():
+    if stderr_takes_plain() and all(w.isprintable() for w in unique):
+        write_stderr("".join(f"warning: {w}\n" for w in unique))
+    else:
         from ctxcompact.render import render_warnings
 
         render_warnings(unique, streams.err)
-    else:
-        write_stderr("".join(f"warning: {w}\n" for w in unique))
+
+
+def stderr_takes_plain() -> bool:
+    """Whether stderr takes plain copies of Rich's output (written without importing rich):
+    not a terminal, and UTF-8 (on another encoding Rich draws ASCII boxes)."""
+    encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
+    return not sys.stderr.isatty() and encoding.lower().startswith("utf")
 
 
 def write_stderr(text: str) -> None:

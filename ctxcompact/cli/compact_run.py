@@ -7,13 +7,19 @@ parsed values (the command's parameters by name) into the frozen
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ctxcompact.batch import FileCompaction, FileOptions
-from ctxcompact.cli.common import Streams, write_json_file, write_output, write_stderr
+from ctxcompact.cli.common import (
+    Streams,
+    print_warnings,
+    stderr_takes_plain,
+    write_json_file,
+    write_output,
+    write_stderr,
+)
 from ctxcompact.cli.local_options import local_strategy_options, pin_options, render_lines, timeline
 from ctxcompact.cli.restore import read_tools
 from ctxcompact.compact_options import CompactOptions
@@ -137,7 +143,7 @@ def run_one(
     from ctxcompact.transcript import dump_transcript
 
     done = compact_file(path, options=options, counter=make_counter(options.counter.value))
-    _print_warnings(done.warnings, streams)
+    print_warnings(done.warnings, streams)
     # The transcript first: stats that say "compacted" only once the output exists.
     if not options.dry_run:
         data = dump_transcript(done.transcript)
@@ -155,32 +161,13 @@ def run_one(
         write_json_file(report, file_report_json(done, output=shown))
 
 
-def _piped_plain() -> bool:
-    """Whether stderr takes the plain copies of Rich's output: not a terminal, and UTF-8 (on
-    another encoding Rich draws ASCII boxes)."""
-    return not sys.stderr.isatty() and (getattr(sys.stderr, "encoding", None) or "utf-8").lower().startswith(
-        "utf"
-    )
-
-
-def _print_warnings(warnings: Sequence[str], streams: Streams) -> None:
-    """``warning: …`` lines, as Rich prints them; without rich on a pipe when they are ASCII."""
-    if streams.quiet or not warnings:
-        return
-    if _piped_plain() and all(w.isascii() and w.isprintable() for w in warnings):
-        write_stderr("".join(f"warning: {w}\n" for w in warnings))
-        return
-    from ctxcompact.render import render_warnings
-
-    render_warnings(warnings, streams.err)
-
-
 def _print_stats(done: FileCompaction, streams: Streams) -> None:
     """The stats panel of each conversation: Rich's, or on a pipe the same bytes without
-    importing rich (:func:`~ctxcompact.compact_report.plain_panel`, ASCII panels)."""
+    importing rich (:func:`~ctxcompact.text_panel.plain_panel`, ASCII panels)."""
     if streams.quiet:
         return
-    from ctxcompact.compact_report import compact_stats_lines, compact_stats_title, plain_panel
+    from ctxcompact.compact_report import compact_stats_lines, compact_stats_title
+    from ctxcompact.text_panel import plain_panel
 
     several = len(done.results) > 1
     panels = [
@@ -190,7 +177,7 @@ def _print_stats(done: FileCompaction, streams: Streams) -> None:
         )
         for r in done.results
     ]
-    if _piped_plain() and all(panel is not None for panel in panels):
+    if stderr_takes_plain() and all(panel is not None for panel in panels):
         write_stderr("".join(panel or "" for panel in panels))
         return
     from ctxcompact.render import render_file_stats

@@ -18,14 +18,17 @@ from ctxcompact.cli.common import (
     Streams,
     expand_inputs,
     reports_errors,
+    stderr_takes_plain,
     write_json_file,
     write_output,
+    write_stderr,
 )
 from ctxcompact.errors import UsageError
 from ctxcompact.names import LocalCounterName
 from ctxcompact.offload import DEFAULT_MIN_CHARS, DEFAULT_OUT_DIR
 
 if TYPE_CHECKING:
+    from ctxcompact.offload import OffloadResult
     from ctxcompact.transcript import Transcript
 
 # Option declarations at module level (typer reads them; ruff's B008 prefers them here).
@@ -108,7 +111,7 @@ def offload(
       ctxcompact offload session.jsonl --preview 200 --protect-loop -q > lean.jsonl
       ctxcompact offload --clean-orphans --out-dir .ctx/offload
     """
-    from ctxcompact.offload import OffloadResult, discard_offload, offload_tool_results
+    from ctxcompact.offload import discard_offload, offload_tool_results
     from ctxcompact.offload_session import offload_duplicates, reference_dir_for
     from ctxcompact.reports import offload_stats_json
     from ctxcompact.tokens import make_counter
@@ -162,11 +165,25 @@ def offload(
         # Nothing emitted: take back the files this run wrote, so a failure leaves no trace.
         discard_offload([*results, *duplicates])
         raise
-    if not quiet:  # rich is imported only to be shown
-        from ctxcompact.render_tools import render_offload_stats
-
-        render_offload_stats(transcript.name, results, streams.err, min_chars=min_chars)
+    if not quiet:
+        _print_stats(transcript.name, results, streams, min_chars=min_chars)
     write_json_file(stats_json, offload_stats_json(transcript.name, results))
+
+
+def _print_stats(label: str, results: list[OffloadResult], streams: Streams, *, min_chars: int) -> None:
+    """The stats panel: Rich's on a terminal, the same bytes without rich on a pipe."""
+    from ctxcompact.offload_report import offload_stats_lines, offload_stats_title
+    from ctxcompact.reports import offload_stats_json
+    from ctxcompact.text_panel import plain_panel
+
+    lines = offload_stats_lines(offload_stats_json(label, results), min_chars=min_chars)
+    panel = plain_panel(offload_stats_title(label), [line.text for line in lines])
+    if panel is not None and stderr_takes_plain():
+        write_stderr(panel)
+        return
+    from ctxcompact.render_tools import render_offload_stats
+
+    render_offload_stats(label, results, streams.err, min_chars=min_chars)
 
 
 def _undo(
