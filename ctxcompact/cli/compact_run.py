@@ -27,9 +27,7 @@ from ctxcompact.errors import UsageError
 from ctxcompact.models import load_registry
 from ctxcompact.restore import parse_path_map
 from ctxcompact.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, check_strategy_names
-from ctxcompact.strategies.clean_tools import CleanToolsOptions
-from ctxcompact.strategies.full import FullOptions
-from ctxcompact.strategies.prune import PruneOptions
+from ctxcompact.strategies.options import CleanToolsOptions, FullOptions, PruneOptions
 
 
 def file_options(p: Mapping[str, Any], *, archive_dir: Path | None) -> FileOptions:
