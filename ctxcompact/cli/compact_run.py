@@ -136,7 +136,6 @@ def run_one(
 ) -> None:
     """One input: the transcript to stdout, -o or the file itself; stats to stderr."""
     from ctxcompact.batch import compact_file, replace_keeping_backup
-    from ctxcompact.reports import file_report_json, file_stats_json
     from ctxcompact.tokens import make_counter
     from ctxcompact.transcript import dump_transcript
 
@@ -153,6 +152,10 @@ def run_one(
     if verbose or options.dry_run:
         for r in done.results:
             render_lines(timeline(r.stats.steps), streams.err)
+    if stats_json is None and report is None:
+        return
+    from ctxcompact.reports import file_report_json, file_stats_json
+
     write_json_file(stats_json, file_stats_json(done))
     if report is not None:
         shown = path if in_place else (str(output) if output else None)
