@@ -233,9 +233,9 @@ def test_a_counter_kept_across_runs_keeps_no_strings(tmp_path: Path) -> None:
     assert isinstance(kept, CachedCounter) and kept.counts == {}
 
 
-def test_a_message_counted_once_is_not_read_again_in_the_same_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The per-run cache keeps each message's total: the step figures and the after figure
-    look up messages the before figure counted, and read only new ones."""
+@pytest.fixture
+def block_reads(monkeypatch: pytest.MonkeyPatch) -> collections.Counter[int]:
+    """How many times each block (by id) is read for counting."""
     read: collections.Counter[int] = collections.Counter()
     original = tokens.block_pieces
 
@@ -244,30 +244,30 @@ def test_a_message_counted_once_is_not_read_again_in_the_same_run(monkeypatch: p
         return original(block)
 
     monkeypatch.setattr(tokens, "block_pieces", spy)
+    return read
+
+
+def test_a_message_counted_once_is_not_read_again_in_the_same_run(
+    block_reads: collections.Counter[int],
+) -> None:
+    """The per-run cache keeps each message's total: the step figures and the after figure
+    look up messages the before figure counted, and read only new ones."""
     messages = _session().messages
     counter = cached(EstimateCounter())
     report = count_tokens(messages, counter=counter)
     assert tokens.message_totals(messages, counter) == [m.tokens for m in report.messages]
     new = messages[0].with_content([{"type": "text", "text": "a changed message"}])
     assert tokens.message_totals([new, *messages[1:]], counter)[0] == 3 + 5
-    assert max(read.values()) == 1, "a block was read twice"
+    assert max(block_reads.values()) == 1, "a block was read twice"
 
 
 def test_a_full_compaction_reads_each_original_block_once(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    block_reads: collections.Counter[int], tmp_path: Path
 ) -> None:
-    read: collections.Counter[int] = collections.Counter()
-    original = tokens.block_pieces
-
-    def spy(block: Any) -> tuple[list[str], int]:
-        read[id(block)] += 1
-        return original(block)
-
-    monkeypatch.setattr(tokens, "block_pieces", spy)
     conv = _session()
     options = CompactOptions.from_keywords(
         strategies=("full",), summarizer="extractive", archive_dir=tmp_path
     )
     assert compact_conversation(conv, options=options, counter=EstimateCounter(), dry_run=True).compacted
     blocks = [id(b) for m in conv.messages for b in m.content]
-    assert [read[b] for b in blocks] == [1] * len(blocks)
+    assert [block_reads[b] for b in blocks] == [1] * len(blocks)
