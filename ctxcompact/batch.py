@@ -19,8 +19,8 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ctxcompact.batch_journal import BatchJournal
 from ctxcompact.batch_parallel import DEFAULT_LLM_CONCURRENCY, run_in_workers
 from ctxcompact.batch_types import (
     STDIN_NAME,
@@ -40,6 +40,9 @@ from ctxcompact.summarize import Summarizer
 from ctxcompact.tokens import TokenCounter, make_counter
 from ctxcompact.transcript import DEFAULT_MAX_INPUT_BYTES, Transcript, dump_transcript, load_transcript
 from ctxcompact.usage import budget_for, unknown_model_warning
+
+if TYPE_CHECKING:  # a journal only with --resume: its module loads then
+    from ctxcompact.batch_journal import BatchJournal
 
 
 @dataclass(frozen=True, slots=True)

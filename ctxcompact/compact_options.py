@@ -17,12 +17,14 @@ from ctxcompact.errors import UsageError
 from ctxcompact.pins import PinOptions
 from ctxcompact.strategies import DEFAULT_STRATEGIES, STRATEGIES, check_strategy_names, option_owners
 from ctxcompact.strategies.base import find_options
-from ctxcompact.strategies.clean_tools import CleanToolsOptions
-from ctxcompact.strategies.full import FullOptions
-from ctxcompact.strategies.hybrid import HybridOptions
-from ctxcompact.strategies.key_messages import KeyMessageOptions
-from ctxcompact.strategies.prune import PruneOptions
-from ctxcompact.strategies.selective import SelectiveOptions
+from ctxcompact.strategies.options import (
+    CleanToolsOptions,
+    FullOptions,
+    HybridOptions,
+    KeyMessageOptions,
+    PruneOptions,
+    SelectiveOptions,
+)
 
 OptionsT = TypeVar("OptionsT")
 

@@ -127,3 +127,61 @@ def test_a_piped_offload_draws_its_panel_without_rich(tmp_path: Path) -> None:
     assert proc.stderr.startswith("╭─ ctxcompact offload · ") and "… and " in proc.stderr
     loaded = proc.stderr.splitlines()[-1]
     assert "'rich'" not in loaded and "'anthropic'" not in loaded, loaded
+
+
+MODULES_PROBE = textwrap.dedent(
+    """
+    import sys
+    sys.argv = ["ctxcompact", *sys.argv[1:]]
+    from ctxcompact.__main__ import main
+    try:
+        main()
+    except SystemExit:
+        pass
+    print("MODULES " + " ".join(sorted(m for m in sys.modules if m.startswith("ctxcompact"))), file=sys.stderr)
+    """
+)
+OTHER_STRATEGIES = {
+    f"ctxcompact.strategies.{name}"
+    for name in ("key_messages", "selective", "selective_rules", "hybrid", "prune", "clean_tools")
+}
+SUMMARIZERS = {"ctxcompact.summarize.extractive", "ctxcompact.summarize.facts", "ctxcompact.summarize.llm"}
+#: Not on a plain compaction: the journal (--resume), the JSON reports (--stats-json, --report),
+#: the API module (an explicit --summarizer extractive).
+OPTIONAL = {"ctxcompact.batch_journal", "ctxcompact.reports", "ctxcompact.anthropic_api"}
+
+
+@pytest.mark.parametrize(
+    ("strategy", "loaded", "not_loaded"),
+    [
+        (
+            None,
+            {"ctxcompact.strategies.full", "ctxcompact.summarize.extractive"},
+            OTHER_STRATEGIES | OPTIONAL,
+        ),
+        (
+            "prune",
+            {"ctxcompact.strategies.prune"},
+            SUMMARIZERS
+            | (OTHER_STRATEGIES - {"ctxcompact.strategies.prune"})
+            | {"ctxcompact.strategies.full"},
+        ),
+    ],
+)
+def test_a_compaction_imports_only_the_strategy_it_runs(
+    tmp_path: Path, strategy: str | None, loaded: set[str], not_loaded: set[str]
+) -> None:
+    """Start-up (issue 12): the table imports a strategy's code on its first run, and the
+    CLI declares its options from the light options module only."""
+    from conftest import SAMPLES
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    argv = ["compact", str(SAMPLES / "anthropic-session.json"), "--summarizer", "extractive"]
+    argv += ["--archive-dir", str(tmp_path), "-o", str(tmp_path / "out.json")]
+    argv += ["--strategy", strategy] if strategy else []
+    proc = subprocess.run(
+        [sys.executable, "-c", MODULES_PROBE, *argv], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert proc.returncode == 0 and (tmp_path / "out.json").stat().st_size > 0, proc.stderr
+    modules = set(proc.stderr.splitlines()[-1].split()[1:])
+    assert loaded <= modules and not (not_loaded & modules), sorted(not_loaded & modules)

@@ -132,3 +132,17 @@ def test_a_new_strategy_is_one_table_row_and_gets_the_budget_and_the_summarizer(
     # still over the threshold: the fallback ladder ran and says why it could not help
     assert result.stats.steps[1]["strategy"] == "ladder"
     assert "pinned messages alone" in result.stats.steps[1]["reason"]  # the task, pinned
+
+
+def test_each_row_names_its_strategy_module_run_function() -> None:
+    """The table imports a strategy's code on its first run (start-up): each row's name leads
+    to the module's own function, and the options type is the one that module re-exports."""
+    import importlib
+
+    from ctxcompact.strategies import LazyRun
+
+    for strategy in STRATEGIES.values():
+        assert isinstance(strategy.run, LazyRun), strategy.name
+        module = importlib.import_module(strategy.run.module)
+        assert strategy.run.load() is getattr(module, f"run_{strategy.name.replace('-', '_')}")
+        assert getattr(module, strategy.options.__name__) is strategy.options

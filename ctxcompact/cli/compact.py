@@ -60,10 +60,13 @@ from ctxcompact.errors import UsageError
 from ctxcompact.models import validate_ratio
 from ctxcompact.names import LocalCounterName, OnFailure, SummarizerName
 from ctxcompact.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, STRATEGY_NAMES
-from ctxcompact.strategies.clean_tools import DEFAULT_ROUNDS
-from ctxcompact.strategies.full import DEFAULT_SUMMARY_MAX_WORDS
-from ctxcompact.strategies.prune import DEFAULT_CLEAR_AT_LEAST, DEFAULT_KEEP
-from ctxcompact.summarize.llm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from ctxcompact.strategies.options import (
+    DEFAULT_CLEAR_AT_LEAST,
+    DEFAULT_KEEP,
+    DEFAULT_ROUNDS,
+    DEFAULT_SUMMARY_MAX_WORDS,
+)
+from ctxcompact.summarize.limits import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 
 
 @reports_errors

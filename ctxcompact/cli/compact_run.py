@@ -27,9 +27,7 @@ from ctxcompact.errors import UsageError
 from ctxcompact.models import load_registry
 from ctxcompact.restore import parse_path_map
 from ctxcompact.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, check_strategy_names
-from ctxcompact.strategies.clean_tools import CleanToolsOptions
-from ctxcompact.strategies.full import FullOptions
-from ctxcompact.strategies.prune import PruneOptions
+from ctxcompact.strategies.options import CleanToolsOptions, FullOptions, PruneOptions
 
 
 def file_options(p: Mapping[str, Any], *, archive_dir: Path | None) -> FileOptions:
@@ -138,7 +136,6 @@ def run_one(
 ) -> None:
     """One input: the transcript to stdout, -o or the file itself; stats to stderr."""
     from ctxcompact.batch import compact_file, replace_keeping_backup
-    from ctxcompact.reports import file_report_json, file_stats_json
     from ctxcompact.tokens import make_counter
     from ctxcompact.transcript import dump_transcript
 
@@ -155,6 +152,10 @@ def run_one(
     if verbose or options.dry_run:
         for r in done.results:
             render_lines(timeline(r.stats.steps), streams.err)
+    if stats_json is None and report is None:
+        return
+    from ctxcompact.reports import file_report_json, file_stats_json
+
     write_json_file(stats_json, file_stats_json(done))
     if report is not None:
         shown = path if in_place else (str(output) if output else None)

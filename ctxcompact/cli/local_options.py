@@ -13,13 +13,13 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 from ctxcompact.pins import PinOptions
-from ctxcompact.strategies.key_messages import (
+from ctxcompact.strategies.options import (
     DEFAULT_FALLBACK_ROUNDS,
     DEFAULT_MIN_RECENT,
     DEFAULT_TARGET_USAGE,
     KeyMessageOptions,
+    SelectiveOptions,
 )
-from ctxcompact.strategies.selective import SelectiveOptions, load_rules
 
 RULES_OPT = typer.Option(
     None,
@@ -74,7 +74,11 @@ def local_strategy_options(
     *, rules: Path | None, target_usage: float, min_recent: int, fallback_rounds: int
 ) -> tuple[SelectiveOptions, KeyMessageOptions]:
     """The options objects of ``selective`` and ``key-messages`` from the command line."""
-    selective = load_rules(rules) if rules is not None else SelectiveOptions()
+    selective = SelectiveOptions()
+    if rules is not None:  # the TOML reader only with --rules (start-up)
+        from ctxcompact.strategies.selective_rules import load_rules
+
+        selective = load_rules(rules)
     key_messages = KeyMessageOptions(
         target_usage=target_usage, min_recent_messages=min_recent, fallback_rounds=fallback_rounds
     )

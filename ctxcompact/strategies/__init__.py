@@ -3,30 +3,58 @@
 Each row is a strategy's name, its options type and its function (the contract is in
 :mod:`ctxcompact.strategies.base`). The pipeline (:mod:`ctxcompact.compact`) looks every
 ``--strategy`` name up here and runs them in order; nothing else names a strategy by hand.
-Adding one: a module with its options, details and ``run_<name>`` function, a row below, a
-field for its options in :class:`~ctxcompact.compact.CompactOptions`, its CLI options, README
-and tests.
+Adding one: its options in :mod:`ctxcompact.strategies.options`, a module with its details and
+``run_<name>`` function, a row below, a field for its options in
+:class:`~ctxcompact.compact.CompactOptions`, its CLI options, README and tests.
+
+A row names its run function by module and attribute (:class:`LazyRun`), imported on the first
+call: a compaction imports only the strategies it runs (start-up, issue 12), while every
+options type is at hand for the CLI and :class:`~ctxcompact.compact.CompactOptions`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import importlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, cast
 
 from ctxcompact.errors import UsageError
+from ctxcompact.ir import Message
 from ctxcompact.strategies.base import Run, StrategyContext, StrategyResult
-from ctxcompact.strategies.clean_tools import CleanToolsOptions, run_clean_tools
-from ctxcompact.strategies.full import FullOptions, run_full
-from ctxcompact.strategies.hybrid import HybridOptions, run_hybrid
-from ctxcompact.strategies.key_messages import KeyMessageOptions, run_key_messages
-from ctxcompact.strategies.prune import PruneOptions, run_prune
-from ctxcompact.strategies.selective import SelectiveOptions, run_selective
+from ctxcompact.strategies.options import (
+    CleanToolsOptions,
+    FullOptions,
+    HybridOptions,
+    KeyMessageOptions,
+    PruneOptions,
+    SelectiveOptions,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LazyRun:
+    """A strategy's run function, ``module.attribute``, imported when first called."""
+
+    module: str
+    attribute: str
+
+    def __call__(self, messages: Sequence[Message], options: Any, context: StrategyContext) -> StrategyResult:
+        return self.load()(messages, options, context)
+
+    def load(self) -> Run:
+        """The function itself (importing its module once; later calls find it loaded)."""
+        return cast(Run, getattr(importlib.import_module(self.module), self.attribute))
+
+
+def _lazy(module: str, attribute: str) -> LazyRun:
+    return LazyRun(f"ctxcompact.strategies.{module}", attribute)
 
 
 @dataclass(frozen=True, slots=True)
 class Strategy:
-    """One row of the table: ``run(messages, options, context)`` takes an ``options`` object."""
+    """One row of the table: ``run(messages, options, context)`` takes an ``options`` object
+    (a plain function, or a :class:`LazyRun` naming one)."""
 
     name: str
     options: type[Any]
@@ -36,12 +64,12 @@ class Strategy:
 STRATEGIES: Mapping[str, Strategy] = {
     s.name: s
     for s in (
-        Strategy("full", FullOptions, run_full),
-        Strategy("prune", PruneOptions, run_prune),
-        Strategy("clean-tools", CleanToolsOptions, run_clean_tools),
-        Strategy("selective", SelectiveOptions, run_selective),
-        Strategy("key-messages", KeyMessageOptions, run_key_messages),
-        Strategy("hybrid", HybridOptions, run_hybrid),
+        Strategy("full", FullOptions, _lazy("full", "run_full")),
+        Strategy("prune", PruneOptions, _lazy("prune", "run_prune")),
+        Strategy("clean-tools", CleanToolsOptions, _lazy("clean_tools", "run_clean_tools")),
+        Strategy("selective", SelectiveOptions, _lazy("selective", "run_selective")),
+        Strategy("key-messages", KeyMessageOptions, _lazy("key_messages", "run_key_messages")),
+        Strategy("hybrid", HybridOptions, _lazy("hybrid", "run_hybrid")),
     )
 }
 
@@ -78,6 +106,7 @@ __all__ = [
     "STRATEGIES",
     "STRATEGY_NAMES",
     "TARGETED",
+    "LazyRun",
     "Strategy",
     "StrategyContext",
     "StrategyResult",

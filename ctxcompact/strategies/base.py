@@ -1,8 +1,9 @@
 """The contract every compaction strategy keeps.
 
-A strategy is one module with three things: a frozen options dataclass (its knobs, defaults as
-named constants, validated in ``__post_init__``), a frozen *details* dataclass (what it did, for
-``--stats-json``), and a pure function::
+A strategy is a frozen options dataclass (its knobs, defaults as named constants, validated in
+``__post_init__``; in :mod:`ctxcompact.strategies.options`, which every strategy module
+re-exports its own from) and one module with a frozen *details* dataclass (what it did, for
+``--stats-json``) and a pure function::
 
     run_<name>(messages, options, context) -> StrategyResult
 
@@ -15,8 +16,9 @@ never mutates its input. Every output must pass :func:`ctxcompact.validate.valid
 with no new errors; the current tool loop (:func:`ctxcompact.ir.current_loop_start` onward) is
 never touched by local strategies.
 
-:mod:`ctxcompact.strategies` maps each name to its options type and function; adding a
-strategy is one module and one row there (plus its CLI options, README and tests).
+:mod:`ctxcompact.strategies` maps each name to its options type and function (imported on
+its first run); adding a strategy is its options, one module and one row there (plus its CLI
+options, README and tests).
 """
 
 from __future__ import annotations

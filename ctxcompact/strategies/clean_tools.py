@@ -29,20 +29,10 @@ from typing import Any
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Block, Message, Span, round_starts, tool_interaction_blocks, tool_pairs
 from ctxcompact.strategies.base import StrategyContext, StrategyResult
+from ctxcompact.strategies.options import DEFAULT_ROUNDS as DEFAULT_ROUNDS
+from ctxcompact.strategies.options import CleanToolsOptions as CleanToolsOptions
 
-DEFAULT_ROUNDS = 2
 _INVISIBLE = ("thinking", "redacted_thinking")
-
-
-@dataclass(frozen=True, slots=True)
-class CleanToolsOptions:
-    """``rounds``: the rounds before the current one that keep their tool calls."""
-
-    rounds: int = DEFAULT_ROUNDS
-
-    def __post_init__(self) -> None:
-        if self.rounds < 0:
-            raise UsageError("--rounds must not be negative.")
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,95 +30,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ctxcompact.dialects import dialect_named
-from ctxcompact.errors import UsageError
 from ctxcompact.ir import Message, block_start_at, current_loop_start, new_message
 from ctxcompact.markers import RESTORED_ACK, SUMMARY_ACK, SUMMARY_PREFIX
-from ctxcompact.names import OnFailure, SummarizerName
 from ctxcompact.partition import Partition, partition_messages
 from ctxcompact.restore import (
-    DEFAULT_MAX_FILES,
-    DEFAULT_MAX_TOKENS_PER_FILE,
-    DEFAULT_MAX_TOKENS_TOTAL,
-    ReadTool,
     RestoreResult,
     read_tools_for,
     restore_recent_files,
     restored_message_text,
 )
 from ctxcompact.strategies.base import StrategyContext, StrategyResult
+from ctxcompact.strategies.options import DEFAULT_ON_FAILURE as DEFAULT_ON_FAILURE
+from ctxcompact.strategies.options import DEFAULT_SUMMARIZER as DEFAULT_SUMMARIZER
+from ctxcompact.strategies.options import DEFAULT_SUMMARY_MAX_WORDS as DEFAULT_SUMMARY_MAX_WORDS
+from ctxcompact.strategies.options import FullOptions as FullOptions
 from ctxcompact.strategies.survivors import insert_after_summary, kept_verbatim, recent_start
-from ctxcompact.summarize import SUMMARY_MAX_WORDS, Summary, SummaryFailed
-from ctxcompact.summarize.llm import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
-
-if TYPE_CHECKING:
-    from ctxcompact.summarize import Summarizer
+from ctxcompact.summarize import Summary, SummaryFailed
 
 ACK_KINDS = ("summary_ack", "restored_ack")
-DEFAULT_SUMMARIZER = SummarizerName.auto
-DEFAULT_ON_FAILURE = OnFailure.fallback
-DEFAULT_SUMMARY_MAX_WORDS = SUMMARY_MAX_WORDS
-
-
-@dataclass(frozen=True, slots=True)
-class FullOptions:
-    """The summary (which summarizer, its limits, what to do when it fails) and the files
-    restored after it. ``read_tools`` None: the dialect's (:func:`~ctxcompact.restore.read_tools_for`)."""
-
-    summarizer: SummarizerName = DEFAULT_SUMMARIZER
-    summary_model: str | None = None
-    summary_max_words: int = DEFAULT_SUMMARY_MAX_WORDS
-    instructions: str | None = None
-    on_failure: OnFailure = DEFAULT_ON_FAILURE
-    timeout: float = DEFAULT_TIMEOUT
-    max_retries: int = DEFAULT_MAX_RETRIES
-    restore: bool = True
-    keep_loop: bool = False
-    read_tools: tuple[ReadTool, ...] | None = None
-    max_files: int = DEFAULT_MAX_FILES
-    max_tokens_per_file: int = DEFAULT_MAX_TOKENS_PER_FILE
-    max_tokens_total: int = DEFAULT_MAX_TOKENS_TOTAL
-    #: Newest tokens kept verbatim after the summary (None: 0, or 20 % of the threshold under
-    #: ``--auto``, see :data:`ctxcompact.compact.AUTO_RECENT_SHARE`).
-    keep_recent_tokens: int | None = None
-    #: The newest real user messages kept verbatim after the summary, up to this many tokens.
-    #: None: the dialect's rule — 0 (off) for message lists, Codex's 20,000 (bytes/4) for
-    #: Codex rollouts, which lay out their own compacted history.
-    keep_user_tokens: int | None = None
-
-    def __post_init__(self) -> None:
-        if (self.keep_recent_tokens or 0) < 0 or (self.keep_user_tokens or 0) < 0:
-            raise UsageError("--keep-recent-tokens and --keep-user-tokens must not be negative.")
-        # Library callers pass plain strings: take them as the enum, or refuse them clearly.
-        for name, kind in (("summarizer", SummarizerName), ("on_failure", OnFailure)):
-            value = getattr(self, name)
-            if value not in set(kind):
-                choices = ", ".join(kind)
-                raise UsageError(f"unknown {name.replace('_', '-')} {value!r}; expected one of {choices}.")
-            object.__setattr__(self, name, kind(value))
-        for name in (
-            "summary_max_words",
-            "max_files",
-            "max_tokens_per_file",
-            "max_tokens_total",
-            "max_retries",
-        ):
-            if getattr(self, name) < 0:
-                raise UsageError(f"--{name.replace('_', '-')} must not be negative.")
-        if self.summary_max_words < 1:
-            raise UsageError("--summary-max-words must be at least 1.")
-        if self.timeout <= 0:
-            raise UsageError("--timeout must be positive.")
-
-    def make_summarizer(self) -> Summarizer:
-        """The summarizer these options name (nothing is sent until it summarizes)."""
-        from ctxcompact.summarize import make_summarizer
-
-        return make_summarizer(
-            self.summarizer, model=self.summary_model, timeout=self.timeout, max_retries=self.max_retries
-        )
 
 
 @dataclass(frozen=True, slots=True)

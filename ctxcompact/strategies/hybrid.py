@@ -22,13 +22,10 @@ from typing import Any
 from ctxcompact.ir import Message
 from ctxcompact.pins import PinOptions, message_tokens
 from ctxcompact.strategies.base import StrategyContext, StrategyDetails, StrategyResult
-from ctxcompact.strategies.full import FullOptions, run_full
-from ctxcompact.strategies.prune import PruneOptions, run_prune
-
-
-@dataclass(frozen=True, slots=True)
-class HybridOptions:
-    """Hybrid has no knobs of its own: it runs ``prune`` and ``full`` with theirs."""
+from ctxcompact.strategies.full import run_full
+from ctxcompact.strategies.options import FullOptions, PruneOptions
+from ctxcompact.strategies.options import HybridOptions as HybridOptions
+from ctxcompact.strategies.prune import run_prune
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,13 +26,11 @@ Stats follow seed 004's ``CompressionResult.metadata``: ``input_count``, ``outpu
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxcompact.errors import UsageError
 from ctxcompact.ir import (
     Block,
     Message,
@@ -52,6 +50,13 @@ from ctxcompact.pins import (
     widen_to_blocks,
 )
 from ctxcompact.strategies.base import StrategyContext, StrategyResult
+from ctxcompact.strategies.options import DEFAULT_FALLBACK_ROUNDS as DEFAULT_FALLBACK_ROUNDS
+from ctxcompact.strategies.options import DEFAULT_MIN_RECENT as DEFAULT_MIN_RECENT
+from ctxcompact.strategies.options import DEFAULT_TARGET_USAGE as DEFAULT_TARGET_USAGE
+from ctxcompact.strategies.options import DEFAULT_TOKEN_BUDGET as DEFAULT_TOKEN_BUDGET
+from ctxcompact.strategies.options import LONG_RESULT_TOKENS as LONG_RESULT_TOKENS
+from ctxcompact.strategies.options import TRIGGER_THRESHOLD as TRIGGER_THRESHOLD
+from ctxcompact.strategies.options import KeyMessageOptions as KeyMessageOptions
 from ctxcompact.strategies.previews import clip_long_text, is_already_truncated, preview_tool_result
 from ctxcompact.tokens import TokenCounter, block_tokens, make_counter
 
@@ -62,19 +67,6 @@ BASE_TOOL_CALLS, BASE_TOOL, BASE_ASSISTANT = 80.0, 79.0, 50.0
 POSITION_WEIGHT = 0.01
 WEIGHT_PATH, WEIGHT_CODE, WEIGHT_KEYWORD, WEIGHT_NUMBER = 1.5, 1.5, 1.0, 0.5
 PENALTY_LONG_RESULT, PENALTY_REPEATED_RESULT = 2.0, 3.0
-LONG_RESULT_TOKENS = 600
-#: Seed 004 ``CompressionConfig`` defaults. The seed's trigger (0.8) is ``--threshold``'s job.
-TRIGGER_THRESHOLD = 0.8
-DEFAULT_TARGET_USAGE = 0.5
-DEFAULT_MIN_RECENT = 10
-DEFAULT_TOKEN_BUDGET = 128_000
-DEFAULT_FALLBACK_ROUNDS = 4
-#: Seed 004 ``CompressionConfig`` defaults. The seed's trigger (0.8) is ``--threshold``'s job.
-TRIGGER_THRESHOLD = 0.8
-DEFAULT_TARGET_USAGE = 0.5
-DEFAULT_MIN_RECENT = 10
-DEFAULT_TOKEN_BUDGET = 128_000
-DEFAULT_FALLBACK_ROUNDS = 4
 
 _PATH = re.compile(
     r"(?:^|[\s\"'`(])(?:~|\.{1,2})?/?[\w.-]+/[\w./-]+|\b[\w-]+\.(?:py|ts|js|tsx|jsx|go|rs|java|c|h|cpp|md|json|toml|ya?ml|txt|sh)\b"
@@ -83,32 +75,8 @@ _CODE = re.compile(r"```")
 _KEYWORD = re.compile(r"\b(must|should|need)\b|必须|需要", re.I)
 _NUMBER = re.compile(r"\d")
 
-
-@dataclass(frozen=True, slots=True)
-class KeyMessageOptions:
-    """Seed 004's ``CompressionConfig`` and its fallbacks' figures (tokens)."""
-
-    target_usage: float = DEFAULT_TARGET_USAGE
-    min_recent_messages: int = DEFAULT_MIN_RECENT
-    token_budget: int | None = None  # None: the model's budget, else DEFAULT_TOKEN_BUDGET
-    fallback_rounds: int = DEFAULT_FALLBACK_ROUNDS
-    result_preview_tokens: int = 200
-    long_text_tokens: int = LONG_RESULT_TOKENS
-
-    def __post_init__(self) -> None:
-        if not 0 < self.target_usage <= 1:
-            raise UsageError(f"--target-usage must be above 0 and at most 1, got {self.target_usage}.")
-        for name in ("min_recent_messages", "fallback_rounds", "result_preview_tokens", "long_text_tokens"):
-            if getattr(self, name) < 0:
-                raise UsageError(f"--{name.replace('_', '-')} must be 0 or more.")
-        if self.token_budget is not None and self.token_budget < 1:
-            raise UsageError("--token-budget must be at least 1.")
-
-    def target_tokens(self, model_budget: int | None = None) -> int:
-        """``floor(token_budget × target_usage)`` (seed 004 ``getTargetTokens``); the budget is
-        ``token_budget``, else ``model_budget`` (the model's usable window), else 128,000."""
-        budget = self.token_budget or model_budget or DEFAULT_TOKEN_BUDGET
-        return math.floor(budget * self.target_usage)
+#: The seed's defaults, as :func:`key_message_extraction` takes them.
+DEFAULT_KEY_MESSAGE_OPTIONS = KeyMessageOptions()
 
 
 def base_score(message: Message) -> float:
@@ -204,7 +172,7 @@ def key_message_extraction(
     messages: Sequence[Message],
     *,
     target_tokens: int | None = None,
-    options: KeyMessageOptions = KeyMessageOptions(),
+    options: KeyMessageOptions = DEFAULT_KEY_MESSAGE_OPTIONS,
     counter: TokenCounter | None = None,
     pins: PinOptions = DEFAULT_PINS,
     protected: Protected | None = None,

@@ -20,12 +20,7 @@ from typing import Any
 
 from ctxcompact.ir import Message
 from ctxcompact.pins import DEFAULT_PINS, PinOptions, Protected, message_tokens, protected_part
-from ctxcompact.strategies.key_messages import (
-    DEFAULT_FALLBACK_ROUNDS,
-    keep_last_rounds,
-    key_message_extraction,
-)
-from ctxcompact.strategies.prune import prune_tool_outputs
+from ctxcompact.strategies.options import DEFAULT_FALLBACK_ROUNDS
 from ctxcompact.tokens import TokenCounter
 
 
@@ -71,6 +66,9 @@ def fallback_ladder(
     rounds: int = DEFAULT_FALLBACK_ROUNDS,
 ) -> LadderResult:
     """Run the ladder on ``messages`` until they count at most ``target_tokens``."""
+    # Imported here: the ladder runs only when a compaction missed its target (start-up).
+    from ctxcompact.strategies.key_messages import keep_last_rounds, key_message_extraction
+    from ctxcompact.strategies.prune import prune_tool_outputs
 
     def total(ms: Sequence[Message]) -> int:
         return sum(message_tokens(ms, counter))

@@ -46,31 +46,15 @@ from ctxcompact.ir import (
     tool_pairs,
 )
 from ctxcompact.strategies.base import StrategyContext, StrategyResult
+from ctxcompact.strategies.options import DEFAULT_CLEAR_AT_LEAST as DEFAULT_CLEAR_AT_LEAST
+from ctxcompact.strategies.options import DEFAULT_KEEP as DEFAULT_KEEP
+from ctxcompact.strategies.options import PruneOptions as PruneOptions
 from ctxcompact.tokens import TokenCounter, block_tokens, make_counter
 
 PLACEHOLDER_PREFIX = "[Tool result cleared by ctxcompact"
 THINKING_TYPES = ("thinking", "redacted_thinking")
-DEFAULT_KEEP = 3
-DEFAULT_CLEAR_AT_LEAST = 0
 CLEAR_TOOL_USES = "clear_tool_uses_20250919"
 CLEAR_THINKING = "clear_thinking_20251015"
-
-
-@dataclass(frozen=True, slots=True)
-class PruneOptions:
-    """The knobs of :func:`prune_tool_outputs` (``include_loop`` is ``not protect_loop``)."""
-
-    keep: int = DEFAULT_KEEP
-    clear_at_least: int = DEFAULT_CLEAR_AT_LEAST
-    exclude_tools: tuple[str, ...] = ()
-    clear_tool_inputs: bool = False
-    keep_thinking: int | None = None
-    include_loop: bool = False
-
-    def __post_init__(self) -> None:
-        for name, value in (("keep", self.keep), ("clear_at_least", self.clear_at_least)):
-            if value < 0:
-                raise UsageError(f"--{name.replace('_', '-')} must not be negative.")
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,68 +5,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ctxcompact.errors import UsageError
-
-ItemType = Literal[
-    "tool_result",
-    "skill_prompt",
-    "skill_metadata",
-    "assistant_message",
-    "user_message",
-    "compaction_summary",
-    "system_prompt",
-    "memory",
-]
-Action = Literal["truncate", "drop", "none"]
-ITEM_TYPES: tuple[str, ...] = ItemType.__args__  # type: ignore[attr-defined]
-ACTIONS: tuple[str, ...] = ("truncate", "drop", "none")
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    item_type: ItemType
-    action: Action
-    keep_recent: int = 0
-    priority: int = 100
-
-
-DEFAULT_RULES: tuple[Rule, ...] = (
-    Rule("tool_result", "truncate", 5, 10),
-    Rule("skill_prompt", "drop", 0, 20),
-    Rule("assistant_message", "truncate", 5, 30),
-    Rule("skill_metadata", "drop", 0, 40),
-    Rule("user_message", "truncate", 5, 50),
-    Rule("compaction_summary", "none", 0, 80),
-    Rule("system_prompt", "none", 0, 100),
-    Rule("memory", "none", 0, 100),
-)
-NEVER = ("compaction_summary", "system_prompt", "memory")
-
-
-@dataclass(frozen=True, slots=True)
-class SelectiveOptions:
-    """The rule table and the field thresholds of seed 002 §4.2 (tokens)."""
-
-    rules: tuple[Rule, ...] = DEFAULT_RULES
-    tool_input_threshold: int = 500
-    tool_result_threshold: int = 600
-    preview_tokens: int = 200
-
-    def __post_init__(self) -> None:
-        for name in ("tool_input_threshold", "tool_result_threshold", "preview_tokens"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"selective: {name} must be at least 1.")
-        for rule in self.rules:
-            if rule.keep_recent < 0:
-                raise UsageError(f"selective: keep_recent of {rule.item_type} must be 0 or more.")
-
-
-#: The seed's table and thresholds.
-DEFAULT_OPTIONS = SelectiveOptions()
+from ctxcompact.strategies.options import ACTIONS as ACTIONS
+from ctxcompact.strategies.options import DEFAULT_OPTIONS as DEFAULT_OPTIONS
+from ctxcompact.strategies.options import DEFAULT_RULES as DEFAULT_RULES
+from ctxcompact.strategies.options import ITEM_TYPES as ITEM_TYPES
+from ctxcompact.strategies.options import NEVER as NEVER
+from ctxcompact.strategies.options import Action as Action
+from ctxcompact.strategies.options import ItemType as ItemType
+from ctxcompact.strategies.options import Rule as Rule
+from ctxcompact.strategies.options import SelectiveOptions as SelectiveOptions
 
 
 def load_rules(path: Path, base: SelectiveOptions = DEFAULT_OPTIONS) -> SelectiveOptions:

@@ -105,9 +105,9 @@ def make_summarizer(
     and ``client`` (an ``anthropic.Anthropic``) only apply to ``anthropic``. Nothing is sent
     until ``summarize`` is called.
     """
-    from ctxcompact.anthropic_api import api_key_available
-
     if name == "auto":
+        from ctxcompact.anthropic_api import api_key_available
+
         name = (
             SummarizerName.anthropic
             if client is not None or api_key_available()
@@ -118,9 +118,9 @@ def make_summarizer(
 
         return ExtractiveSummarizer()
     if name == "anthropic":
-        if client is None and not api_key_available():
-            from ctxcompact.anthropic_api import API_KEY_ENV
+        from ctxcompact.anthropic_api import API_KEY_ENV, api_key_available
 
+        if client is None and not api_key_available():
             raise InputError(
                 f"the anthropic summarizer needs an API key: set {API_KEY_ENV}, "
                 "or use --summarizer extractive (offline)."

@@ -39,6 +39,8 @@ from collections.abc import Callable, Sequence
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Message
 from ctxcompact.summarize import Summary, SummaryFailed
+from ctxcompact.summarize.limits import DEFAULT_MAX_RETRIES as DEFAULT_MAX_RETRIES
+from ctxcompact.summarize.limits import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ctxcompact.summarize.prompt import SUMMARY_MAX_WORDS, build_merge_prompt, build_prompt
 from ctxcompact.summarize.retry import MAX_RETRY_AFTER as MAX_RETRY_AFTER
 from ctxcompact.summarize.retry import GaveUp, Prompt, complete_with_retries
@@ -47,8 +49,6 @@ from ctxcompact.summarize.transport import Transport
 from ctxcompact.tokens import TiktokenCounter, TokenCounter
 
 DEFAULT_CONTEXT_BUDGET = 150_000
-DEFAULT_TIMEOUT = 60.0
-DEFAULT_MAX_RETRIES = 2
 BACKOFF_INITIAL = 0.5
 BACKOFF_MAX = 8.0
 #: Tokens kept free below the budget: token counts of joined texts are not exactly additive.
