@@ -97,7 +97,7 @@ def render_warnings(warnings: Sequence[str], console: Console) -> None:
         console.print(Text(f"warning: {warning}", style="yellow"), soft_wrap=True)
 
 
-# --- compact / restore-files -------------------------------------------------------------------
+# --- compact -------------------------------------------------------------------------------------
 
 
 def render_compact_stats(stats: Any, console: Console, *, label: str | None = None) -> None:
@@ -115,18 +115,3 @@ def render_file_stats(done: FileCompaction, console: Console) -> None:
     """One stats panel per conversation, labelled when the file holds several."""
     for r in done.results:
         render_compact_stats(r.stats, console, label=r.conversation.label if len(done.results) > 1 else None)
-
-
-def render_restore(result: Any, console: Console) -> None:
-    """Restored and skipped files (``result`` is a :class:`ctxcompact.restore.RestoreResult`)."""
-    table = Table(title="restore-files", title_justify="left")
-    table.add_column("path", overflow="fold")
-    table.add_column("tokens", justify="right")
-    table.add_column("status")
-    for f in result.files:
-        table.add_row(f.path, _n(f.tokens), Text("restored", style="green"))
-    for s in result.skipped:
-        table.add_row(s.path, "-", Text(f"skipped: {s.reason}", style="yellow"))
-    if not result.files and not result.skipped:
-        table.add_row("(no file reads found)", "", "")
-    console.print(table)

@@ -331,3 +331,15 @@ def config_report(payload: dict[str, Any]) -> list[Block]:
         Line.of(f"config file: {payload['file'] or '(none found)'}"),
         Table(columns, tuple(rows), title="Effective settings", styles=styles),
     ]
+
+
+def restore_report(result: Any) -> list[Block]:
+    """``restore-files``' table of restored and skipped files (``result``: a
+    :class:`ctxcompact.restore.RestoreResult`)."""
+    rows = [(f.path, _n(f.tokens), "restored") for f in result.files]
+    rows += [(s.path, "-", f"skipped: {s.reason}") for s in result.skipped]
+    styles = {(i, 2): "green" if i < len(result.files) else "yellow" for i in range(len(rows))}
+    if not rows:
+        rows = [("(no file reads found)", "", "")]
+    columns = (Column("path", overflow="fold"), _right("tokens"), Column("status"))
+    return [Table(columns, tuple(rows), title="restore-files", styles=styles)]

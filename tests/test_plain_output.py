@@ -181,3 +181,22 @@ def test_on_a_terminal_the_report_is_a_rich_table() -> None:
     assert proc.wait(timeout=60) == 1
     out = b"".join(chunks).decode()
     assert "╭─" in out and "compaction needed" in out and "\x1b[" in out
+
+
+def test_piped_restore_files_table_is_plain_on_stderr(tmp_path: Path) -> None:
+    """restore-files' table goes to stderr (stdout is the transcript): plain on a pipe or log."""
+    out = run_cli(
+        "restore-files",
+        SAMPLE,
+        "--work-dir",
+        ROOT / "sample_transcripts" / "workspace",
+        "-o",
+        tmp_path / "o.json",
+    )
+    assert out.exit_code == 0, out.stderr
+    _plain(out.stderr)
+    lines = _table_lines(out.stderr, "path")
+    assert lines[0].split() == ["path", "tokens", "status"]
+    assert "src/invoice/legacy.py" in lines[-1] and lines[-1].endswith("skipped: missing")
+    _aligned(lines, "tokens", right=True)
+    assert out.stderr.splitlines()[0] == "restore-files"

@@ -124,6 +124,19 @@ def print_report(blocks: Sequence[Block], streams: Streams) -> None:
         write_stdout(plain_text(blocks))
 
 
+def print_to_stderr(blocks: Sequence[Block], streams: Streams) -> None:
+    """A report about the work (``restore-files``' table) on stderr: Rich on a terminal, plain
+    aligned text (without importing rich) on a pipe or a log."""
+    if stderr_takes_plain():
+        from ctxcompact.text_table import plain_text
+
+        write_stderr(plain_text(blocks) + "\n")
+    else:
+        from ctxcompact.render import print_blocks
+
+        print_blocks(blocks, streams.err)
+
+
 def print_warnings(warnings: Sequence[str], streams: Streams) -> None:
     """``warning: …`` lines on stderr, each once: yellow on a terminal, plain text otherwise."""
     unique = list(dict.fromkeys(warnings))

@@ -18,6 +18,8 @@ from ctxcompact.cli.common import (
     STATS_JSON_OPT,
     Format,
     Streams,
+    print_to_stderr,
+    print_warnings,
     reports_errors,
     write_json_file,
     write_output,
@@ -91,11 +93,11 @@ def restore_files(
       ctxcompact restore-files t.json --work-dir ~/project
       ctxcompact restore-files session.jsonl --read-tool Read:file_path --append -o t2.jsonl
     """
-    from ctxcompact.render import render_restore, render_warnings
     from ctxcompact.reports import restore_files_stats_json
     from ctxcompact.restore import parse_path_map
     from ctxcompact.restore_files import appended_transcript, dump_pairs
     from ctxcompact.restore_files import restore_files as restore
+    from ctxcompact.text_reports import restore_report
     from ctxcompact.transcript import dump_transcript, load_transcript
 
     streams = Streams(quiet=quiet)
@@ -109,8 +111,9 @@ def restore_files(
         max_tokens_per_file=max_tokens_per_file,
         max_tokens_total=max_tokens_total,
     )
-    render_restore(result.restore, streams.err)
-    render_warnings(result.warnings, streams.err)
+    if not quiet:
+        print_to_stderr(restore_report(result.restore), streams)
+    print_warnings(result.warnings, streams)
     write_json_file(stats_json, restore_files_stats_json(result.restore))
     if append:
         write_output(dump_transcript(appended_transcript(result)), output)
