@@ -110,31 +110,32 @@ def write_stdout(text: str) -> None:
         _silence_stdout()
 
 
-def print_report(blocks: Sequence[Block], streams: Streams) -> None:
-    """A report (``count``, ``check``, ``sessions``, ``config``) on stdout: Rich tables on a
-    terminal; plain aligned text when piped (one line per row for grep and awk; rich is
-    never imported)."""
-    if sys.stdout.isatty():
-        from ctxcompact.render import print_blocks
-
-        print_blocks(blocks, streams.out)
-    else:
+def print_report(blocks: Sequence[Block], streams: Streams, *, to_stderr: bool = False) -> None:
+    """A report on stdout (``count``, ``check``, ``sessions``, ``config``) or, with
+    ``to_stderr``, one about the work (``restore-files``' table): Rich tables on a terminal;
+    plain aligned text on a pipe or a log (one line per row for grep and awk; rich is never
+    imported)."""
+    plain = stderr_takes_plain() if to_stderr else not sys.stdout.isatty()
+    if plain:
         from ctxcompact.text_table import plain_text
 
-        write_stdout(plain_text(blocks))
+        if to_stderr:
+            write_stderr(plain_text(blocks) + "\n")
+        else:
+            write_stdout(plain_text(blocks))
+        return
+    from ctxcompact.render import print_blocks
+
+    print_blocks(blocks, streams.err if to_stderr else streams.out)
 
 
-def print_to_stderr(blocks: Sequence[Block], streams: Streams) -> None:
-    """A report about the work (``restore-files``' table) on stderr: Rich on a terminal, plain
-    aligned text (without importing rich) on a pipe or a log."""
-    if stderr_takes_plain():
-        from ctxcompact.text_table import plain_text
-
-        write_stderr(plain_text(blocks) + "\n")
+def print_panels(panels: Sequence[str | None], draw: Callable[[], None]) -> None:
+    """Stats panels on stderr: on a pipe their plain copies (:func:`ctxcompact.text_panel.plain_panel`,
+    Rich's very bytes, no rich imported) when every one has one; else ``draw()`` with Rich."""
+    if panels and all(panel is not None for panel in panels) and stderr_takes_plain():
+        write_stderr("".join(panel or "" for panel in panels))
     else:
-        from ctxcompact.render import print_blocks
-
-        print_blocks(blocks, streams.err)
+        draw()
 
 
 def print_warnings(warnings: Sequence[str], streams: Streams) -> None:

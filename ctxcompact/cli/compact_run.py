@@ -14,11 +14,10 @@ from typing import Any
 from ctxcompact.batch import FileCompaction, FileOptions
 from ctxcompact.cli.common import (
     Streams,
+    print_panels,
     print_warnings,
-    stderr_takes_plain,
     write_json_file,
     write_output,
-    write_stderr,
 )
 from ctxcompact.cli.local_options import local_strategy_options, pin_options, render_lines, timeline
 from ctxcompact.cli.restore import read_tools
@@ -178,9 +177,10 @@ def _print_stats(done: FileCompaction, streams: Streams) -> None:
         )
         for r in done.results
     ]
-    if stderr_takes_plain() and all(panel is not None for panel in panels):
-        write_stderr("".join(panel or "" for panel in panels))
-        return
+    print_panels(panels, lambda: _render_file_stats(done, streams))
+
+
+def _render_file_stats(done: FileCompaction, streams: Streams) -> None:
     from ctxcompact.render import render_file_stats
 
     render_file_stats(done, streams.err)

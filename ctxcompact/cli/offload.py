@@ -17,11 +17,10 @@ from ctxcompact.cli.common import (
     Format,
     Streams,
     expand_inputs,
+    print_panels,
     reports_errors,
-    stderr_takes_plain,
     write_json_file,
     write_output,
-    write_stderr,
 )
 from ctxcompact.errors import UsageError
 from ctxcompact.names import LocalCounterName
@@ -178,9 +177,10 @@ def _print_stats(label: str, results: list[OffloadResult], streams: Streams, *, 
 
     lines = offload_stats_lines(offload_stats_json(label, results), min_chars=min_chars)
     panel = plain_panel(offload_stats_title(label), [line.text for line in lines])
-    if panel is not None and stderr_takes_plain():
-        write_stderr(panel)
-        return
+    print_panels([panel], lambda: _render_stats(label, results, streams, min_chars=min_chars))
+
+
+def _render_stats(label: str, results: list[OffloadResult], streams: Streams, *, min_chars: int) -> None:
     from ctxcompact.render_tools import render_offload_stats
 
     render_offload_stats(label, results, streams.err, min_chars=min_chars)

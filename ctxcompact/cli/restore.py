@@ -18,7 +18,7 @@ from ctxcompact.cli.common import (
     STATS_JSON_OPT,
     Format,
     Streams,
-    print_to_stderr,
+    print_report,
     print_warnings,
     reports_errors,
     write_json_file,
@@ -112,7 +112,7 @@ def restore_files(
         max_tokens_total=max_tokens_total,
     )
     if not quiet:
-        print_to_stderr(restore_report(result.restore), streams)
+        print_report(restore_report(result.restore), streams, to_stderr=True)
     print_warnings(result.warnings, streams)
     write_json_file(stats_json, restore_files_stats_json(result.restore))
     if append:
