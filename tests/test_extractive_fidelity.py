@@ -63,6 +63,14 @@ def test_shell_edits_are_file_operations(command: str, expected: tuple[str, str]
     assert expected in list(shell_file_ops(command))
 
 
+@pytest.mark.parametrize(
+    "command", ["cat a/b.txt 2>/dev/null", "head -5 a/b.txt 2>&1", "cat a/b.txt 1>>log/x 2> err/e"]
+)
+def test_stream_redirects_are_not_files_read(command: str) -> None:
+    # A real session listed `2>/dev/null` among the files its agent read.
+    assert list(shell_file_ops(command)) == [("a/b.txt", "read")]
+
+
 def test_code_names_are_not_files() -> None:
     assert path_mentions("added console.log and self.cfg calls to app.js") == ["app.js"]
 

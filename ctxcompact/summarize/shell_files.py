@@ -44,6 +44,9 @@ _CODE_STEMS = frozenset(_CODE_STEM_WORDS.split())
 _PATCH_LINE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+)$|^\+\+\+ (?:b/)?(\S+)", re.MULTILINE)
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n(.*?)^\s*\2\s*$", re.DOTALL | re.MULTILINE)
 _REDIRECT = re.compile(r"(?<![0-9&<>])>{1,2}\|?\s*([^\s;&|<>()]+)")
+#: A redirect of a numbered stream (``2>/dev/null``, ``2>&1``, ``1>>log``, ``&>out``): not an
+#: argument of the program, so never one of its files.
+_FD_REDIRECT = re.compile(r"(?<![^\s])(?:\d+|&)>{1,2}&?\s*[^\s;&|<>()]*")
 _SHELL_WORD = re.compile(r"[^ \t\r\n]+")  # shlex's whitespace: space, tab, CR, LF
 _SEGMENT = re.compile(r"&&|\|\||[;|\n]")
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "nl", "bat", "wc"})
@@ -135,7 +138,7 @@ def _segment_ops(segment: str) -> Iterator[tuple[str, str]]:
         target = match.group(1).strip("'\"")
         if target and not target.startswith(("/dev/", "&")) and _looks_like_file(target):
             yield target, "written"
-    words = _shell_words(_REDIRECT.sub(" ", segment))
+    words = _shell_words(_FD_REDIRECT.sub(" ", _REDIRECT.sub(" ", segment)))
     if not words:
         return
     program = words[0].rsplit("/", 1)[-1]
