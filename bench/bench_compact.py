@@ -43,7 +43,7 @@ RESTORE_SCRIPT = r"""
 import json, statistics, sys, time
 from pathlib import Path
 from ctxcompact.ir import Message
-from ctxcompact.restore import restore_recent_files
+from ctxcompact.compaction.restore import restore_recent_files
 work = Path(sys.argv[1])
 names = []
 for i in range(5):

@@ -144,9 +144,9 @@ def ctxcompact_argv() -> list[str]:
 
 IN_PROCESS = """
 import json, statistics, sys, time
-from ctxcompact.tokens import TiktokenCounter, load_encoding
-from ctxcompact.transcript import load_transcript
-from ctxcompact.usage import measure
+from ctxcompact.accounting.tokens import TiktokenCounter, load_encoding
+from ctxcompact.transcripts.io import load_transcript
+from ctxcompact.accounting.check import measure
 load_encoding("cl100k_base")
 times = []
 for _ in range(7):

@@ -1,6 +1,6 @@
 """Fidelity of every strategy (``ctxcompact eval``) on the corpus and generated transcripts.
 
-Runs :func:`ctxcompact.evaluate.evaluate_transcripts` with the default strategies (the table
+Runs :func:`ctxcompact.evaluation.run.evaluate_transcripts` with the default strategies (the table
 plus ``offload``, extractive summaries, nothing restored) on ``../shared/corpus/{anthropic,
 openai,claude-code}/*`` (the first conversation of a file that holds several) and on two
 generated transcripts (``bench/gen_transcript.py``, 50K and 200K tokens), prints the per-strategy
@@ -19,9 +19,9 @@ from pathlib import Path
 
 from gen_transcript import generate
 
-from ctxcompact.eval_report import summary_table
-from ctxcompact.evaluate import EvalResult, evaluate_transcripts
-from ctxcompact.transcript import Transcript, load_transcript
+from ctxcompact.evaluation.run import EvalResult, evaluate_transcripts
+from ctxcompact.output.eval_table import summary_table
+from ctxcompact.transcripts.io import Transcript, load_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"

@@ -70,7 +70,7 @@ Argv = Callable[[int], list[str]]
 
 
 def fast_installed() -> bool:
-    probe = "from ctxcompact.counters import load_bpe; print(load_bpe('cl100k_base') is not None)"
+    probe = "from ctxcompact.accounting.counters import load_bpe; print(load_bpe('cl100k_base') is not None)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
     return out.stdout.strip() == "True"
 

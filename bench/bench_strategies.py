@@ -4,8 +4,8 @@ Inputs: ``sample_transcripts/*.json*``, the shared corpus (``../shared/corpus/{a
 claude-code}/*``; skipped when absent) and generated transcripts (``bench/gen_transcript.py``,
 ~200K and ~800K tokens). Strategies: ``full`` (extractive summarizer: offline, deterministic),
 ``prune``, ``prune`` with ``include_loop``, ``clean-tools``, ``selective``, ``key-messages``,
-``hybrid`` (each alone, through :func:`ctxcompact.compact.compact_conversation`, as a dry run: no
-archive written) and ``offload`` (:func:`ctxcompact.offload.offload_tool_results`, into a
+``hybrid`` (each alone, through :func:`ctxcompact.compaction.pipeline.compact_conversation`, as a dry run: no
+archive written) and ``offload`` (:func:`ctxcompact.offload.tool_results.offload_tool_results`, into a
 temporary directory).
 
 Budget (what ``selective``, ``key-messages`` and ``hybrid`` aim at): each conversation is given a
@@ -19,7 +19,7 @@ all look alike).
 
 Tokens: tiktoken cl100k_base, messages + system prompt + tool definitions. Time: wall clock of
 the strategy alone (loading and counting the input excluded; for a collection, the sum over
-its conversations), median of 3 runs for inputs under 50K tokens, one run above. Retention (:func:`ctxcompact.retention.
+its conversations), median of 3 runs for inputs under 50K tokens, one run above. Retention (:func:`ctxcompact.compaction.retention.
 check_retention`): the facts of the *whole* original — file paths named in tool inputs, error
 lines of failed tool results, the user's instruction sentences, the last user request — looked
 for in the whole output (text, tool inputs and tool results). Offloaded output is still on disk
@@ -45,15 +45,15 @@ sys.path.insert(0, str(HERE))
 
 from gen_transcript import generate  # noqa: E402
 
-from ctxcompact.compact import CompactOptions, compact_conversation  # noqa: E402
+from ctxcompact.accounting.check import budget_for, measure  # noqa: E402
+from ctxcompact.accounting.tokens import TiktokenCounter  # noqa: E402
+from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation  # noqa: E402
+from ctxcompact.compaction.retention import check_retention  # noqa: E402
+from ctxcompact.compaction.strategies import TARGETED  # noqa: E402
+from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer  # noqa: E402
 from ctxcompact.ir import Message  # noqa: E402
-from ctxcompact.offload import offload_tool_results  # noqa: E402
-from ctxcompact.retention import check_retention  # noqa: E402
-from ctxcompact.strategies import TARGETED  # noqa: E402
-from ctxcompact.summarize.extractive import ExtractiveSummarizer  # noqa: E402
-from ctxcompact.tokens import TiktokenCounter  # noqa: E402
-from ctxcompact.transcript import Conversation, load_transcript  # noqa: E402
-from ctxcompact.usage import budget_for, measure  # noqa: E402
+from ctxcompact.offload.tool_results import offload_tool_results  # noqa: E402
+from ctxcompact.transcripts.io import Conversation, load_transcript  # noqa: E402
 
 ROOT = HERE.parent
 CORPUS = ROOT.parent / "shared" / "corpus"

@@ -4,7 +4,7 @@ For every real Claude Code session of the corpus (``../shared/corpus/claude-code
 main-thread assistant response that records ``message.usage`` gives one point: the request's
 recorded prompt (input + cache creation + cache read) against our cl100k count of every
 message before that response. Two figures come out (the constants of
-:mod:`ctxcompact.context_size`):
+:mod:`ctxcompact.accounting.context_size`):
 
 ``factor``    Claude tokens per cl100k token: Σ Δrecorded / Σ Δours over consecutive
               recorded turns of each session whose recorded prompt grew (a compaction or a
@@ -26,10 +26,10 @@ import sys
 from itertools import pairwise
 from pathlib import Path
 
-from ctxcompact.dialects.claude_code import NAME
-from ctxcompact.dialects.claude_code import recorded_usage as claude_code_usage
-from ctxcompact.tokens import count_tokens
-from ctxcompact.transcript import Conversation, load_transcript
+from ctxcompact.accounting.tokens import count_tokens
+from ctxcompact.transcripts.dialects.claude_code import NAME
+from ctxcompact.transcripts.dialects.claude_code import recorded_usage as claude_code_usage
+from ctxcompact.transcripts.io import Conversation, load_transcript
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "claude-code"
 

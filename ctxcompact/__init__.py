@@ -18,35 +18,35 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "load_transcript": "ctxcompact.transcript",
-    "load_messages": "ctxcompact.transcript",
-    "dump_transcript": "ctxcompact.transcript",
-    "Transcript": "ctxcompact.transcript",
-    "Conversation": "ctxcompact.transcript",
+    "load_transcript": "ctxcompact.transcripts.io",
+    "load_messages": "ctxcompact.transcripts.io",
+    "dump_transcript": "ctxcompact.transcripts.io",
+    "Transcript": "ctxcompact.transcripts.io",
+    "Conversation": "ctxcompact.transcripts.io",
     "Message": "ctxcompact.ir",
-    "count_message_tokens": "ctxcompact.usage",
-    "check_budget": "ctxcompact.usage",
-    "CheckResult": "ctxcompact.usage",
-    "count_tokens": "ctxcompact.tokens",
-    "estimate_tokens": "ctxcompact.tokens",
-    "TokenReport": "ctxcompact.tokens",
-    "make_counter": "ctxcompact.tokens",
-    "resolve_model": "ctxcompact.models",
-    "make_budget": "ctxcompact.models",
-    "validate_messages": "ctxcompact.validate",
-    "Violation": "ctxcompact.validate",
-    "compact_messages": "ctxcompact.compact",
-    "acompact_messages": "ctxcompact.compact",
-    "compact_conversation": "ctxcompact.compact",
-    "CompactOptions": "ctxcompact.compact",
-    "CompactResult": "ctxcompact.compact",
-    "CompactStats": "ctxcompact.compact",
-    "compact_file": "ctxcompact.batch",
-    "compact_files": "ctxcompact.batch",
-    "FileOptions": "ctxcompact.batch",
-    "FileCompaction": "ctxcompact.batch",
-    "BatchItem": "ctxcompact.batch",
-    "BatchResult": "ctxcompact.batch",
+    "count_message_tokens": "ctxcompact.accounting.check",
+    "check_budget": "ctxcompact.accounting.check",
+    "CheckResult": "ctxcompact.accounting.check",
+    "count_tokens": "ctxcompact.accounting.tokens",
+    "estimate_tokens": "ctxcompact.accounting.tokens",
+    "TokenReport": "ctxcompact.accounting.tokens",
+    "make_counter": "ctxcompact.accounting.tokens",
+    "resolve_model": "ctxcompact.accounting.windows",
+    "make_budget": "ctxcompact.accounting.windows",
+    "validate_messages": "ctxcompact.transcripts.validate",
+    "Violation": "ctxcompact.transcripts.validate",
+    "compact_messages": "ctxcompact.compaction.pipeline",
+    "acompact_messages": "ctxcompact.compaction.pipeline",
+    "compact_conversation": "ctxcompact.compaction.pipeline",
+    "CompactOptions": "ctxcompact.compaction.pipeline",
+    "CompactResult": "ctxcompact.compaction.pipeline",
+    "CompactStats": "ctxcompact.compaction.pipeline",
+    "compact_file": "ctxcompact.batch.files",
+    "compact_files": "ctxcompact.batch.files",
+    "FileOptions": "ctxcompact.batch.files",
+    "FileCompaction": "ctxcompact.batch.files",
+    "BatchItem": "ctxcompact.batch.files",
+    "BatchResult": "ctxcompact.batch.files",
     "SummarizerName": "ctxcompact.names",
     "OnFailure": "ctxcompact.names",
     "CounterName": "ctxcompact.names",
@@ -97,7 +97,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from ctxcompact.batch import (
+    from ctxcompact.accounting.check import CheckResult, check_budget, count_message_tokens
+    from ctxcompact.accounting.tokens import TokenReport, count_tokens, estimate_tokens, make_counter
+    from ctxcompact.accounting.windows import make_budget, resolve_model
+    from ctxcompact.batch.files import (
         BatchItem,
         BatchResult,
         FileCompaction,
@@ -105,7 +108,7 @@ if TYPE_CHECKING:
         compact_file,
         compact_files,
     )
-    from ctxcompact.compact import (
+    from ctxcompact.compaction.pipeline import (
         CompactOptions,
         CompactResult,
         CompactStats,
@@ -114,19 +117,16 @@ if TYPE_CHECKING:
     )
     from ctxcompact.errors import CtxcompactError, InputError, WorkFailedError
     from ctxcompact.ir import Message
-    from ctxcompact.models import make_budget, resolve_model
     from ctxcompact.names import CounterName, OnFailure, SummarizerName
     from ctxcompact.status import ExitStatus
-    from ctxcompact.tokens import TokenReport, count_tokens, estimate_tokens, make_counter
-    from ctxcompact.transcript import (
+    from ctxcompact.transcripts.io import (
         Conversation,
         Transcript,
         dump_transcript,
         load_messages,
         load_transcript,
     )
-    from ctxcompact.usage import CheckResult, check_budget, count_message_tokens
-    from ctxcompact.validate import Violation, validate_messages
+    from ctxcompact.transcripts.validate import Violation, validate_messages
 
 
 def __getattr__(name: str) -> Any:

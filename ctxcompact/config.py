@@ -2,7 +2,7 @@
 
 Precedence, lowest first: built-in defaults; the config file's ``[tool.ctxcompact]`` table
 (``pyproject.toml``) or top level (``ctxcompact.toml``), each key applying to every command
-with that option; the file's per-command table (``[tool.ctxcompact.compact]``); a
+with that option; the file's per-command table (``[tool.ctxcompact.compaction.pipeline]``); a
 ``CTXCOMPACT_<KEY>`` environment variable; the command-line flag. Keys are option names without
 the dashes (``model``, ``threshold``, ``strategy``, ``work-dir`` or ``work_dir``, ``read-tool``
 as a list, ``jobs``…); an unknown key is an error naming the file, so a typo never passes

@@ -11,13 +11,13 @@ import pytest
 from fake_anthropic import MESSAGES_PATH, FakeAnthropicServer, RecordedRequest
 from ir_builders import msg, text
 
-from ctxcompact.anthropic_api import DEFAULT_SUMMARY_MODEL, AnthropicTransport, make_client
+from ctxcompact.accounting.tokens import EstimateCounter
+from ctxcompact.compaction.summarize import Summary, SummaryFailed, make_summarizer
+from ctxcompact.compaction.summarize.llm import LLMSummarizer, extract_summary
+from ctxcompact.compaction.summarize.prompt import DIMENSIONS, MOST_RECENT_RULE
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Message
-from ctxcompact.summarize import Summary, SummaryFailed, make_summarizer
-from ctxcompact.summarize.llm import LLMSummarizer, extract_summary
-from ctxcompact.summarize.prompt import DIMENSIONS, MOST_RECENT_RULE
-from ctxcompact.tokens import EstimateCounter
+from ctxcompact.llm.anthropic_api import DEFAULT_SUMMARY_MODEL, AnthropicTransport, make_client
 
 KEY = "sk-ant-test-key-do-not-leak"
 
@@ -343,8 +343,8 @@ def test_importing_and_extractive_use_do_not_import_the_sdk() -> None:
 
     code = (
         "import sys\n"
-        "from ctxcompact.summarize import make_summarizer\n"
-        "import ctxcompact.summarize.llm, ctxcompact.anthropic_api, ctxcompact.restore\n"
+        "from ctxcompact.compaction.summarize import make_summarizer\n"
+        "import ctxcompact.compaction.summarize.llm, ctxcompact.llm.anthropic_api, ctxcompact.compaction.restore\n"
         "make_summarizer('auto').summarize([])\n"
         "assert 'anthropic' not in sys.modules, 'anthropic was imported'\n"
     )

@@ -9,10 +9,10 @@ from typing import Any
 import orjson
 import pytest
 
-from ctxcompact.archive import archive_records, write_archive
+from ctxcompact.compaction.archive import archive_records, write_archive
 from ctxcompact.errors import WorkFailedError
 from ctxcompact.ir import new_message
-from ctxcompact.transcript import load_messages
+from ctxcompact.transcripts.io import load_messages
 
 RECORDS: list[dict[str, Any]] = [
     {"role": "user", "content": "fix the bug", "extra": {"kept": True}},

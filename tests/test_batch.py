@@ -11,8 +11,8 @@ import pytest
 from cli_helpers import run_cli
 from conftest import SAMPLES
 
-from ctxcompact.batch import BatchProgress, FileOptions, batch_targets, compact_file, compact_files
-from ctxcompact.compact import CompactOptions
+from ctxcompact.batch.files import BatchProgress, FileOptions, batch_targets, compact_file, compact_files
+from ctxcompact.compaction.pipeline import CompactOptions
 from ctxcompact.errors import CtxcompactError, WorkFailedError
 from ctxcompact.names import LocalCounterName
 from ctxcompact.status import ExitStatus
@@ -91,7 +91,7 @@ def test_a_bug_is_recorded_as_exit_70_or_raised_when_asked(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("ctxcompact.batch.compact_conversation", broken)
+    monkeypatch.setattr("ctxcompact.batch.files.compact_conversation", broken)
     result = compact_files(inputs[:1], options=options(tmp_path, dry_run=True))
     item = result.items[0]
     assert item.exit_code == ExitStatus.INTERNAL_ERROR and item.error
@@ -106,7 +106,7 @@ def test_a_bug_in_a_cli_batch_honours_ctxcompact_traceback(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("ctxcompact.batch.compact_conversation", broken)
+    monkeypatch.setattr("ctxcompact.batch.files.compact_conversation", broken)
     argv = ["compact", *map(str, inputs), "--dry-run", "--jobs", "1", "--report", str(tmp_path / "r.json")]
     plain = run_cli(*argv, env={"CTXCOMPACT_TRACEBACK": None})
     assert plain.status == ExitStatus.INTERNAL_ERROR and plain.exception is None
@@ -134,7 +134,7 @@ def test_a_failed_input_keeps_the_warnings_found_before_it_failed(
     def failing(*args: Any, **kwargs: Any) -> Any:
         raise WorkFailedError("summary failed")
 
-    monkeypatch.setattr("ctxcompact.batch.compact_conversation", failing)
+    monkeypatch.setattr("ctxcompact.batch.files.compact_conversation", failing)
     result = compact_files(inputs[:1], options=options(tmp_path, model="my-local-llm", dry_run=True))
     assert result.items[0].status == "failed"
     assert result.warnings == (

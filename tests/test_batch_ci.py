@@ -14,8 +14,8 @@ from conftest import SAMPLES
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxcompact.batch import FileOptions, compact_files
-from ctxcompact.batch_inputs import (
+from ctxcompact.batch.files import FileOptions, compact_files
+from ctxcompact.batch.inputs import (
     BatchInput,
     find_inputs,
     parse_shard,
@@ -23,15 +23,15 @@ from ctxcompact.batch_inputs import (
     select_shard,
     shard_of,
 )
-from ctxcompact.batch_journal import JOURNAL_NAME, BatchJournal
-from ctxcompact.compact import CompactOptions
+from ctxcompact.batch.journal import JOURNAL_NAME, BatchJournal
+from ctxcompact.compaction.pipeline import CompactOptions
+from ctxcompact.compaction.summarize.llm import LLMSummarizer
 from ctxcompact.errors import CtxcompactError
+from ctxcompact.llm.gate import install_request_gate
+from ctxcompact.llm.transport import TextReply, TransportFailure
 from ctxcompact.names import LocalCounterName
 from ctxcompact.status import ExitStatus
-from ctxcompact.summarize.gate import install_request_gate
-from ctxcompact.summarize.llm import LLMSummarizer
-from ctxcompact.summarize.transport import TextReply, TransportFailure
-from ctxcompact.transcript import load_messages
+from ctxcompact.transcripts.io import load_messages
 
 SESSION = SAMPLES / "anthropic-session.json"
 OPENAI = SAMPLES / "openai-chat.json"

@@ -8,8 +8,8 @@ from pathlib import Path
 from cli_helpers import run_cli
 from conftest import SAMPLES
 
-from ctxcompact.batch_journal import BatchJournal
-from ctxcompact.batch_types import BatchItem
+from ctxcompact.batch.journal import BatchJournal
+from ctxcompact.batch.results import BatchItem
 
 
 def test_a_torn_last_line_is_ignored_and_complete_lines_are_kept(tmp_path: Path) -> None:

@@ -13,10 +13,10 @@ import pytest
 from cli_helpers import run_cli
 from fake_anthropic import BATCHES_PATH, MESSAGES_PATH, FakeAnthropicServer
 
-from ctxcompact.anthropic_api import AnthropicBatches
-from ctxcompact.batch_summaries import POLL_INTERVAL, run_message_batch
+from ctxcompact.batch.summaries import POLL_INTERVAL, run_message_batch
 from ctxcompact.ir import Message, Source
-from ctxcompact.summarize.transport import BatchPoll, BatchRequest, TextReply
+from ctxcompact.llm.anthropic_api import AnthropicBatches
+from ctxcompact.llm.transport import BatchPoll, BatchRequest, TextReply
 
 TOPICS = ("ALPHA", "BRAVO", "CHARLIE")
 
@@ -159,8 +159,8 @@ def test_no_key_is_refused_before_any_work(tmp_path: Path, extra: tuple[str, ...
 
 
 def test_a_chunked_summary_takes_a_second_round_for_its_merge() -> None:
-    from ctxcompact.batch_summaries import ReplayTransport
-    from ctxcompact.summarize.llm import LLMSummarizer
+    from ctxcompact.batch.summaries import ReplayTransport
+    from ctxcompact.compaction.summarize.llm import LLMSummarizer
 
     messages = [
         Message(

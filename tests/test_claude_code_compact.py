@@ -19,12 +19,12 @@ from gen_transcripts import transcripts
 from hypothesis import HealthCheck, given, settings
 
 import ctxcompact
-from ctxcompact.compact import CompactOptions, compact_conversation
+from ctxcompact.accounting.tokens import EstimateCounter
+from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
+from ctxcompact.compaction.strategies.full import FullOptions
+from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.markers import CLAUDE_CODE_SUMMARY_OPENING, CLAUDE_CODE_SUMMARY_PREFIX, RESTORED_PREFIX
-from ctxcompact.strategies.full import FullOptions
-from ctxcompact.summarize.extractive import ExtractiveSummarizer
-from ctxcompact.tokens import EstimateCounter
-from ctxcompact.transcript import Transcript, dump_transcript, load_transcript, parse_transcript
+from ctxcompact.transcripts.io import Transcript, dump_transcript, load_transcript, parse_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = ROOT / "sample_transcripts" / "claude-code-session.jsonl"
@@ -101,7 +101,7 @@ def test_a_session_is_compacted_by_appending_claude_codes_own_entries(tmp_path: 
 
 
 def test_auto_compaction_is_recorded_as_auto(tmp_path: Path) -> None:
-    from ctxcompact.models import make_budget, resolve_model
+    from ctxcompact.accounting.windows import make_budget, resolve_model
 
     budget = make_budget(resolve_model(None, context_window=1_000), output_reserve=0)
     data, _ = _compact(load_transcript(SESSION), auto=True, budget=budget)
@@ -241,7 +241,7 @@ def test_a_compacted_session_still_names_its_model(tmp_path: Path) -> None:
     """The live part of a just-compacted session (boundary + summary) has no assistant entry;
     check and compact --auto must still size it against the session's own model, not the
     unknown-model default window."""
-    from ctxcompact.usage import conversation_model
+    from ctxcompact.accounting.check import conversation_model
 
     before = load_transcript(SESSION).conversations[0]
     data, _ = _compact(load_transcript(SESSION), archive_dir=tmp_path / "a")

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from conftest import corpus_files, requires_corpus
 
+from ctxcompact.accounting.tokens import EstimateCounter, count_tokens
+from ctxcompact.compaction.strategies.clean_tools import clean_tool_calls
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Message, round_starts, text_of
-from ctxcompact.strategies.clean_tools import clean_tool_calls
-from ctxcompact.tokens import EstimateCounter, count_tokens
-from ctxcompact.transcript import dump_transcript, load_messages, load_transcript
-from ctxcompact.validate import errors_only, validate_messages
+from ctxcompact.transcripts.io import dump_transcript, load_messages, load_transcript
+from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 COUNTER = EstimateCounter()
 

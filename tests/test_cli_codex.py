@@ -11,10 +11,10 @@ import pytest
 from cli_helpers import CliOutcome, run_cli
 from test_codex import ROLLOUTS, assistant, item, line, sample, user
 
-from ctxcompact.dialects.codex.read import live_history
 from ctxcompact.markers import CODEX_SUMMARY_PREFIX
-from ctxcompact.transcript import dump_transcript, load_transcript
-from ctxcompact.validate import validate_messages
+from ctxcompact.transcripts.dialects.codex.read import live_history
+from ctxcompact.transcripts.io import dump_transcript, load_transcript
+from ctxcompact.transcripts.validate import validate_messages
 
 
 def run(*args: str | Path, code: int = 0) -> CliOutcome:

@@ -13,8 +13,8 @@ from cli_helpers import run_cli
 from conftest import SAMPLES
 from fake_anthropic import FakeAnthropicServer
 
-from ctxcompact.transcript import load_transcript, parse_transcript
-from ctxcompact.validate import errors_only, validate_messages
+from ctxcompact.transcripts.io import load_transcript, parse_transcript
+from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 SESSION = SAMPLES / "anthropic-session.json"
 WORKSPACE = SAMPLES / "workspace"

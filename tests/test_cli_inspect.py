@@ -20,7 +20,7 @@ from cli_helpers import plain_rows, run_cli
 from fake_anthropic import COUNT_TOKENS_PATH, FakeAnthropicServer, Reply
 
 from ctxcompact import __version__
-from ctxcompact.usage import count_message_tokens
+from ctxcompact.accounting.check import count_message_tokens
 
 
 def run_json(*args: str | Path, input: bytes | str | None = None, code: int = 0) -> dict[str, Any]:

@@ -10,8 +10,8 @@ import pytest
 from cli_helpers import CliOutcome, run_cli
 from conftest import SAMPLES
 
-from ctxcompact.transcript import parse_transcript
-from ctxcompact.validate import errors_only, validate_messages
+from ctxcompact.transcripts.io import parse_transcript
+from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 SESSION = SAMPLES / "anthropic-session.json"
 RECORDS: list[Any] = json.loads(SESSION.read_text())

@@ -10,9 +10,9 @@ from pathlib import Path
 from cli_helpers import run_cli
 from conftest import SAMPLES
 
-from ctxcompact.offload_store import MANIFEST_NAME
-from ctxcompact.transcript import load_transcript, parse_transcript
-from ctxcompact.validate import errors_only, validate_messages
+from ctxcompact.offload.store import MANIFEST_NAME
+from ctxcompact.transcripts.io import load_transcript, parse_transcript
+from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 OPENAI = SAMPLES / "openai-chat.json"
 SESSION = SAMPLES / "anthropic-session.json"

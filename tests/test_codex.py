@@ -14,13 +14,13 @@ from conftest import CORPUS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxcompact.dialects import codex
-from ctxcompact.dialects.codex.files import command_files, relative_to, touched_files
-from ctxcompact.dialects.codex.history import compacted_history, recorded_usage
-from ctxcompact.dialects.codex.read import CODEX_SUMMARY_PREFIX, live_history, truncate_middle
 from ctxcompact.ir import Message, new_message, text_of, tool_pairs
 from ctxcompact.markers import SUMMARY_PREFIX
-from ctxcompact.transcript import Conversation, conversation_records
+from ctxcompact.transcripts.dialects import codex
+from ctxcompact.transcripts.dialects.codex.files import command_files, relative_to, touched_files
+from ctxcompact.transcripts.dialects.codex.history import compacted_history, recorded_usage
+from ctxcompact.transcripts.dialects.codex.read import CODEX_SUMMARY_PREFIX, live_history, truncate_middle
+from ctxcompact.transcripts.io import Conversation, conversation_records
 
 ROLLOUTS = sorted((CORPUS / "other").glob("codex-rollout-*.jsonl")) if CORPUS.is_dir() else []
 TS = "2026-05-11T08:27:17.490Z"

@@ -12,17 +12,17 @@ import pytest
 from conftest import SAMPLES
 
 from ctxcompact import compact_messages
-from ctxcompact.compact import CompactOptions, compact_conversation
+from ctxcompact.accounting.tokens import EstimateCounter
+from ctxcompact.accounting.windows import make_budget, resolve_model
+from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
+from ctxcompact.compaction.restore import InMemoryFileReader
+from ctxcompact.compaction.strategies.full import FullOptions
+from ctxcompact.compaction.summarize import Summary, SummaryFailed
 from ctxcompact.errors import WorkFailedError
 from ctxcompact.ir import Message, text_of
 from ctxcompact.markers import SUMMARY_ACK, SUMMARY_PREFIX, claude_code_summary_text
-from ctxcompact.models import make_budget, resolve_model
-from ctxcompact.restore import InMemoryFileReader
-from ctxcompact.strategies.full import FullOptions
-from ctxcompact.summarize import Summary, SummaryFailed
-from ctxcompact.tokens import EstimateCounter
-from ctxcompact.transcript import dump_transcript, load_messages, load_transcript, parse_transcript
-from ctxcompact.validate import errors_only, validate_messages
+from ctxcompact.transcripts.io import dump_transcript, load_messages, load_transcript, parse_transcript
+from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 
 class FakeSummarizer:

@@ -10,8 +10,8 @@ from rich.console import Group
 from rich.panel import Panel
 from rich.text import Text
 
-from ctxcompact.render import make_console
-from ctxcompact.text_panel import plain_panel
+from ctxcompact.output.panel import plain_panel
+from ctxcompact.output.rich import make_console
 
 _WORDS = st.sampled_from(
     [

@@ -11,13 +11,13 @@ from cli_helpers import run_cli
 from gen_transcripts import transcripts
 from hypothesis import HealthCheck, given, settings
 
-from ctxcompact.compact import CompactOptions, compact_conversation
-from ctxcompact.export import compaction_points, export_transcript
+from ctxcompact.accounting.tokens import EstimateCounter
+from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
+from ctxcompact.compaction.strategies.full import FullOptions
+from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.markers import SUMMARY_PREFIX
-from ctxcompact.strategies.full import FullOptions
-from ctxcompact.summarize.extractive import ExtractiveSummarizer
-from ctxcompact.tokens import EstimateCounter
-from ctxcompact.transcript import Transcript, dump_transcript, parse_transcript
+from ctxcompact.transcripts.export import compaction_points, export_transcript
+from ctxcompact.transcripts.io import Transcript, dump_transcript, parse_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = ROOT / "sample_transcripts" / "anthropic-session.json"

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from cli_helpers import run_cli
 
-from ctxcompact.archive import write_archive
+from ctxcompact.compaction.archive import write_archive
 from ctxcompact.errors import WorkFailedError
-from ctxcompact.fileio import write_atomic
-from ctxcompact.offload_store import LOCK_FILE_NAME, directory_lock
-from ctxcompact.transcript import load_messages
+from ctxcompact.offload.store import LOCK_FILE_NAME, directory_lock
+from ctxcompact.transcripts.fileio import write_atomic
+from ctxcompact.transcripts.io import load_messages
 
 RUNS = 12
 
@@ -61,9 +61,9 @@ def offload_in_process(job: tuple[int, str, Any]) -> None:
     root = Path(directory)
     source = root / f"t{run}.json"
     barrier.wait(timeout=60)  # all start together, to make the race as likely as possible
-    from ctxcompact.offload import offload_tool_results
-    from ctxcompact.tokens import EstimateCounter
-    from ctxcompact.transcript import dump_transcript, load_transcript
+    from ctxcompact.accounting.tokens import EstimateCounter
+    from ctxcompact.offload.tool_results import offload_tool_results
+    from ctxcompact.transcripts.io import dump_transcript, load_transcript
 
     loaded = load_transcript(source)
     conv = loaded.conversations[0]

@@ -10,18 +10,18 @@ from cli_helpers import run_cli
 from conftest import CORPUS
 from session_builders import SessionBuilder
 
-from ctxcompact.context_size import (
+from ctxcompact.accounting.check import conversation_model
+from ctxcompact.accounting.context_size import (
     CLAUDE_CODE_SYSTEM_TOKENS,
     CLAUDE_TOKEN_FACTOR,
     context_size,
     recorded_usage,
     side_entries,
 )
-from ctxcompact.dialects import DIALECTS, dialect_named
+from ctxcompact.accounting.tokens import count_tokens, make_counter
 from ctxcompact.ir import new_message
-from ctxcompact.tokens import count_tokens, make_counter
-from ctxcompact.transcript import Conversation, load_transcript
-from ctxcompact.usage import conversation_model
+from ctxcompact.transcripts.dialects import DIALECTS, dialect_named
+from ctxcompact.transcripts.io import Conversation, load_transcript
 
 BIG = "lorem ipsum dolor sit amet " * 200
 

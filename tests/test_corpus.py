@@ -14,11 +14,11 @@ import orjson
 import pytest
 from conftest import CORPUS, corpus_files, requires_corpus, same_json
 
+from ctxcompact.accounting.check import measure
+from ctxcompact.accounting.tokens import TiktokenCounter
 from ctxcompact.errors import InputError
-from ctxcompact.tokens import TiktokenCounter
-from ctxcompact.transcript import Transcript, dump_transcript, load_transcript
-from ctxcompact.usage import measure
-from ctxcompact.validate import errors_only, validate_messages
+from ctxcompact.transcripts.io import Transcript, dump_transcript, load_transcript
+from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 pytestmark = requires_corpus
 

@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 from conftest import SAMPLES
 
-from ctxcompact import counters, tokens
-from ctxcompact.compact import CompactOptions, compact_conversation
-from ctxcompact.counters import (
+from ctxcompact.accounting import counters, tokens
+from ctxcompact.accounting.counters import (
     BPE_MAX_CHARS,
     BpeCounter,
     CachedCounter,
@@ -23,10 +22,11 @@ from ctxcompact.counters import (
     load_bpe,
     make_counter,
 )
-from ctxcompact.models import make_budget, resolve_model
-from ctxcompact.offload import offload_tool_results
-from ctxcompact.tokens import block_pieces, count_tokens, preview, total_tokens
-from ctxcompact.transcript import load_messages, load_transcript
+from ctxcompact.accounting.tokens import block_pieces, count_tokens, preview, total_tokens
+from ctxcompact.accounting.windows import make_budget, resolve_model
+from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
+from ctxcompact.offload.tool_results import offload_tool_results
+from ctxcompact.transcripts.io import load_messages, load_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 import ctxcompact
-from ctxcompact.dialects import (
+from ctxcompact.errors import InputError
+from ctxcompact.ir import Message, new_message
+from ctxcompact.transcripts.dialects import (
     DEFAULT_DIALECT,
     DIALECT_NAMES,
     DIALECTS,
@@ -17,12 +19,10 @@ from ctxcompact.dialects import (
     file_dialect,
     message_dialect,
 )
-from ctxcompact.dialects.anthropic import DIALECT as ANTHROPIC
-from ctxcompact.dialects.claude_code import DIALECT as CLAUDE_CODE
-from ctxcompact.dialects.common import Dialect
-from ctxcompact.dialects.openai import DIALECT as OPENAI
-from ctxcompact.errors import InputError
-from ctxcompact.ir import Message, new_message
+from ctxcompact.transcripts.dialects.anthropic import DIALECT as ANTHROPIC
+from ctxcompact.transcripts.dialects.claude_code import DIALECT as CLAUDE_CODE
+from ctxcompact.transcripts.dialects.common import Dialect
+from ctxcompact.transcripts.dialects.openai import DIALECT as OPENAI
 
 
 def rendered_unchanged(dialect: Dialect, records: list[Any]) -> list[Any]:
@@ -381,7 +381,7 @@ def test_content_blocks_takes_any_mapping_and_refuses_only_non_string_ids() -> N
     # Files give dicts (checked by type first, for speed); the library may pass any Mapping.
     from types import MappingProxyType
 
-    from ctxcompact.dialects.common import content_blocks
+    from ctxcompact.transcripts.dialects.common import content_blocks
 
     use = MappingProxyType({"type": "tool_use", "id": "t1", "name": "x", "input": {}})
     result = MappingProxyType({"type": "tool_result", "tool_use_id": None, "content": "ok"})

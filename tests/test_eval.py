@@ -10,12 +10,12 @@ import pytest
 from cli_helpers import run_cli
 from conftest import SAMPLES
 
+from ctxcompact.compaction.strategies import STRATEGY_NAMES
 from ctxcompact.errors import UsageError
-from ctxcompact.eval_report import html_page, summary_table
-from ctxcompact.evaluate import default_strategies, evaluate_transcripts
-from ctxcompact.strategies import STRATEGY_NAMES
-from ctxcompact.text_table import plain_table
-from ctxcompact.transcript import load_transcript
+from ctxcompact.evaluation.run import default_strategies, evaluate_transcripts
+from ctxcompact.output.eval_table import html_page, summary_table
+from ctxcompact.output.table import plain_table
+from ctxcompact.transcripts.io import load_transcript
 
 SESSION = SAMPLES / "anthropic-session.json"
 
@@ -134,7 +134,7 @@ def test_glob_chooses_the_files_of_a_directory(tmp_path: Path) -> None:
 
 
 def test_evaluate_inputs_reports_each_input_once_and_refuses_bad_strategies() -> None:
-    from ctxcompact.eval_batch import EvalSettings, evaluate_inputs
+    from ctxcompact.evaluation.files import EvalSettings, evaluate_inputs
 
     seen: list[int] = []
     paths = [str(SESSION), str(SAMPLES / "missing.json"), str(SESSION)]

@@ -10,11 +10,11 @@ import pytest
 from conftest import SAMPLES, corpus_files, requires_corpus
 from ir_builders import msg, result, text, use
 
+from ctxcompact.compaction.summarize import make_summarizer
+from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
+from ctxcompact.compaction.summarize.prompt import DIMENSIONS
 from ctxcompact.ir import Message
-from ctxcompact.summarize import make_summarizer
-from ctxcompact.summarize.extractive import ExtractiveSummarizer
-from ctxcompact.summarize.prompt import DIMENSIONS
-from ctxcompact.transcript import load_messages, load_transcript
+from ctxcompact.transcripts.io import load_messages, load_transcript
 
 HANDMADE = [
     msg("system", text("You are a coding agent.")),

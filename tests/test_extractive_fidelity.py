@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ir_builders import msg, result, text, use
 
+from ctxcompact.compaction.summarize import facts, shell_files
+from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
+from ctxcompact.compaction.summarize.shell_files import path_mentions, shell_file_ops
 from ctxcompact.ir import Message
-from ctxcompact.summarize import facts, shell_files
-from ctxcompact.summarize.extractive import ExtractiveSummarizer
-from ctxcompact.summarize.shell_files import path_mentions, shell_file_ops
-from ctxcompact.transcript import load_transcript
+from ctxcompact.transcripts.io import load_transcript
 
 
 def summary(messages: list[Message], max_words: int = 1200) -> str:

@@ -16,7 +16,7 @@ import pytest
 from cli_helpers import CliOutcome, run_cli
 
 from ctxcompact.errors import InputError
-from ctxcompact.transcript import DEFAULT_MAX_INPUT_BYTES, STDIN_NAME, load_transcript, read_bytes
+from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES, STDIN_NAME, load_transcript, read_bytes
 
 MESSAGES = [
     {"role": "user", "content": "Why does the build fail?"},

@@ -13,8 +13,8 @@ from cli_helpers import CliOutcome, run_cli
 from conftest import SAMPLES
 from fake_anthropic import BATCHES_PATH, MESSAGES_PATH, FakeAnthropicServer
 
-from ctxcompact.judge import QUESTION_KINDS
-from ctxcompact.judge.prompts import ANSWERS_SYSTEM, QUESTIONS_SYSTEM, SCORES_SYSTEM
+from ctxcompact.evaluation.judge import QUESTION_KINDS
+from ctxcompact.evaluation.judge.prompts import ANSWERS_SYSTEM, QUESTIONS_SYSTEM, SCORES_SYSTEM
 from ctxcompact.markers import SUMMARY_PREFIX
 
 SESSION = SAMPLES / "anthropic-session.json"
@@ -218,7 +218,7 @@ def test_key_is_never_in_the_cache_or_the_output(fake_api: FakeAnthropicServer, 
 
 
 def test_default_cache_dir_follows_the_environment(tmp_path: Path) -> None:
-    from ctxcompact.judge.cache import default_cache_dir
+    from ctxcompact.evaluation.judge.cache import default_cache_dir
 
     assert default_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "ctxcompact" / "judge"
     assert default_cache_dir({"CTXCOMPACT_CACHE_DIR": str(tmp_path)}) == tmp_path / "judge"

@@ -11,23 +11,23 @@ from conftest import SAMPLES
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxcompact.evaluate import evaluate_transcripts
-from ctxcompact.judge import QUESTION_KINDS
-from ctxcompact.judge.ask import CachedAsker, DirectAsker
-from ctxcompact.judge.cache import JudgeCache
-from ctxcompact.judge.cost import cost_line, estimated_cost
-from ctxcompact.judge.prices import model_prices
-from ctxcompact.judge.prompts import (
+from ctxcompact.accounting.tokens import make_counter
+from ctxcompact.evaluation.judge import QUESTION_KINDS
+from ctxcompact.evaluation.judge.ask import CachedAsker, DirectAsker
+from ctxcompact.evaluation.judge.cache import JudgeCache
+from ctxcompact.evaluation.judge.cost import cost_line, estimated_cost
+from ctxcompact.evaluation.judge.prices import model_prices
+from ctxcompact.evaluation.judge.prompts import (
     ANSWERS_SYSTEM,
     QUESTIONS_SYSTEM,
     parse_answers,
     parse_questions,
     parse_scores,
 )
-from ctxcompact.judge.run import JudgePlan, JudgeSettings, judge_eval, plan_judge
-from ctxcompact.summarize.transport import BatchAnswer, BatchRequest, TextReply, TransportFailure
-from ctxcompact.tokens import make_counter
-from ctxcompact.transcript import load_transcript
+from ctxcompact.evaluation.judge.run import JudgePlan, JudgeSettings, judge_eval, plan_judge
+from ctxcompact.evaluation.run import evaluate_transcripts
+from ctxcompact.llm.transport import BatchAnswer, BatchRequest, TextReply, TransportFailure
+from ctxcompact.transcripts.io import load_transcript
 
 
 def test_questions_parse_from_fenced_json_and_keep_per_kind_in_kind_order() -> None:

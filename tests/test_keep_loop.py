@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ctxcompact import compact_messages
+from ctxcompact.compaction.restore import InMemoryFileReader
 from ctxcompact.ir import leading_system_count, tool_results
 from ctxcompact.markers import SUMMARY_PREFIX
-from ctxcompact.restore import InMemoryFileReader
-from ctxcompact.transcript import load_messages
-from ctxcompact.validate import errors_only, validate_messages
+from ctxcompact.transcripts.io import load_messages
+from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 
 def _use(i: str, path: str = "a.py") -> dict[str, Any]:

@@ -7,10 +7,9 @@ from typing import Any
 import orjson
 import pytest
 
-from ctxcompact.errors import UsageError
-from ctxcompact.ir import Message, text_of, tool_result_text
-from ctxcompact.pins import PinOptions
-from ctxcompact.strategies.key_messages import (
+from ctxcompact.accounting.tokens import EstimateCounter, count_tokens
+from ctxcompact.compaction.pins import PinOptions
+from ctxcompact.compaction.strategies.key_messages import (
     KeyMessageOptions,
     base_score,
     content_weight,
@@ -18,10 +17,11 @@ from ctxcompact.strategies.key_messages import (
     score_message,
     score_messages,
 )
-from ctxcompact.strategies.previews import TRUNCATION_MARKER
-from ctxcompact.tokens import EstimateCounter, count_tokens
-from ctxcompact.transcript import load_transcript
-from ctxcompact.validate import validate_messages
+from ctxcompact.compaction.strategies.previews import TRUNCATION_MARKER
+from ctxcompact.errors import UsageError
+from ctxcompact.ir import Message, text_of, tool_result_text
+from ctxcompact.transcripts.io import load_transcript
+from ctxcompact.transcripts.validate import validate_messages
 
 COUNTER = EstimateCounter()
 

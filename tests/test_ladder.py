@@ -6,11 +6,11 @@ from typing import Any
 
 import orjson
 
+from ctxcompact.accounting.tokens import EstimateCounter
+from ctxcompact.compaction.pins import message_tokens
+from ctxcompact.compaction.strategies.ladder import fallback_ladder
 from ctxcompact.ir import Message
-from ctxcompact.pins import message_tokens
-from ctxcompact.strategies.ladder import fallback_ladder
-from ctxcompact.tokens import EstimateCounter
-from ctxcompact.transcript import load_transcript
+from ctxcompact.transcripts.io import load_transcript
 
 COUNTER = EstimateCounter()
 

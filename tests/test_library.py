@@ -25,7 +25,7 @@ from ctxcompact import (
     count_message_tokens,
     load_transcript,
 )
-from ctxcompact.context_size import CLAUDE_TOKEN_FACTOR
+from ctxcompact.accounting.context_size import CLAUDE_TOKEN_FACTOR
 
 HEAVY = ("anthropic", "tiktoken", "tiktoken_ext", "typer", "rich")
 
@@ -159,9 +159,9 @@ def test_input_is_not_mutated() -> None:
 
 
 def test_docstring_examples() -> None:
-    import ctxcompact.usage
+    import ctxcompact.accounting.check
 
-    failures, tried = doctest.testmod(ctxcompact.usage, verbose=False)
+    failures, tried = doctest.testmod(ctxcompact.accounting.check, verbose=False)
     assert tried > 0
     assert failures == 0
 

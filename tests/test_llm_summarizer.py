@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from ctxcompact import compact_messages
+from ctxcompact.accounting.tokens import EstimateCounter
+from ctxcompact.compaction.summarize import Summary, SummaryFailed
+from ctxcompact.compaction.summarize.llm import MAX_RETRY_AFTER, LLMSummarizer
 from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Message, Source
-from ctxcompact.summarize import Summary, SummaryFailed
-from ctxcompact.summarize.llm import MAX_RETRY_AFTER, LLMSummarizer
-from ctxcompact.summarize.transport import TextReply, TransportFailure, call_with_deadline
-from ctxcompact.tokens import EstimateCounter
+from ctxcompact.llm.transport import TextReply, TransportFailure, call_with_deadline
 
 
 class ScriptedTransport:

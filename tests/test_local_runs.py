@@ -12,16 +12,16 @@ import pytest
 from gen_transcripts import transcripts
 from hypothesis import HealthCheck, given, settings
 
-from ctxcompact.compact import CompactOptions, compact_conversation
+from ctxcompact.accounting.tokens import EstimateCounter
+from ctxcompact.accounting.windows import make_budget, resolve_model
+from ctxcompact.compaction.pins import protected_part
+from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
+from ctxcompact.compaction.strategies.full import FullOptions
+from ctxcompact.compaction.summarize import Summary, SummaryFailed
+from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.ir import Message
-from ctxcompact.models import make_budget, resolve_model
-from ctxcompact.pins import protected_part
-from ctxcompact.strategies.full import FullOptions
-from ctxcompact.summarize import Summary, SummaryFailed
-from ctxcompact.summarize.extractive import ExtractiveSummarizer
-from ctxcompact.tokens import EstimateCounter
-from ctxcompact.transcript import load_transcript
-from ctxcompact.validate import errors_only, validate_messages
+from ctxcompact.transcripts.io import load_transcript
+from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 COUNTER = EstimateCounter()
 

@@ -20,10 +20,10 @@ import pytest
 from conftest import SAMPLES
 from fake_anthropic import MESSAGES_PATH, FakeAnthropicServer, Reply
 
-from ctxcompact.anthropic_api import DEFAULT_SUMMARY_MODEL, AnthropicTransport, make_client
+from ctxcompact.compaction.summarize import SummaryFailed, make_summarizer
+from ctxcompact.compaction.summarize.llm import LLMSummarizer
 from ctxcompact.ir import Message, Source
-from ctxcompact.summarize import SummaryFailed, make_summarizer
-from ctxcompact.summarize.llm import LLMSummarizer
+from ctxcompact.llm.anthropic_api import DEFAULT_SUMMARY_MODEL, AnthropicTransport, make_client
 
 KEY = "sk-ant-test-key-do-not-leak"
 SESSION = SAMPLES / "anthropic-session.json"

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxcompact.errors import InputError, UsageError
-from ctxcompact.models import (
+from ctxcompact.accounting.windows import (
     BUILTIN_CONTEXT_WINDOWS,
     DEFAULT_CONTEXT_WINDOW,
     DEFAULT_OUTPUT_RESERVE,
@@ -21,6 +20,7 @@ from ctxcompact.models import (
     resolve_model,
     strategy_label,
 )
+from ctxcompact.errors import InputError, UsageError
 
 # --- lookup ------------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from cli_helpers import run_cli
 
-from ctxcompact.compact import CompactOptions
+from ctxcompact.compaction.pipeline import CompactOptions
 from ctxcompact.errors import UsageError
 from ctxcompact.names import OnFailure, SummarizerName
 from ctxcompact.status import ExitStatus

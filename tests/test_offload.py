@@ -12,20 +12,20 @@ from typing import Any
 import pytest
 from conftest import corpus_files, requires_corpus
 
+from ctxcompact.accounting.tokens import CachedCounter, EstimateCounter, count_tokens
 from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Message
-from ctxcompact.offload import (
+from ctxcompact.offload.store import MANIFEST_NAME, DiskWriter, file_name_for, safe_id
+from ctxcompact.offload.tool_results import (
     content_chars,
     discard_offload,
     offload_tool_results,
     reference_for,
     undo_offload,
 )
-from ctxcompact.offload_store import MANIFEST_NAME, DiskWriter, file_name_for, safe_id
-from ctxcompact.reports import offload_stats_json
-from ctxcompact.tokens import CachedCounter, EstimateCounter, count_tokens
-from ctxcompact.transcript import dump_transcript, load_messages, load_transcript
-from ctxcompact.validate import errors_only, validate_messages
+from ctxcompact.output.json import offload_stats_json
+from ctxcompact.transcripts.io import dump_transcript, load_messages, load_transcript
+from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 COUNTER = EstimateCounter()
 

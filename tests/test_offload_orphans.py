@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from cli_helpers import run_cli
 
+from ctxcompact.accounting.tokens import EstimateCounter
 from ctxcompact.errors import UsageError, WorkFailedError
 from ctxcompact.ir import Message
-from ctxcompact.offload import offload_tool_results, undo_offload
-from ctxcompact.offload_store import MANIFEST_NAME, DiskWriter, clean_orphans
-from ctxcompact.tokens import EstimateCounter
-from ctxcompact.transcript import load_messages
+from ctxcompact.offload.store import MANIFEST_NAME, DiskWriter, clean_orphans
+from ctxcompact.offload.tool_results import offload_tool_results, undo_offload
+from ctxcompact.transcripts.io import load_messages
 
 COUNTER = EstimateCounter()
 

@@ -69,10 +69,10 @@ def test_bare_messages_keep_the_seeds_reference(tmp_path: Path) -> None:
 
 def test_the_duplicates_are_moved_without_counting_their_tokens(tmp_path: Path) -> None:
     # The model never sees toolUseResult: moving it frees no context, so nothing is encoded.
-    from ctxcompact.offload import offload_tool_results
-    from ctxcompact.offload_session import offload_duplicates
-    from ctxcompact.tokens import EstimateCounter
-    from ctxcompact.transcript import load_transcript
+    from ctxcompact.accounting.tokens import EstimateCounter
+    from ctxcompact.offload.session import offload_duplicates
+    from ctxcompact.offload.tool_results import offload_tool_results
+    from ctxcompact.transcripts.io import load_transcript
 
     messages = load_transcript(SESSION).messages
     out_dir = tmp_path / "off"

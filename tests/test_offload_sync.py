@@ -10,10 +10,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ctxcompact import fileio, offload_store
+from ctxcompact.accounting.tokens import EstimateCounter
 from ctxcompact.errors import WorkFailedError
-from ctxcompact.offload import offload_tool_results
-from ctxcompact.offload_store import (
+from ctxcompact.offload import store as offload_store
+from ctxcompact.offload.store import (
     MANIFEST_FORMAT,
     MANIFEST_NAME,
     DiskWriter,
@@ -21,8 +21,9 @@ from ctxcompact.offload_store import (
     path_inside,
     read_manifest,
 )
-from ctxcompact.tokens import EstimateCounter
-from ctxcompact.transcript import load_messages
+from ctxcompact.offload.tool_results import offload_tool_results
+from ctxcompact.transcripts import fileio
+from ctxcompact.transcripts.io import load_messages
 
 RESULTS = 20
 

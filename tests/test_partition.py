@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ctxcompact.compaction.partition import partition_messages
 from ctxcompact.ir import Message, new_message
-from ctxcompact.partition import partition_messages
 
 
 def msgs(*roles: str) -> tuple[Message, ...]:

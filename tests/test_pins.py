@@ -1,4 +1,4 @@
-"""Pins, earlier summaries and the recent tail (:mod:`ctxcompact.pins`)."""
+"""Pins, earlier summaries and the recent tail (:mod:`ctxcompact.compaction.pins`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from typing import Any
 import orjson
 import pytest
 
-from ctxcompact.errors import UsageError
-from ctxcompact.ir import Message
-from ctxcompact.pins import (
+from ctxcompact.accounting.tokens import EstimateCounter, count_tokens
+from ctxcompact.compaction.pins import (
     PIN_FIELD,
     PinOptions,
     first_task_index,
@@ -18,8 +17,9 @@ from ctxcompact.pins import (
     protected_part,
     recent_tail_start,
 )
-from ctxcompact.tokens import EstimateCounter, count_tokens
-from ctxcompact.transcript import load_transcript
+from ctxcompact.errors import UsageError
+from ctxcompact.ir import Message
+from ctxcompact.transcripts.io import load_transcript
 
 COUNTER = EstimateCounter()
 

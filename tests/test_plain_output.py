@@ -1,7 +1,7 @@
 """Reports on a pipe are plain text for grep and awk; on a terminal they are Rich tables.
 
 ``count``, ``check``, ``sessions`` and ``config`` build their report once (title lines and
-tables of strings, :mod:`ctxcompact.text_reports`); piped, it is one line per row, never
+tables of strings, :mod:`ctxcompact.output.text`); piped, it is one line per row, never
 wrapped, no box characters or ANSI codes, columns aligned.
 """
 
@@ -18,7 +18,7 @@ import pytest
 from cli_helpers import plain_rows, run_cli
 from conftest import ROOT
 
-from ctxcompact.text_table import Column, Line, Panel, Table, display_width, plain_table, plain_text
+from ctxcompact.output.table import Column, Line, Panel, Table, display_width, plain_table, plain_text
 
 SAMPLE = ROOT / "sample_transcripts" / "anthropic-session.json"
 #: Box drawing (U+2500–U+257F): Rich's table and panel frames.

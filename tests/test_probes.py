@@ -6,7 +6,7 @@ import copy
 
 from ir_builders import msg, result, text, use
 
-from ctxcompact.probes import (
+from ctxcompact.evaluation.probes import (
     PROBE_KINDS,
     Probe,
     context_text,

@@ -17,13 +17,13 @@ import orjson
 from gen_transcripts import transcripts
 from hypothesis import HealthCheck, given, settings
 
-from ctxcompact.compact import CompactOptions, compact_conversation
+from ctxcompact.accounting.tokens import EstimateCounter
+from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
+from ctxcompact.compaction.strategies.full import FullOptions
+from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.ir import leading_system_count
-from ctxcompact.strategies.full import FullOptions
-from ctxcompact.summarize.extractive import ExtractiveSummarizer
-from ctxcompact.tokens import EstimateCounter
-from ctxcompact.transcript import dump_transcript, load_transcript, parse_transcript
-from ctxcompact.validate import errors_only, validate_messages
+from ctxcompact.transcripts.io import dump_transcript, load_transcript, parse_transcript
+from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

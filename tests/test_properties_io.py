@@ -23,9 +23,9 @@ from conftest import same_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxcompact.tokens import EstimateCounter, count_tokens
-from ctxcompact.transcript import Transcript, conversation_records, dump_transcript, load_transcript
-from ctxcompact.validate import errors_only, validate_messages
+from ctxcompact.accounting.tokens import EstimateCounter, count_tokens
+from ctxcompact.transcripts.io import Transcript, conversation_records, dump_transcript, load_transcript
+from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -287,7 +287,7 @@ def test_unchanged_conversations_reuse_the_record_objects(records: list[dict[str
 @SETTINGS
 @given(records=anthropic_transcripts() | openai_transcripts() | claude_code_sessions())
 def test_nothing_mutates_the_input(records: list[dict[str, Any]]) -> None:
-    from ctxcompact.transcript import load_messages
+    from ctxcompact.transcripts.io import load_messages
 
     frozen = copy.deepcopy(records)
     data, name = as_file(records, "jsonl")

@@ -20,13 +20,13 @@ from gen_transcripts import transcripts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctxcompact.accounting.tokens import EstimateCounter, count_tokens
+from ctxcompact.compaction.pins import PinOptions, protected_part
+from ctxcompact.compaction.strategies.key_messages import key_message_extraction
+from ctxcompact.compaction.strategies.selective import selective_compaction
 from ctxcompact.ir import Message
-from ctxcompact.pins import PinOptions, protected_part
-from ctxcompact.strategies.key_messages import key_message_extraction
-from ctxcompact.strategies.selective import selective_compaction
-from ctxcompact.tokens import EstimateCounter, count_tokens
-from ctxcompact.transcript import load_transcript
-from ctxcompact.validate import errors_only, validate_messages
+from ctxcompact.transcripts.io import load_transcript
+from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 COUNTER = EstimateCounter()
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -20,13 +20,13 @@ import pytest
 from gen_transcripts import transcripts
 from hypothesis import HealthCheck, given, settings
 
+from ctxcompact.accounting.tokens import EstimateCounter, count_tokens
+from ctxcompact.compaction.strategies.clean_tools import clean_tool_calls
+from ctxcompact.compaction.strategies.prune import prune_tool_outputs
 from ctxcompact.ir import Message
-from ctxcompact.offload import content_chars, offload_tool_results, undo_offload
-from ctxcompact.strategies.clean_tools import clean_tool_calls
-from ctxcompact.strategies.prune import prune_tool_outputs
-from ctxcompact.tokens import EstimateCounter, count_tokens
-from ctxcompact.transcript import Transcript, conversation_records, dump_transcript, load_transcript
-from ctxcompact.validate import validate_messages
+from ctxcompact.offload.tool_results import content_chars, offload_tool_results, undo_offload
+from ctxcompact.transcripts.io import Transcript, conversation_records, dump_transcript, load_transcript
+from ctxcompact.transcripts.validate import validate_messages
 
 COUNTER = EstimateCounter()
 PROPS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])

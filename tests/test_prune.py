@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from conftest import SAMPLES, corpus_files, requires_corpus
 
+from ctxcompact.accounting.tokens import EstimateCounter, count_tokens
+from ctxcompact.compaction.strategies.prune import PLACEHOLDER_PREFIX, placeholder_for, prune_tool_outputs
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Message, current_loop_start
-from ctxcompact.strategies.prune import PLACEHOLDER_PREFIX, placeholder_for, prune_tool_outputs
-from ctxcompact.tokens import EstimateCounter, count_tokens
-from ctxcompact.transcript import dump_transcript, load_messages, load_transcript
-from ctxcompact.validate import errors_only, validate_messages
+from ctxcompact.transcripts.io import dump_transcript, load_messages, load_transcript
+from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 COUNTER = EstimateCounter()
 BIG = "output line with some words\n" * 40

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-import ctxcompact.offload as offload_module
-import ctxcompact.restore as restore_module
+import ctxcompact.compaction.restore as restore_module
+import ctxcompact.offload.tool_results as offload_module
+from ctxcompact.accounting.tokens import EstimateCounter
+from ctxcompact.compaction.restore import DiskFileReader, restore_recent_files
 from ctxcompact.errors import WorkFailedError
 from ctxcompact.ir import Message, Source
-from ctxcompact.offload import offload_tool_results, undo_offload
-from ctxcompact.offload_store import MANIFEST_NAME
-from ctxcompact.restore import DiskFileReader, restore_recent_files
-from ctxcompact.tokens import EstimateCounter
+from ctxcompact.offload.store import MANIFEST_NAME
+from ctxcompact.offload.tool_results import offload_tool_results, undo_offload
 
 SECRET = "root:x:0:0:the secret outside the work dir\n"
 

@@ -13,15 +13,15 @@ import pytest
 from cli_helpers import run_cli
 from conftest import SAMPLES
 
-from ctxcompact.compact import CompactOptions, compact_conversation
+from ctxcompact.accounting.tokens import EstimateCounter
+from ctxcompact.accounting.windows import make_budget, resolve_model
+from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
+from ctxcompact.compaction.restore import InMemoryFileReader
+from ctxcompact.compaction.strategies.full import FullOptions
+from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.ir import new_message
 from ctxcompact.markers import CLAUDE_CODE_SUMMARY_PREFIX
-from ctxcompact.models import make_budget, resolve_model
-from ctxcompact.restore import InMemoryFileReader
-from ctxcompact.strategies.full import FullOptions
-from ctxcompact.summarize.extractive import ExtractiveSummarizer
-from ctxcompact.tokens import EstimateCounter
-from ctxcompact.transcript import dump_transcript, load_messages, load_transcript
+from ctxcompact.transcripts.io import dump_transcript, load_messages, load_transcript
 
 
 def _use(i: str, name: str = "read_file", **inp: Any) -> dict[str, Any]:

@@ -8,10 +8,12 @@ from pathlib import Path
 import orjson
 from conftest import same_json
 
-from ctxcompact.batch import BatchItem, BatchResult
-from ctxcompact.compact import CompactStats
-from ctxcompact.offload import OffloadResult, UndoResult
-from ctxcompact.reports import (
+from ctxcompact.batch.files import BatchItem, BatchResult
+from ctxcompact.compaction.pipeline import CompactStats
+from ctxcompact.compaction.restore import RestoredFile, RestoreResult, SkippedFile
+from ctxcompact.compaction.retention import RetentionReport
+from ctxcompact.offload.tool_results import OffloadResult, UndoResult
+from ctxcompact.output.json import (
     batch_item_json,
     batch_report_json,
     compact_stats_json,
@@ -19,8 +21,6 @@ from ctxcompact.reports import (
     restore_files_stats_json,
     undo_stats_json,
 )
-from ctxcompact.restore import RestoredFile, RestoreResult, SkippedFile
-from ctxcompact.retention import RetentionReport
 from ctxcompact.status import ExitStatus
 
 STATS = CompactStats(

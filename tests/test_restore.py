@@ -11,10 +11,8 @@ import pytest
 from conftest import SAMPLES
 from ir_builders import msg
 
-from ctxcompact.errors import UsageError
-from ctxcompact.ir import Message
-from ctxcompact.markers import RESTORED_ACK
-from ctxcompact.restore import (
+from ctxcompact.accounting.tokens import EstimateCounter, estimate_tokens
+from ctxcompact.compaction.restore import (
     CLAUDE_CODE_READ_TOOLS,
     DEFAULT_READ_TOOLS,
     READ_TOOL_PRESETS,
@@ -27,8 +25,10 @@ from ctxcompact.restore import (
     restore_recent_files,
     restored_message_text,
 )
-from ctxcompact.tokens import EstimateCounter, estimate_tokens
-from ctxcompact.transcript import load_messages, load_transcript
+from ctxcompact.errors import UsageError
+from ctxcompact.ir import Message
+from ctxcompact.markers import RESTORED_ACK
+from ctxcompact.transcripts.io import load_messages, load_transcript
 
 _ids = iter(range(1_000_000))
 

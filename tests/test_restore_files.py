@@ -8,11 +8,11 @@ from typing import Any
 import orjson
 import pytest
 
+from ctxcompact.compaction.restore import InMemoryFileReader
+from ctxcompact.compaction.restore_files import appended_transcript, dump_pairs, restore_files
 from ctxcompact.errors import InputError, UsageError
 from ctxcompact.markers import RESTORED_ACK
-from ctxcompact.restore import InMemoryFileReader
-from ctxcompact.restore_files import appended_transcript, dump_pairs, restore_files
-from ctxcompact.transcript import parse_transcript
+from ctxcompact.transcripts.io import parse_transcript
 
 READ = {"type": "tool_use", "id": "r1", "name": "read_file", "input": {"path": "a.py"}}
 RECORDS: list[dict[str, Any]] = [

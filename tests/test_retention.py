@@ -7,9 +7,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxcompact import retention
-from ctxcompact.ir import Message
-from ctxcompact.retention import (
+from ctxcompact.compaction import retention
+from ctxcompact.compaction.retention import (
     check_retention,
     collect_errors,
     collect_instructions,
@@ -18,7 +17,8 @@ from ctxcompact.retention import (
     last_request,
     sentence_kept,
 )
-from ctxcompact.transcript import load_messages
+from ctxcompact.ir import Message
+from ctxcompact.transcripts.io import load_messages
 
 TRACEBACK = "Traceback (most recent call last):\n  File \"app.py\", line 3\nKeyError: 'user'"
 

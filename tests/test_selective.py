@@ -8,20 +8,20 @@ from typing import Any
 import orjson
 import pytest
 
-from ctxcompact.errors import UsageError
-from ctxcompact.ir import Message, text_of, tool_result_text
-from ctxcompact.pins import PinOptions
-from ctxcompact.strategies.previews import TRUNCATION_MARKER
-from ctxcompact.strategies.selective import (
+from ctxcompact.accounting.tokens import EstimateCounter, count_tokens
+from ctxcompact.compaction.pins import PinOptions
+from ctxcompact.compaction.strategies.previews import TRUNCATION_MARKER
+from ctxcompact.compaction.strategies.selective import (
     DEFAULT_RULES,
     SelectiveOptions,
     classify,
     load_rules,
     selective_compaction,
 )
-from ctxcompact.tokens import EstimateCounter, count_tokens
-from ctxcompact.transcript import load_transcript
-from ctxcompact.validate import validate_messages
+from ctxcompact.errors import UsageError
+from ctxcompact.ir import Message, text_of, tool_result_text
+from ctxcompact.transcripts.io import load_transcript
+from ctxcompact.transcripts.validate import validate_messages
 
 COUNTER = EstimateCounter()
 

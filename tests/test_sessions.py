@@ -17,10 +17,10 @@ from conftest import CORPUS
 from session_builders import SessionBuilder
 from test_codex import ROLLOUTS, item, line, sample, token_count, user
 
-from ctxcompact.sessions import list_sessions, session_files
-from ctxcompact.tokens import make_counter
-from ctxcompact.transcript import load_transcript
-from ctxcompact.usage import budget_for, check_conversation
+from ctxcompact.accounting.check import budget_for, check_conversation
+from ctxcompact.accounting.sessions import list_sessions, session_files
+from ctxcompact.accounting.tokens import make_counter
+from ctxcompact.transcripts.io import load_transcript
 
 BIG = "lorem ipsum dolor sit amet " * 300
 

@@ -43,8 +43,8 @@ COMMAND_PROBE = textwrap.dedent(
         main()
     except SystemExit:
         pass
-    heavy = ("rich", "anthropic", "ctxcompact.strategies", "ctxcompact.summarize", "ctxcompact.evaluate",
-             "ctxcompact.cli.compact", "ctxcompact.cli.eval", "ctxcompact.offload")
+    heavy = ("rich", "anthropic", "ctxcompact.compaction.strategies", "ctxcompact.compaction.summarize", "ctxcompact.evaluation.run",
+             "ctxcompact.cli.compact", "ctxcompact.cli.eval", "ctxcompact.offload.tool_results")
     print(f"LOADED {sorted(m for m in heavy if m in sys.modules)}", file=sys.stderr)
     """
 )
@@ -142,13 +142,17 @@ MODULES_PROBE = textwrap.dedent(
     """
 )
 OTHER_STRATEGIES = {
-    f"ctxcompact.strategies.{name}"
+    f"ctxcompact.compaction.strategies.{name}"
     for name in ("key_messages", "selective", "selective_rules", "hybrid", "prune", "clean_tools")
 }
-SUMMARIZERS = {"ctxcompact.summarize.extractive", "ctxcompact.summarize.facts", "ctxcompact.summarize.llm"}
+SUMMARIZERS = {
+    "ctxcompact.compaction.summarize.extractive",
+    "ctxcompact.compaction.summarize.facts",
+    "ctxcompact.compaction.summarize.llm",
+}
 #: Not on a plain compaction: the journal (--resume), the JSON reports (--stats-json, --report),
 #: the API module (an explicit --summarizer extractive).
-OPTIONAL = {"ctxcompact.batch_journal", "ctxcompact.reports", "ctxcompact.anthropic_api"}
+OPTIONAL = {"ctxcompact.batch.journal", "ctxcompact.output.json", "ctxcompact.llm.anthropic_api"}
 
 
 @pytest.mark.parametrize(
@@ -156,15 +160,15 @@ OPTIONAL = {"ctxcompact.batch_journal", "ctxcompact.reports", "ctxcompact.anthro
     [
         (
             None,
-            {"ctxcompact.strategies.full", "ctxcompact.summarize.extractive"},
+            {"ctxcompact.compaction.strategies.full", "ctxcompact.compaction.summarize.extractive"},
             OTHER_STRATEGIES | OPTIONAL,
         ),
         (
             "prune",
-            {"ctxcompact.strategies.prune"},
+            {"ctxcompact.compaction.strategies.prune"},
             SUMMARIZERS
-            | (OTHER_STRATEGIES - {"ctxcompact.strategies.prune"})
-            | {"ctxcompact.strategies.full"},
+            | (OTHER_STRATEGIES - {"ctxcompact.compaction.strategies.prune"})
+            | {"ctxcompact.compaction.strategies.full"},
         ),
     ],
 )

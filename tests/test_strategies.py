@@ -10,17 +10,23 @@ from typing import Any
 import pytest
 
 from ctxcompact import compact_messages
-from ctxcompact.compact import CompactOptions, compact_conversation
+from ctxcompact.accounting.tokens import EstimateCounter
+from ctxcompact.accounting.windows import make_budget, resolve_model
+from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
+from ctxcompact.compaction.strategies import (
+    STRATEGIES,
+    STRATEGY_NAMES,
+    Strategy,
+    StrategyContext,
+    StrategyResult,
+)
+from ctxcompact.compaction.strategies.clean_tools import CleanToolsOptions
+from ctxcompact.compaction.strategies.full import FullOptions
+from ctxcompact.compaction.strategies.prune import PruneOptions
+from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.errors import UsageError
 from ctxcompact.ir import Message
-from ctxcompact.models import make_budget, resolve_model
-from ctxcompact.strategies import STRATEGIES, STRATEGY_NAMES, Strategy, StrategyContext, StrategyResult
-from ctxcompact.strategies.clean_tools import CleanToolsOptions
-from ctxcompact.strategies.full import FullOptions
-from ctxcompact.strategies.prune import PruneOptions
-from ctxcompact.summarize.extractive import ExtractiveSummarizer
-from ctxcompact.tokens import EstimateCounter
-from ctxcompact.transcript import load_messages
+from ctxcompact.transcripts.io import load_messages
 
 
 def test_every_strategy_of_the_table_has_its_options_in_compact_options() -> None:
@@ -139,7 +145,7 @@ def test_each_row_names_its_strategy_module_run_function() -> None:
     to the module's own function, and the options type is the one that module re-exports."""
     import importlib
 
-    from ctxcompact.strategies import LazyRun
+    from ctxcompact.compaction.strategies import LazyRun
 
     for strategy in STRATEGIES.values():
         assert isinstance(strategy.run, LazyRun), strategy.name

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ctxcompact.summarize import prompt
-from ctxcompact.summarize.prompt import (
+from ctxcompact.compaction.summarize import prompt
+from ctxcompact.compaction.summarize.prompt import (
     DIMENSIONS,
     MOST_RECENT_RULE,
     SUMMARY_MAX_WORDS,

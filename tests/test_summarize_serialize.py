@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ir_builders import msg, text, use
 
+from ctxcompact.accounting.tokens import EstimateCounter
+from ctxcompact.compaction.summarize.serialize import clip_middle, serialize_for_prompt, split_into_chunks
 from ctxcompact.ir import Message, tool_interaction_blocks
-from ctxcompact.summarize.serialize import clip_middle, serialize_for_prompt, split_into_chunks
-from ctxcompact.tokens import EstimateCounter
-from ctxcompact.transcript import load_messages
+from ctxcompact.transcripts.io import load_messages
 
 
 def result(tool_id: str, content: Any, *, is_error: bool = False) -> dict[str, Any]:

@@ -21,10 +21,8 @@ import orjson
 import pytest
 from fake_anthropic import COUNT_TOKENS_PATH, FakeAnthropicServer, Reply
 
-from ctxcompact.anthropic_api import AnthropicTotalCounter
-from ctxcompact.errors import InputError, WorkFailedError
-from ctxcompact.ir import Message
-from ctxcompact.tokens import (
+from ctxcompact.accounting.check import count_message_tokens, measure
+from ctxcompact.accounting.tokens import (
     DOCUMENT_TOKENS_PER_PAGE,
     IMAGE_MAX_EDGE,
     IMAGE_TOKENS_DEFAULT,
@@ -36,8 +34,10 @@ from ctxcompact.tokens import (
     image_size,
     make_counter,
 )
-from ctxcompact.transcript import load_messages, load_transcript
-from ctxcompact.usage import count_message_tokens, measure
+from ctxcompact.errors import InputError, WorkFailedError
+from ctxcompact.ir import Message
+from ctxcompact.llm.anthropic_api import AnthropicTotalCounter
+from ctxcompact.transcripts.io import load_messages, load_transcript
 
 EST = EstimateCounter()
 
@@ -387,7 +387,7 @@ OFFLINE_SCRIPT = textwrap.dedent(
     socket.create_connection = refuse
 
     from ctxcompact.errors import InputError
-    from ctxcompact.tokens import make_counter
+    from ctxcompact.accounting.tokens import make_counter
 
     print("cl100k", make_counter("tiktoken").count_batch(["hello world"]))
     try:

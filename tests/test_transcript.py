@@ -13,10 +13,10 @@ import orjson
 import pytest
 from conftest import SAMPLES, same_json
 
+from ctxcompact.accounting.tokens import EstimateCounter, count_tokens
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Message, new_message
-from ctxcompact.tokens import EstimateCounter, count_tokens
-from ctxcompact.transcript import (
+from ctxcompact.transcripts.io import (
     STDIN_NAME,
     Transcript,
     conversation_records,
@@ -25,7 +25,7 @@ from ctxcompact.transcript import (
     load_transcript,
     read_bytes,
 )
-from ctxcompact.validate import errors_only, validate_messages
+from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 
 def load(value: Any, name: str = "t.json", **kwargs: Any) -> Transcript:

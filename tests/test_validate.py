@@ -8,8 +8,8 @@ import pytest
 
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Message
-from ctxcompact.transcript import load_messages
-from ctxcompact.validate import Violation, errors_only, validate_messages
+from ctxcompact.transcripts.io import load_messages
+from ctxcompact.transcripts.validate import Violation, errors_only, validate_messages
 
 
 def check(records: list[dict[str, Any]], dialect: str | None = None) -> list[tuple[str, str, int]]:

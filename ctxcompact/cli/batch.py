@@ -1,7 +1,7 @@
 """``compact``'s batch options (inputs, parallelism, gates, resume, shards) and its batch run.
 
 Declared here so ``cli/compact.py`` stays a thin list of compaction options; the rules live
-in :mod:`ctxcompact.batch`, :mod:`ctxcompact.batch_inputs` and :mod:`ctxcompact.batch_journal`.
+in :mod:`ctxcompact.batch.files`, :mod:`ctxcompact.batch.inputs` and :mod:`ctxcompact.batch.journal`.
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ctxcompact.batch_inputs import BatchInput, parse_shard, read_path_list, select_shard
+from ctxcompact.batch.inputs import BatchInput, parse_shard, read_path_list, select_shard
 from ctxcompact.cli.common import Streams, expand_batch_inputs, traceback_wanted, write_json_file
 from ctxcompact.errors import InputError, UsageError
 from ctxcompact.names import SummarizerName
 
 if TYPE_CHECKING:
-    from ctxcompact.anthropic_api import AnthropicBatches
-    from ctxcompact.batch import FileOptions
-    from ctxcompact.batch_journal import BatchJournal
-    from ctxcompact.batch_types import BatchResult
-    from ctxcompact.summarize.transport import BatchPoll
+    from ctxcompact.batch.files import FileOptions
+    from ctxcompact.batch.journal import BatchJournal
+    from ctxcompact.batch.results import BatchResult
+    from ctxcompact.llm.anthropic_api import AnthropicBatches
+    from ctxcompact.llm.transport import BatchPoll
 
 #: Where a batch with ``--out-dir`` archives what its rewrites replaced (hidden: never an input).
 ARCHIVE_IN_OUT_DIR = ".ctxcompact-archive"
@@ -126,7 +126,7 @@ def is_batch(
 def journal_path(*, out_dir: Path | None, in_place: bool, report: Path | None, dry_run: bool) -> Path | None:
     """Where a batch keeps its journal: in ``--out-dir``; with ``--in-place``, beside the
     report (``REPORT.journal``); none for a dry run."""
-    from ctxcompact.batch_journal import JOURNAL_NAME
+    from ctxcompact.batch.journal import JOURNAL_NAME
 
     if dry_run:
         return None
@@ -152,16 +152,16 @@ def run_batch(
     streams: Streams,
 ) -> None:
     """Run the batch, render its progress and table, write its report; exit with its gate."""
-    from ctxcompact.batch import compact_files
-    from ctxcompact.batch_journal import BatchJournal
-    from ctxcompact.batch_parallel import DEFAULT_LLM_CONCURRENCY, default_jobs
-    from ctxcompact.render import render_warnings
-    from ctxcompact.render_batch import batch_progress, render_batch
-    from ctxcompact.reports import batch_report_json
+    from ctxcompact.batch.files import compact_files
+    from ctxcompact.batch.journal import BatchJournal
+    from ctxcompact.batch.workers import DEFAULT_LLM_CONCURRENCY, default_jobs
+    from ctxcompact.output.json import batch_report_json
+    from ctxcompact.output.rich import render_warnings
+    from ctxcompact.output.rich.batch import batch_progress, render_batch
 
     batches = None
     if options.compact.full.summarizer == SummarizerName.anthropic_batch:
-        from ctxcompact.anthropic_api import AnthropicBatches
+        from ctxcompact.llm.anthropic_api import AnthropicBatches
 
         batches = AnthropicBatches()  # no key: exit 2 before any file or folder is touched
     where = journal_path(out_dir=out_dir, in_place=in_place, report=report, dry_run=options.dry_run)
@@ -213,8 +213,8 @@ def _run_message_batches(
 ) -> BatchResult:
     """``--summarizer anthropic-batch``: the summaries through Message Batches, one progress
     line on stderr per look at a batch, then the files one after the other."""
-    from ctxcompact.batch_summaries import compact_files_in_batches
-    from ctxcompact.render_batch import batch_progress
+    from ctxcompact.batch.summaries import compact_files_in_batches
+    from ctxcompact.output.rich.batch import batch_progress
 
     def on_poll(poll: BatchPoll) -> None:
         streams.err.print(poll.describe(), markup=False, highlight=False, soft_wrap=True)

@@ -1,7 +1,7 @@
 """What every command shares: streams, input expansion, error reporting, option types.
 
 Commands stay thin: parse options, call one core function, hand the result to
-:mod:`ctxcompact.render`. Errors from the core (:class:`CtxcompactError`) become a one-line
+:mod:`ctxcompact.output.rich`. Errors from the core (:class:`CtxcompactError`) become a one-line
 message on stderr and the error's exit code; anything else is a bug and says so.
 """
 
@@ -21,17 +21,17 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ctxcompact.text_table import Block
-    from ctxcompact.transcript import Transcript
+    from ctxcompact.output.table import Block
+    from ctxcompact.transcripts.io import Transcript
 
-from ctxcompact.batch_inputs import BatchInput, find_inputs
-from ctxcompact.dialects import DIALECT_NAMES
+from ctxcompact.accounting.tokens import DEFAULT_ENCODING
+from ctxcompact.accounting.windows import DEFAULT_RATIO
+from ctxcompact.batch.inputs import BatchInput, find_inputs
 from ctxcompact.errors import CtxcompactError, InputError
-from ctxcompact.models import DEFAULT_RATIO
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
-from ctxcompact.tokens import DEFAULT_ENCODING
-from ctxcompact.transcript import DEFAULT_MAX_INPUT_BYTES
+from ctxcompact.transcripts.dialects import DIALECT_NAMES
+from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
 
 TRACEBACK_ENV = "CTXCOMPACT_TRACEBACK"
 
@@ -67,7 +67,7 @@ class Streams:
     @property
     def out(self) -> Console:
         if self._out is None:
-            from ctxcompact.render import make_console
+            from ctxcompact.output.rich import make_console
 
             self._out = make_console(sys.stdout)
         return self._out
@@ -75,7 +75,7 @@ class Streams:
     @property
     def err(self) -> Console:
         if self._err is None:
-            from ctxcompact.render import make_console
+            from ctxcompact.output.rich import make_console
 
             self._err = make_console(sys.stderr)
             self._err.quiet = self._quiet
@@ -88,7 +88,7 @@ def error_line(message: str) -> None:
     if not sys.stderr.isatty():
         write_stderr(f"ctxcompact: error: {message}\n")
         return
-    from ctxcompact.render import make_console
+    from ctxcompact.output.rich import make_console
 
     make_console(sys.stderr).print(
         f"ctxcompact: error: {message}", markup=False, highlight=False, soft_wrap=True
@@ -117,20 +117,20 @@ def print_report(blocks: Sequence[Block], streams: Streams, *, to_stderr: bool =
     imported)."""
     plain = stderr_takes_plain() if to_stderr else not sys.stdout.isatty()
     if plain:
-        from ctxcompact.text_table import plain_text
+        from ctxcompact.output.table import plain_text
 
         if to_stderr:
             write_stderr(plain_text(blocks) + "\n")
         else:
             write_stdout(plain_text(blocks))
         return
-    from ctxcompact.render import print_blocks
+    from ctxcompact.output.rich import print_blocks
 
     print_blocks(blocks, streams.err if to_stderr else streams.out)
 
 
 def print_panels(panels: Sequence[str | None], draw: Callable[[], None]) -> None:
-    """Stats panels on stderr: on a pipe their plain copies (:func:`ctxcompact.text_panel.plain_panel`,
+    """Stats panels on stderr: on a pipe their plain copies (:func:`ctxcompact.output.panel.plain_panel`,
     Rich's very bytes, no rich imported) when every one has one; else ``draw()`` with Rich."""
     if panels and all(panel is not None for panel in panels) and stderr_takes_plain():
         write_stderr("".join(panel or "" for panel in panels))
@@ -146,7 +146,7 @@ def print_warnings(warnings: Sequence[str], streams: Streams) -> None:
     if stderr_takes_plain() and all(w.isprintable() for w in unique):
         write_stderr("".join(f"warning: {w}\n" for w in unique))
     else:
-        from ctxcompact.render import render_warnings
+        from ctxcompact.output.rich import render_warnings
 
         render_warnings(unique, streams.err)
 
@@ -235,7 +235,7 @@ def write_output(data: bytes, output: Path | None) -> None:
 
     A failed write is exit 3 (the work could not be done); the old file, if any, is intact.
     """
-    from ctxcompact.fileio import write_file
+    from ctxcompact.transcripts.fileio import write_file
 
     if output is None or str(output) == "-":
         sys.stdout.buffer.write(data)
@@ -275,7 +275,7 @@ class Loaded:
 def load_all(paths: Sequence[Path] | None, fmt: Format | None, *, max_bytes: int) -> Loaded:
     """Every input read. With one input a bad one is the command's error; with several each
     bad one is reported on stderr and the others are still read (exit 2 at the end)."""
-    from ctxcompact.transcript import load_transcript
+    from ctxcompact.transcripts.io import load_transcript
 
     inputs = expand_inputs(paths)
     loaded = Loaded([])

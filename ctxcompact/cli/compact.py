@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from ctxcompact.accounting.windows import validate_ratio
 from ctxcompact.cli.batch import (
     ARCHIVE_IN_OUT_DIR,
     FAIL_OVER_OPT,
@@ -56,17 +57,16 @@ from ctxcompact.cli.restore import (
     READ_TOOL_OPT,
     WORK_DIR_OPT,
 )
-from ctxcompact.errors import UsageError
-from ctxcompact.models import validate_ratio
-from ctxcompact.names import LocalCounterName, OnFailure, SummarizerName
-from ctxcompact.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, STRATEGY_NAMES
-from ctxcompact.strategies.options import (
+from ctxcompact.compaction.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, STRATEGY_NAMES
+from ctxcompact.compaction.strategies.options import (
     DEFAULT_CLEAR_AT_LEAST,
     DEFAULT_KEEP,
     DEFAULT_ROUNDS,
     DEFAULT_SUMMARY_MAX_WORDS,
 )
-from ctxcompact.summarize.limits import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from ctxcompact.compaction.summarize.limits import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from ctxcompact.errors import UsageError
+from ctxcompact.names import LocalCounterName, OnFailure, SummarizerName
 
 
 @reports_errors

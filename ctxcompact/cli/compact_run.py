@@ -2,7 +2,7 @@
 
 The command (:mod:`ctxcompact.cli.compact`) declares the options; this module turns Typer's
 parsed values (the command's parameters by name) into the frozen
-:class:`~ctxcompact.batch.FileOptions` the core takes, and renders a single input's result.
+:class:`~ctxcompact.batch.files.FileOptions` the core takes, and renders a single input's result.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ctxcompact.batch import FileCompaction, FileOptions
+from ctxcompact.accounting.windows import load_registry
+from ctxcompact.batch.files import FileCompaction, FileOptions
 from ctxcompact.cli.common import (
     Streams,
     print_panels,
@@ -21,12 +22,11 @@ from ctxcompact.cli.common import (
 )
 from ctxcompact.cli.local_options import local_strategy_options, pin_options, render_lines, timeline
 from ctxcompact.cli.restore import read_tools
-from ctxcompact.compact_options import CompactOptions
+from ctxcompact.compaction.options import CompactOptions
+from ctxcompact.compaction.restore import parse_path_map
+from ctxcompact.compaction.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, check_strategy_names
+from ctxcompact.compaction.strategies.options import CleanToolsOptions, FullOptions, PruneOptions
 from ctxcompact.errors import UsageError
-from ctxcompact.models import load_registry
-from ctxcompact.restore import parse_path_map
-from ctxcompact.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, check_strategy_names
-from ctxcompact.strategies.options import CleanToolsOptions, FullOptions, PruneOptions
 
 
 def file_options(p: Mapping[str, Any], *, archive_dir: Path | None) -> FileOptions:
@@ -134,9 +134,9 @@ def run_one(
     streams: Streams,
 ) -> None:
     """One input: the transcript to stdout, -o or the file itself; stats to stderr."""
-    from ctxcompact.batch import compact_file, replace_keeping_backup
-    from ctxcompact.tokens import make_counter
-    from ctxcompact.transcript import dump_transcript
+    from ctxcompact.accounting.tokens import make_counter
+    from ctxcompact.batch.files import compact_file, replace_keeping_backup
+    from ctxcompact.transcripts.io import dump_transcript
 
     done = compact_file(path, options=options, counter=make_counter(options.counter.value))
     print_warnings(done.warnings, streams)
@@ -153,7 +153,7 @@ def run_one(
             render_lines(timeline(r.stats.steps), streams.err)
     if stats_json is None and report is None:
         return
-    from ctxcompact.reports import file_report_json, file_stats_json
+    from ctxcompact.output.json import file_report_json, file_stats_json
 
     write_json_file(stats_json, file_stats_json(done))
     if report is not None:
@@ -163,11 +163,11 @@ def run_one(
 
 def _print_stats(done: FileCompaction, streams: Streams) -> None:
     """The stats panel of each conversation: Rich's, or on a pipe the same bytes without
-    importing rich (:func:`~ctxcompact.text_panel.plain_panel`, ASCII panels)."""
+    importing rich (:func:`~ctxcompact.output.panel.plain_panel`, ASCII panels)."""
     if streams.quiet:
         return
-    from ctxcompact.compact_report import compact_stats_lines, compact_stats_title
-    from ctxcompact.text_panel import plain_panel
+    from ctxcompact.output.compact_panel import compact_stats_lines, compact_stats_title
+    from ctxcompact.output.panel import plain_panel
 
     several = len(done.results) > 1
     panels = [
@@ -181,7 +181,7 @@ def _print_stats(done: FileCompaction, streams: Streams) -> None:
 
 
 def _render_file_stats(done: FileCompaction, streams: Streams) -> None:
-    from ctxcompact.render import render_file_stats
+    from ctxcompact.output.rich import render_file_stats
 
     render_file_stats(done, streams.err)
 

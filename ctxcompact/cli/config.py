@@ -95,7 +95,7 @@ def config(
       CTXCOMPACT_MODEL=gpt-4o ctxcompact config --json | jq '.settings[] | select(.key=="model")'
     """
     from ctxcompact.config import effective_settings
-    from ctxcompact.reports import config_json
+    from ctxcompact.output.json import config_json
 
     assert ctx.parent is not None
     specs = option_specs(ctx.parent, ctx.parent.command)
@@ -107,6 +107,6 @@ def config(
 
         typer.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
         return
-    from ctxcompact.text_reports import config_report
+    from ctxcompact.output.text import config_report
 
     print_report(config_report(payload), Streams())

@@ -23,15 +23,15 @@ from ctxcompact.cli.common import (
     write_output,
     write_stdout,
 )
-from ctxcompact.evaluate import DEFAULT_CONVERSATIONS, default_strategies
-from ctxcompact.judge import DEFAULT_JUDGE_MODEL, DEFAULT_QUESTIONS_PER_KIND
+from ctxcompact.evaluation.judge import DEFAULT_JUDGE_MODEL, DEFAULT_QUESTIONS_PER_KIND
+from ctxcompact.evaluation.run import DEFAULT_CONVERSATIONS, default_strategies
 from ctxcompact.names import JudgeName
 from ctxcompact.status import ExitStatus
 
 if TYPE_CHECKING:
-    from ctxcompact.evaluate import EvalResult
-    from ctxcompact.judge.result import JudgeResult
-    from ctxcompact.text_table import Table
+    from ctxcompact.evaluation.judge.result import JudgeResult
+    from ctxcompact.evaluation.run import EvalResult
+    from ctxcompact.output.table import Table
 
 
 @reports_errors
@@ -120,9 +120,9 @@ def eval_command(
       ctxcompact eval ~/.claude/projects/ --glob '*.jsonl' --jobs 4
       ctxcompact eval session.jsonl --judge anthropic-batch --yes
     """
-    from ctxcompact.batch_parallel import default_jobs
-    from ctxcompact.eval_batch import EvalSettings, evaluate_inputs
-    from ctxcompact.render_batch import files_progress
+    from ctxcompact.batch.workers import default_jobs
+    from ctxcompact.evaluation.files import EvalSettings, evaluate_inputs
+    from ctxcompact.output.rich.batch import files_progress
 
     ensure_writable_dir(html, "--html")
     names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies is not None else None
@@ -173,11 +173,11 @@ def eval_command(
 
 
 def _html(result: EvalResult, judged: JudgeResult | None, *, show_lost: int) -> str:
-    from ctxcompact.eval_report import html_page, summary_table
+    from ctxcompact.output.eval_table import html_page, summary_table
 
     if judged is None:
         return html_page(result, show_lost=show_lost)
-    from ctxcompact.judge.report import judge_html, judge_table
+    from ctxcompact.output.judge import judge_html, judge_table
 
     table = judge_table(summary_table(result), result, judged)
     return html_page(result, show_lost=show_lost, table=table, extra=judge_html(judged, result.strategies))
@@ -185,24 +185,24 @@ def _html(result: EvalResult, judged: JudgeResult | None, *, show_lost: int) -> 
 
 def _print_result(result: EvalResult, *, as_json: bool, show_lost: int, judged: JudgeResult | None) -> None:
     """JSON, or the table (Rich on a terminal, plain text when piped) and the lost probes."""
-    from ctxcompact.eval_report import lost_lines, summary_table
-    from ctxcompact.text_table import plain_table
+    from ctxcompact.output.eval_table import lost_lines, summary_table
+    from ctxcompact.output.table import plain_table
 
     if as_json:
         import orjson
 
-        from ctxcompact.reports import eval_json
+        from ctxcompact.output.json import eval_json
 
         data = eval_json(result, show_lost=show_lost)
         if judged is not None:
-            from ctxcompact.judge.report import add_judge_json
+            from ctxcompact.output.judge import add_judge_json
 
             data = add_judge_json(data, judged)
         write_stdout(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
         return
     table = summary_table(result)
     if judged is not None:
-        from ctxcompact.judge.report import judge_table
+        from ctxcompact.output.judge import judge_table
 
         table = judge_table(table, result, judged)
     if sys.stdout.isatty():

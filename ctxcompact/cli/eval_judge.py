@@ -1,5 +1,5 @@
 """``eval --judge``: check the key, plan and price the requests, ask before spending, run the
-judge (:mod:`ctxcompact.judge`) and hand its scores to the reports. No rule lives here."""
+judge (:mod:`ctxcompact.evaluation.judge`) and hand its scores to the reports. No rule lives here."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from ctxcompact.errors import InputError, UsageError
 from ctxcompact.names import JudgeName
 
 if TYPE_CHECKING:
-    from ctxcompact.evaluate import EvalResult
-    from ctxcompact.judge.ask import Asker
-    from ctxcompact.judge.result import JudgeResult
-    from ctxcompact.summarize.transport import BatchPoll
+    from ctxcompact.evaluation.judge.ask import Asker
+    from ctxcompact.evaluation.judge.result import JudgeResult
+    from ctxcompact.evaluation.run import EvalResult
+    from ctxcompact.llm.transport import BatchPoll
 
 
 def stdin_is_terminal() -> bool:
@@ -26,7 +26,7 @@ def stdin_is_terminal() -> bool:
 
 def check_judge_key(judge: JudgeName) -> None:
     """Exit 2 when no API key is set."""
-    from ctxcompact.anthropic_api import API_KEY_ENV, api_key_available
+    from ctxcompact.llm.anthropic_api import API_KEY_ENV, api_key_available
 
     if not api_key_available():
         raise InputError(
@@ -39,15 +39,15 @@ def make_asker(judge: JudgeName, streams: Streams) -> Asker:
     """The asker for ``--judge`` (exit 2 when no API key is set)."""
     check_judge_key(judge)
     if judge == JudgeName.anthropic_batch:
-        from ctxcompact.anthropic_api import AnthropicBatches
-        from ctxcompact.judge.ask import BatchAsker
+        from ctxcompact.evaluation.judge.ask import BatchAsker
+        from ctxcompact.llm.anthropic_api import AnthropicBatches
 
         def on_poll(poll: BatchPoll) -> None:
             streams.err.print(poll.describe(), markup=False, highlight=False, soft_wrap=True)
 
         return BatchAsker(AnthropicBatches(), on_poll=on_poll)
-    from ctxcompact.anthropic_api import AnthropicTransport
-    from ctxcompact.judge.ask import DirectAsker
+    from ctxcompact.evaluation.judge.ask import DirectAsker
+    from ctxcompact.llm.anthropic_api import AnthropicTransport
 
     return DirectAsker(AnthropicTransport())
 
@@ -62,12 +62,12 @@ def run_judge(
     cache_dir: Path | None,
 ) -> JudgeResult:
     """Print the cost line, ask to continue (unless ``yes`` or nothing is left to send), run."""
-    from ctxcompact.judge.ask import CachedAsker
-    from ctxcompact.judge.cache import JudgeCache, default_cache_dir
-    from ctxcompact.judge.cost import cost_line
-    from ctxcompact.judge.report import judge_notes
-    from ctxcompact.judge.run import JudgeSettings, judge_eval, plan_judge
-    from ctxcompact.tokens import make_counter
+    from ctxcompact.accounting.tokens import make_counter
+    from ctxcompact.evaluation.judge.ask import CachedAsker
+    from ctxcompact.evaluation.judge.cache import JudgeCache, default_cache_dir
+    from ctxcompact.evaluation.judge.cost import cost_line
+    from ctxcompact.evaluation.judge.run import JudgeSettings, judge_eval, plan_judge
+    from ctxcompact.output.judge import judge_notes
 
     streams = Streams()
     asker = make_asker(judge, streams)

@@ -46,8 +46,8 @@ def export(
     """
     import orjson
 
-    from ctxcompact.export import export_transcript
-    from ctxcompact.transcript import load_transcript
+    from ctxcompact.transcripts.export import export_transcript
+    from ctxcompact.transcripts.io import load_transcript
 
     streams = Streams(quiet=quiet)
     transcript = load_transcript(file, dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)

@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 
+from ctxcompact.accounting.windows import load_registry, resolve_model
 from ctxcompact.cli.common import (
     CONTEXT_WINDOW_OPT,
     COUNTER_OPT,
@@ -28,16 +29,15 @@ from ctxcompact.cli.common import (
     reports_errors,
     write_stdout,
 )
-from ctxcompact.models import load_registry, resolve_model
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 
 
 def _counter(name: CounterName, encoding: str, model: str | None) -> Any:
-    from ctxcompact.tokens import make_counter
+    from ctxcompact.accounting.tokens import make_counter
 
     if name is CounterName.anthropic:
-        from ctxcompact.anthropic_api import DEFAULT_COUNT_MODEL, AnthropicTotalCounter
+        from ctxcompact.llm.anthropic_api import DEFAULT_COUNT_MODEL, AnthropicTotalCounter
 
         return AnthropicTotalCounter(model=model or DEFAULT_COUNT_MODEL)
     return make_counter(name.value, encoding=encoding)
@@ -73,10 +73,10 @@ def count(
     """
     import orjson
 
-    from ctxcompact.context_size import context_size, side_entries
-    from ctxcompact.reports import CountRow, count_to_json
-    from ctxcompact.tokens import make_counter
-    from ctxcompact.usage import conversation_model, measure, unknown_model_warning
+    from ctxcompact.accounting.check import conversation_model, measure, unknown_model_warning
+    from ctxcompact.accounting.context_size import context_size, side_entries
+    from ctxcompact.accounting.tokens import make_counter
+    from ctxcompact.output.json import CountRow, count_to_json
 
     streams = Streams()
     registry = load_registry(models_file)
@@ -111,7 +111,7 @@ def count(
     if as_json:
         write_stdout(orjson.dumps(count_to_json(rows, top=top), option=orjson.OPT_INDENT_2).decode())
     else:
-        from ctxcompact.text_reports import count_report
+        from ctxcompact.output.text import count_report
 
         print_report(count_report(rows, top=top), streams)
     if loaded.failed:
@@ -154,8 +154,8 @@ def check(
     """
     import orjson
 
-    from ctxcompact.reports import check_to_json
-    from ctxcompact.usage import budget_for, check_conversation, unknown_model_warning
+    from ctxcompact.accounting.check import budget_for, check_conversation, unknown_model_warning
+    from ctxcompact.output.json import check_to_json
 
     streams = Streams()
     registry = load_registry(models_file)
@@ -188,7 +188,7 @@ def check(
     if as_json:
         write_stdout(orjson.dumps(check_to_json(results, budget), option=orjson.OPT_INDENT_2).decode())
     else:
-        from ctxcompact.text_reports import check_report
+        from ctxcompact.output.text import check_report
 
         print_report(check_report(results, budget), streams)
     if loaded.failed or any(r.errors for r in results):

@@ -12,8 +12,8 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
 
-from ctxcompact.pins import PinOptions
-from ctxcompact.strategies.options import (
+from ctxcompact.compaction.pins import PinOptions
+from ctxcompact.compaction.strategies.options import (
     DEFAULT_FALLBACK_ROUNDS,
     DEFAULT_MIN_RECENT,
     DEFAULT_TARGET_USAGE,
@@ -76,7 +76,7 @@ def local_strategy_options(
     """The options objects of ``selective`` and ``key-messages`` from the command line."""
     selective = SelectiveOptions()
     if rules is not None:  # the TOML reader only with --rules (start-up)
-        from ctxcompact.strategies.selective_rules import load_rules
+        from ctxcompact.compaction.strategies.selective_rules import load_rules
 
         selective = load_rules(rules)
     key_messages = KeyMessageOptions(

@@ -24,11 +24,11 @@ from ctxcompact.cli.common import (
 )
 from ctxcompact.errors import UsageError
 from ctxcompact.names import LocalCounterName
-from ctxcompact.offload import DEFAULT_MIN_CHARS, DEFAULT_OUT_DIR
+from ctxcompact.offload.tool_results import DEFAULT_MIN_CHARS, DEFAULT_OUT_DIR
 
 if TYPE_CHECKING:
-    from ctxcompact.offload import OffloadResult
-    from ctxcompact.transcript import Transcript
+    from ctxcompact.offload.tool_results import OffloadResult
+    from ctxcompact.transcripts.io import Transcript
 
 # Option declarations at module level (typer reads them; ruff's B008 prefers them here).
 OUT_DIR_OPT = typer.Option(
@@ -110,11 +110,11 @@ def offload(
       ctxcompact offload session.jsonl --preview 200 --protect-loop -q > lean.jsonl
       ctxcompact offload --clean-orphans --out-dir .ctx/offload
     """
-    from ctxcompact.offload import discard_offload, offload_tool_results
-    from ctxcompact.offload_session import offload_duplicates, reference_dir_for
-    from ctxcompact.reports import offload_stats_json
-    from ctxcompact.tokens import make_counter
-    from ctxcompact.transcript import dump_transcript, load_transcript
+    from ctxcompact.accounting.tokens import make_counter
+    from ctxcompact.offload.session import offload_duplicates, reference_dir_for
+    from ctxcompact.offload.tool_results import discard_offload, offload_tool_results
+    from ctxcompact.output.json import offload_stats_json
+    from ctxcompact.transcripts.io import dump_transcript, load_transcript
 
     streams = Streams(quiet=quiet)
     if clean_orphans:
@@ -171,9 +171,9 @@ def offload(
 
 def _print_stats(label: str, results: list[OffloadResult], streams: Streams, *, min_chars: int) -> None:
     """The stats panel: Rich's on a terminal, the same bytes without rich on a pipe."""
-    from ctxcompact.offload_report import offload_stats_lines, offload_stats_title
-    from ctxcompact.reports import offload_stats_json
-    from ctxcompact.text_panel import plain_panel
+    from ctxcompact.output.json import offload_stats_json
+    from ctxcompact.output.offload_panel import offload_stats_lines, offload_stats_title
+    from ctxcompact.output.panel import plain_panel
 
     lines = offload_stats_lines(offload_stats_json(label, results), min_chars=min_chars)
     panel = plain_panel(offload_stats_title(label), [line.text for line in lines])
@@ -181,7 +181,7 @@ def _print_stats(label: str, results: list[OffloadResult], streams: Streams, *, 
 
 
 def _render_stats(label: str, results: list[OffloadResult], streams: Streams, *, min_chars: int) -> None:
-    from ctxcompact.render_tools import render_offload_stats
+    from ctxcompact.output.rich.offload import render_offload_stats
 
     render_offload_stats(label, results, streams.err, min_chars=min_chars)
 
@@ -190,11 +190,11 @@ def _undo(
     transcript: Transcript, *, out_dir: Path, output: Path | None, stats_json: Path | None, streams: Streams
 ) -> None:
     """``--undo``: every conversation's offloaded contents put back, or nothing (exit 3)."""
-    from ctxcompact.offload import undo_offload
-    from ctxcompact.offload_session import undo_duplicates
-    from ctxcompact.render_tools import render_undo_stats
-    from ctxcompact.reports import undo_stats_json
-    from ctxcompact.transcript import dump_transcript
+    from ctxcompact.offload.session import undo_duplicates
+    from ctxcompact.offload.tool_results import undo_offload
+    from ctxcompact.output.json import undo_stats_json
+    from ctxcompact.output.rich.offload import render_undo_stats
+    from ctxcompact.transcripts.io import dump_transcript
 
     undone = [undo_offload(conv.messages, out_dir=out_dir) for conv in transcript.conversations]
     convs = []
@@ -210,9 +210,9 @@ def _clean_orphans(
     files: list[Path] | None, *, out_dir: Path, undo: bool, stats_json: Path | None, streams: Streams
 ) -> None:
     """``offload --clean-orphans``: the removed names on stderr (and in --stats-json)."""
-    from ctxcompact.offload_store import clean_orphans
-    from ctxcompact.render_tools import render_orphan_cleanup
-    from ctxcompact.reports import orphan_cleanup_stats_json
+    from ctxcompact.offload.store import clean_orphans
+    from ctxcompact.output.json import orphan_cleanup_stats_json
+    from ctxcompact.output.rich.offload import render_orphan_cleanup
 
     if files or undo:
         raise UsageError("--clean-orphans works on --out-dir alone: give it no transcript and no --undo.")

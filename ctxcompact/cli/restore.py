@@ -24,10 +24,14 @@ from ctxcompact.cli.common import (
     write_json_file,
     write_output,
 )
-from ctxcompact.restore import DEFAULT_MAX_FILES, DEFAULT_MAX_TOKENS_PER_FILE, DEFAULT_MAX_TOKENS_TOTAL
+from ctxcompact.compaction.restore import (
+    DEFAULT_MAX_FILES,
+    DEFAULT_MAX_TOKENS_PER_FILE,
+    DEFAULT_MAX_TOKENS_TOTAL,
+)
 
 if TYPE_CHECKING:
-    from ctxcompact.restore import ReadTool
+    from ctxcompact.compaction.restore import ReadTool
 
 WORK_DIR_OPT = typer.Option(
     None,
@@ -56,7 +60,7 @@ MAX_TOKENS_TOTAL_OPT = typer.Option(
 
 def read_tools(specs: list[str] | None) -> tuple[ReadTool, ...] | None:
     """The user's --read-tool specs, or None: the core then picks by dialect."""
-    from ctxcompact.restore import parse_read_tool
+    from ctxcompact.compaction.restore import parse_read_tool
 
     return tuple(parse_read_tool(s) for s in specs) if specs else None
 
@@ -93,12 +97,12 @@ def restore_files(
       ctxcompact restore-files t.json --work-dir ~/project
       ctxcompact restore-files session.jsonl --read-tool Read:file_path --append -o t2.jsonl
     """
-    from ctxcompact.reports import restore_files_stats_json
-    from ctxcompact.restore import parse_path_map
-    from ctxcompact.restore_files import appended_transcript, dump_pairs
-    from ctxcompact.restore_files import restore_files as restore
-    from ctxcompact.text_reports import restore_report
-    from ctxcompact.transcript import dump_transcript, load_transcript
+    from ctxcompact.compaction.restore import parse_path_map
+    from ctxcompact.compaction.restore_files import appended_transcript, dump_pairs
+    from ctxcompact.compaction.restore_files import restore_files as restore
+    from ctxcompact.output.json import restore_files_stats_json
+    from ctxcompact.output.text import restore_report
+    from ctxcompact.transcripts.io import dump_transcript, load_transcript
 
     streams = Streams(quiet=quiet)
     transcript = load_transcript(file, dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)

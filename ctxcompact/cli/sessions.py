@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from ctxcompact.accounting.windows import load_registry
 from ctxcompact.cli.common import (
     CONTEXT_WINDOW_OPT,
     JSON_OPT,
@@ -20,7 +21,6 @@ from ctxcompact.cli.common import (
     reports_errors,
     write_stdout,
 )
-from ctxcompact.models import load_registry
 
 DIR_ARG = typer.Argument(
     None,
@@ -58,8 +58,8 @@ def sessions(
     """
     import orjson
 
-    from ctxcompact.reports import sessions_to_json
-    from ctxcompact.sessions import all_session_files, default_folders, list_sessions
+    from ctxcompact.accounting.sessions import all_session_files, default_folders, list_sessions
+    from ctxcompact.output.json import sessions_to_json
 
     streams = Streams()
     root = [folder] if folder is not None else default_folders()
@@ -73,7 +73,7 @@ def sessions(
     }
     total = len(all_session_files(root))
     if total >= PROGRESS_FROM and sys.stderr.isatty():
-        from ctxcompact.render_sessions import sessions_progress
+        from ctxcompact.output.rich.sessions import sessions_progress
 
         with sessions_progress(streams.err, total) as update:
             rows = list_sessions(root, on_progress=update, **options)  # type: ignore[arg-type]
@@ -84,6 +84,6 @@ def sessions(
     if as_json:
         write_stdout(orjson.dumps(sessions_to_json(rows), option=orjson.OPT_INDENT_2).decode())
         return
-    from ctxcompact.text_reports import sessions_report
+    from ctxcompact.output.text import sessions_report
 
     print_report(sessions_report(rows), streams)

@@ -1,0 +1,240 @@
+"""Context usage: how many tokens a conversation takes and whether it is due for compaction.
+
+The pure core behind ``count`` and ``check`` (seed 004's ContextUsageMonitor). Functions take
+a conversation (or a plain list of message dicts) and return frozen result objects; nothing
+here prints or exits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxcompact.accounting.context_size import ContextSize, context_size
+from ctxcompact.accounting.tokens import (
+    TokenCounter,
+    TokenReport,
+    count_tokens,
+    make_counter,
+    scale_report,
+    total_tokens,
+)
+from ctxcompact.accounting.windows import (
+    DEFAULT_RATIO,
+    Budget,
+    BudgetCheck,
+    ModelInfo,
+    make_budget,
+    resolve_model,
+)
+from ctxcompact.ir import Message
+from ctxcompact.transcripts.dialects import DEFAULT_DIALECT
+from ctxcompact.transcripts.dialects.recorded import RecordedUsage
+from ctxcompact.transcripts.io import Conversation, load_messages
+from ctxcompact.transcripts.validate import Violation, errors_only, validate_messages
+
+MessagesLike = Conversation | Sequence[Message] | Sequence[Mapping[str, Any]]
+
+
+def as_conversation(messages: MessagesLike, *, dialect: str | None = None) -> Conversation:
+    """Accept what library callers have: a Conversation, IR messages, or raw message dicts."""
+    if isinstance(messages, Conversation):
+        return messages
+    items = list(messages)
+    if items and all(isinstance(m, Message) for m in items):
+        return Conversation("messages", dialect or DEFAULT_DIALECT.name, (), tuple(items))  # type: ignore[arg-type]
+    return load_messages(items, dialect=dialect)  # type: ignore[arg-type]
+
+
+def conversation_model(conversation: Conversation) -> str | None:
+    """The model a transcript names: a request body's ``model``, else the model of the last
+    assistant message that records one (Claude Code entries' ``message.model``,
+    mini-swe-agent's ``extra.response.model``)."""
+    if conversation.model:
+        return conversation.model
+    for message in reversed(conversation.messages):
+        if message.role != "assistant" or message.source is None:
+            continue
+        for record in message.source.records:
+            model = _record_model(record)
+            if model:
+                return model
+    # A session just compacted (its live part a boundary and a summary) still ran on the
+    # model its history names.
+    for record in reversed(conversation.records):
+        model = _record_model(record)
+        if model:
+            return model
+    return None
+
+
+def _record_model(record: Any) -> str | None:
+    if not isinstance(record, Mapping):
+        return None
+    for outer, key in (("message", "model"), ("extra", "response")):
+        inner = record.get(outer)
+        value = inner.get(key) if isinstance(inner, Mapping) else None
+        if isinstance(value, Mapping):  # mini-swe-agent: extra.response is the API response
+            value = value.get("model")
+        if isinstance(value, str) and value and not value.startswith("<"):
+            return value
+    return None
+
+
+def budget_for(
+    conversation: Conversation,
+    *,
+    model: str | None = None,
+    context_window: int | None = None,
+    output_reserve: int | None = None,
+    ratio: float = DEFAULT_RATIO,
+    registry: Mapping[str, int] | None = None,
+) -> Budget:
+    """The budget for a conversation: ``model`` or, failing that, the model the transcript
+    names; ``budget.model.known`` says whether the window came from the registry."""
+    recorded = conversation.recorded
+    if model is None and context_window is None and recorded is not None and recorded.context_window:
+        # The agent recorded the window it used (Codex's model_context_window): take it.
+        context_window = recorded.context_window
+    info = resolve_model(
+        model or conversation_model(conversation), context_window=context_window, registry=registry
+    )
+    return make_budget(info, output_reserve=output_reserve, ratio=ratio)
+
+
+def unknown_model_warning(info: ModelInfo) -> str | None:
+    """The one warning ``count``, ``check`` and ``compact`` show when a model's window is the
+    default, not the model's own (``budget.model`` for a budget)."""
+    if info.known:
+        return None
+    name = info.model or "no --model given"
+    return (
+        f"unknown model ({name}): assuming a {info.context_window:,}-token window; "
+        "pass --model or --context-window."
+    )
+
+
+def measure(conversation: Conversation, counter: TokenCounter | Any, *, previews: bool = True) -> TokenReport:
+    """Count a conversation. An exact request counter (``count_request``) gives the total;
+    the breakdown then comes from tiktoken, scaled to it and marked approximate.
+    ``previews=False``: no message previews (a compaction shows none)."""
+    if hasattr(counter, "count_request"):
+        local = count_tokens(
+            conversation.messages, system=conversation.system, tools=conversation.tools, previews=previews
+        )
+        exact = counter.count_request(
+            conversation.messages, system=conversation.system, tools=conversation.tools
+        )
+        return scale_report(local, exact, counter.name)
+    return count_tokens(
+        conversation.messages,
+        counter=counter,
+        system=conversation.system,
+        tools=conversation.tools,
+        previews=previews,
+    )
+
+
+def measure_total(conversation: Conversation, counter: TokenCounter | Any) -> int:
+    """``measure(conversation, counter).total``, without building the per-message report
+    when the counter is local (a compaction's before and after figures)."""
+    if hasattr(counter, "count_request"):
+        return measure(conversation, counter).total
+    return total_tokens(
+        conversation.messages, counter=counter, system=conversation.system, tools=conversation.tools
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """``check``'s answer for one conversation."""
+
+    label: str
+    report: TokenReport
+    status: BudgetCheck
+    violations: tuple[Violation, ...] = ()
+    #: The figure ``status`` was decided from and its source (recorded usage, estimate, count).
+    size: ContextSize | None = None
+    #: The agent's recorded usage the decision was made from (Codex), if any.
+    recorded: RecordedUsage | None = None
+
+    @property
+    def errors(self) -> list[Violation]:
+        return errors_only(self.violations)
+
+    @property
+    def needs_compaction(self) -> bool:
+        return self.status.needs_compaction
+
+
+def check_conversation(
+    conversation: Conversation,
+    *,
+    budget: Budget,
+    counter: TokenCounter | Any,
+    validate: bool = True,
+    system_tokens: int | None = None,
+) -> CheckResult:
+    """Measure, size (recorded usage when the transcript has it, see
+    :func:`~ctxcompact.accounting.context_size.context_size`) and validate one conversation."""
+    report = measure(conversation, counter)
+    size = context_size(conversation, report, model=budget.model.model, system_tokens=system_tokens)
+    violations: tuple[Violation, ...] = ()
+    if validate:
+        found = validate_messages(
+            conversation.messages, dialect=conversation.dialect, thinking=conversation.thinking
+        )
+        violations = tuple(found)
+    status = BudgetCheck(size.tokens, budget)
+    return CheckResult(
+        conversation.label, report, status, violations, size=size, recorded=conversation.recorded
+    )
+
+
+# --- library facade --------------------------------------------------------------------------
+
+
+def count_message_tokens(
+    messages: MessagesLike,
+    *,
+    counter: str | TokenCounter = "tiktoken",
+    encoding: str = "cl100k_base",
+    dialect: str | None = None,
+) -> TokenReport:
+    """Token report for a message list (raw dicts in either dialect, IR messages, or a
+    :class:`Conversation`). ``counter`` is ``"tiktoken"``, ``"estimate"`` or a counter object."""
+    conv = as_conversation(messages, dialect=dialect)
+    chosen = make_counter(counter, encoding=encoding) if isinstance(counter, str) else counter
+    return measure(conv, chosen)
+
+
+def check_budget(
+    messages: MessagesLike,
+    *,
+    model: str | None = None,
+    context_window: int | None = None,
+    output_reserve: int | None = None,
+    threshold: float = DEFAULT_RATIO,
+    counter: str | TokenCounter = "tiktoken",
+    registry: Mapping[str, int] | None = None,
+    validate: bool = True,
+    dialect: str | None = None,
+) -> CheckResult:
+    """Is this message list due for compaction on ``model``? (seed 000 F-002, seed 003 FR-1.2)
+
+    >>> result = check_budget([{"role": "user", "content": "hi"}], model="gpt-4o")
+    >>> result.needs_compaction
+    False
+    """
+    conv = as_conversation(messages, dialect=dialect)
+    budget = budget_for(
+        conv,
+        model=model,
+        context_window=context_window,
+        output_reserve=output_reserve,
+        ratio=threshold,
+        registry=registry,
+    )
+    chosen = make_counter(counter) if isinstance(counter, str) else counter
+    return check_conversation(conv, budget=budget, counter=chosen, validate=validate)

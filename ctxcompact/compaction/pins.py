@@ -1,0 +1,197 @@
+"""What survives every strategy verbatim: pins, the live loop, the head (issue 10).
+
+A message is *pinned* when
+
+* one of its raw records carries ``"ctxcompact_pin": true`` (:data:`PIN_FIELD`; the writer
+  keeps unknown fields, so the marker stays on output),
+* its text matches one of the ``--pin REGEX`` patterns (``re.search``), or
+* it is the first real user message — the task — when ``pin_first`` is True
+  (``--pin-first``/``--no-pin-first``); None leaves it to the caller's ``first_default``: the
+  local strategies, ``hybrid`` and the fallback ladder pin the task by default, ``full`` on
+  its own does not (its summary opens with the task). "Real" means it carries the user's own words and is not an earlier
+  compaction summary or a restored file.
+
+Pins are widened to whole tool interaction blocks (a pinned tool result keeps its tool use),
+so a strategy that keeps every protected index never splits a pair. Earlier compaction
+summaries (ours, Claude Code's ``isCompactSummary``) are recognised here too: every local
+strategy keeps them, with the assistant acknowledgement that follows ours.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ctxcompact.accounting.tokens import TokenCounter, message_totals
+from ctxcompact.errors import UsageError
+from ctxcompact.ir import (
+    Message,
+    current_loop_start,
+    has_user_text,
+    leading_system_count,
+    round_starts,
+    text_of,
+    tool_interaction_blocks,
+)
+from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES, OUR_ACKS, restored_file_path
+
+#: The per-message marker field: ``{"role": "user", "content": "…", "ctxcompact_pin": true}``.
+PIN_FIELD = "ctxcompact_pin"
+
+
+@dataclass(frozen=True, slots=True)
+class PinOptions:
+    """``patterns``: ``--pin REGEX`` (repeatable); ``pin_first``: pin the task (None: the
+    strategy's default)."""
+
+    patterns: tuple[str, ...] = ()
+    pin_first: bool | None = None
+
+    def first_pinned(self, default: bool = True) -> bool:
+        return default if self.pin_first is None else self.pin_first
+
+    def __post_init__(self) -> None:
+        for pattern in self.patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise UsageError(f"--pin {pattern!r} is not a valid regular expression: {exc}.") from None
+
+
+#: Pins by default: the first real user message only.
+DEFAULT_PINS = PinOptions()
+
+
+def _records(message: Message) -> Iterable[Mapping[str, object]]:
+    if message.source is None:
+        return ()
+    return (r for r in message.source.records if isinstance(r, Mapping))
+
+
+def has_pin_marker(message: Message) -> bool:
+    """True when a raw record of ``message`` carries ``"ctxcompact_pin": true`` (at the top
+    level, or inside a Claude Code entry's ``message``)."""
+    for record in _records(message):
+        if record.get(PIN_FIELD) is True:
+            return True
+        inner = record.get("message")
+        if isinstance(inner, Mapping) and inner.get(PIN_FIELD) is True:
+            return True
+    return False
+
+
+def is_earlier_summary(message: Message) -> bool:
+    """An earlier compaction summary: ours, Claude Code's (``isCompactSummary`` or its opening
+    sentence), or any message our writer marked as a summary."""
+    if message.meta.get("kind") == "summary":
+        return True
+    if any(record.get("isCompactSummary") is True for record in _records(message)):
+        return True
+    return message.role == "user" and text_of(message).lstrip().startswith(EARLIER_SUMMARY_PREFIXES)
+
+
+def first_task_index(messages: Sequence[Message]) -> int | None:
+    """Index of the first real user message (the task), or None."""
+    for i, message in enumerate(messages):
+        if has_user_text(message) and not is_earlier_summary(message) and restored_file_path(message) is None:
+            return i
+    return None
+
+
+def pinned_indices(
+    messages: Sequence[Message], options: PinOptions = DEFAULT_PINS, *, first_default: bool = True
+) -> frozenset[int]:
+    """Indices of the pinned messages, widened to whole tool interaction blocks."""
+    compiled = [re.compile(p) for p in options.patterns]
+    pinned: set[int] = set()
+    for i, message in enumerate(messages):
+        if has_pin_marker(message):
+            pinned.add(i)
+        elif compiled:
+            text = text_of(message, include_tool_results=True)
+            if any(p.search(text) for p in compiled):
+                pinned.add(i)
+    if options.first_pinned(first_default):
+        first = first_task_index(messages)
+        if first is not None:
+            pinned.add(first)
+    return widen_to_blocks(messages, pinned)
+
+
+def summary_indices(messages: Sequence[Message]) -> frozenset[int]:
+    """Earlier summaries and the acknowledgement right after each (kept as a pair)."""
+    out: set[int] = set()
+    for i, message in enumerate(messages):
+        if is_earlier_summary(message):
+            out.add(i)
+            nxt = messages[i + 1] if i + 1 < len(messages) else None
+            if nxt is not None and nxt.role == "assistant" and text_of(nxt).strip() in OUR_ACKS:
+                out.add(i + 1)
+    return frozenset(out)
+
+
+def widen_to_blocks(messages: Sequence[Message], indices: Iterable[int]) -> frozenset[int]:
+    """``indices`` plus every message of a tool interaction block any of them is in."""
+    out = set(indices)
+    for span in tool_interaction_blocks(messages):
+        if any(i in span for i in out):
+            out.update(range(span.start, span.end))
+    return frozenset(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Protected:
+    """What a local strategy must keep verbatim: ``head`` (leading system messages), the
+    live loop from ``loop_start`` (the last user request and its tool loop, seed 004 "Loop 内
+    压缩"), ``pins`` and earlier ``summaries``. ``indices`` is their union."""
+
+    head: int
+    loop_start: int
+    pins: frozenset[int]
+    summaries: frozenset[int]
+
+    @property
+    def indices(self) -> frozenset[int]:
+        return self.pins | self.summaries | frozenset(range(self.head))
+
+    def __contains__(self, index: object) -> bool:
+        return isinstance(index, int) and (index >= self.loop_start or index in self.indices)
+
+
+def protected_part(messages: Sequence[Message], options: PinOptions = DEFAULT_PINS) -> Protected:
+    """The protected part of ``messages`` under ``options``."""
+    return Protected(
+        head=leading_system_count(messages),
+        loop_start=current_loop_start(messages),
+        pins=pinned_indices(messages, options),
+        summaries=widen_to_blocks(messages, summary_indices(messages)),
+    )
+
+
+def message_tokens(messages: Sequence[Message], counter: TokenCounter) -> list[int]:
+    """Tokens of each message (content plus the per-message overhead), one counter batch."""
+    return message_totals(messages, counter)
+
+
+def recent_tail_start(messages: Sequence[Message], *, tokens: int, counter: TokenCounter) -> int:
+    """Where the newest ``tokens`` tokens of the conversation start (``--keep-recent-tokens``).
+
+    The cut is at a round boundary (a user message with user text), so tool pairs stay whole
+    and the tail opens with the user's words: the earliest round start whose tail counts at
+    most ``tokens``. ``len(messages)`` when not even the last round fits (or ``tokens`` is 0);
+    leading system messages are never part of the tail.
+    """
+    if tokens <= 0:
+        return len(messages)
+    sizes = message_tokens(messages, counter)
+    head = leading_system_count(messages)
+    # A user message that answers a tool use and adds words opens a round inside a block.
+    inside = {i for s in tool_interaction_blocks(messages) for i in range(s.start + 1, s.end)}
+    best = len(messages)
+    for start in reversed(round_starts(messages)):
+        if start < head or sum(sizes[start:]) > tokens:
+            break
+        if start not in inside:
+            best = start
+    return best

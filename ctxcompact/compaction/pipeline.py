@@ -1,0 +1,456 @@
+"""The compaction pipeline: one or more strategies, then the checks that make it safe.
+
+``compact_conversation`` is what the CLI calls; ``compact_messages`` is the library's one
+call (seed 000 §4.3). Steps:
+
+1. count the conversation (system prompt and tools included);
+2. with ``auto``, stop here when it is under the threshold: the output is the input;
+3. run the strategies in order, each found by name in the table
+   (:data:`ctxcompact.compaction.strategies.STRATEGIES`) and given its own options and one shared
+   :class:`~ctxcompact.compaction.strategies.StrategyContext` (target budget, summarizer, counter...);
+   ``("prune", "full")`` masks old tool output, then summarizes what is left — masking first
+   makes the summary cheaper. The run's figures are the steps' typed counters;
+4. validate the result: a rewrite that breaks an API invariant is a bug, never output;
+5. count again; with ``auto``, a result that is not smaller is dropped (never emit a larger
+   transcript); the stats always say plainly when the result is not smaller or still over;
+6. archive the raw records of every message that was replaced or removed (F-007) — unless
+   ``dry_run``, or when written as a compaction point after the history (a session's summary
+   compaction, ``append``: :mod:`ctxcompact.transcripts.points`) — before anything is emitted:
+   if that fails, nothing is compacted (exit 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache, partial
+from time import monotonic
+from typing import Any, TypeVar
+
+from ctxcompact.accounting.check import MessagesLike, as_conversation, budget_for, measure, measure_total
+from ctxcompact.accounting.context_size import context_size
+from ctxcompact.accounting.tokens import TokenCounter, TokenReport, cached, make_counter
+from ctxcompact.accounting.windows import DEFAULT_RATIO, Budget
+from ctxcompact.compaction.archive import write_archive
+from ctxcompact.compaction.options import CompactOptions as CompactOptions  # re-exported
+from ctxcompact.compaction.pins import message_tokens
+from ctxcompact.compaction.restore import FileReader, work_dir_for
+from ctxcompact.compaction.retention import RetentionReport, check_retention
+from ctxcompact.compaction.strategies import (
+    AUTO_STRATEGIES,
+    STRATEGIES,
+    TARGETED,
+    StrategyContext,
+    StrategyResult,
+)
+from ctxcompact.compaction.strategies.ladder import auto_recent_tokens, ladder_if_over
+from ctxcompact.compaction.summarize import Summarizer
+from ctxcompact.errors import UsageError, WorkFailedError
+from ctxcompact.ir import Message, same_objects, text_of
+from ctxcompact.names import SummarizerName
+from ctxcompact.transcripts.appended import point_layout
+from ctxcompact.transcripts.io import Conversation, conversation_records
+from ctxcompact.transcripts.validate import errors_only, validate_messages
+
+T = TypeVar("T")
+D = TypeVar("D")
+
+
+@dataclass(frozen=True, slots=True)
+class CompactStats:
+    """What happened (seed 000 F-009 fields, plus what a user needs to trust the result)."""
+
+    strategy: str
+    compacted: bool
+    original_tokens: int
+    compacted_tokens: int
+    compacted_message_count: int = 0
+    retained_message_count: int = 0
+    restored_file_count: int = 0
+    restored_token_count: int = 0
+    summarizer: str | None = None
+    attempts: int | None = None
+    archive_path: str | None = None
+    appended: bool = False  # written after the history as a compaction point
+    retention: RetentionReport | None = None
+    threshold: int | None = None
+    reason: str = ""
+    warnings: tuple[str, ...] = ()
+    steps: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def compaction_ratio(self) -> float:
+        return self.compacted_tokens / self.original_tokens if self.original_tokens else 0.0
+
+    @property
+    def still_over_threshold(self) -> bool | None:
+        return None if self.threshold is None else self.compacted_tokens >= self.threshold
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, with the seed's camelCase names (built by :mod:`ctxcompact.output.json`)."""
+        from ctxcompact.output.json import compact_stats_json
+
+        return compact_stats_json(self)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactResult:
+    """The rewritten conversation and its stats. ``messages`` are raw records in the input's
+    dialect (kept ones are the very objects read), ready to send or to write."""
+
+    conversation: Conversation
+    stats: CompactStats
+    replaced: tuple[Message, ...] = field(default=())
+
+    @property
+    def messages(self) -> list[Any]:
+        return conversation_records(self.conversation)
+
+    @property
+    def compacted(self) -> bool:
+        return self.stats.compacted
+
+
+def compact_conversation(
+    conversation: Conversation,
+    *,
+    options: CompactOptions | None = None,
+    budget: Budget | None = None,
+    auto: bool = False,
+    dry_run: bool = False,
+    summarizer: Summarizer | None = None,
+    reader: FileReader | None = None,
+    counter: TokenCounter | None = None,
+    system_tokens: int | None = None,
+) -> CompactResult:
+    """Compact one conversation (see the module docstring for the steps).
+
+    ``auto`` needs ``budget``; its threshold is the target every strategy is given. The
+    strategies run from the table (:data:`ctxcompact.compaction.strategies.STRATEGIES`), each with its own
+    options from ``options`` and one shared :class:`~ctxcompact.compaction.strategies.StrategyContext`.
+    ``summarizer`` overrides the one ``options.full`` names (tests inject fakes; agent loops
+    inject their own). ``auto`` decides as ``check`` does. Never mutates ``conversation``.
+    """
+    options, started = options or CompactOptions(), monotonic()
+    # One cache for the run: the before and after figures and the strategies share it, so
+    # each distinct block is encoded once.
+    counter = cached(counter)
+    if auto and budget is None:
+        raise UsageError("--auto needs a budget: give --model or --context-window.")
+    report = measure(conversation, counter, previews=False)
+    before = report.total
+    budget, options = _targets(conversation, options, budget, auto=auto)
+    threshold = budget.threshold if budget else None
+    unchanged = partial(_unchanged, conversation, ",".join(options.strategies), before, threshold)
+    if auto and (reason := _under_threshold(conversation, report, budget, system_tokens)) is not None:
+        return unchanged(reason)
+
+    context = _context(conversation, options, budget, summarizer=summarizer, reader=reader, counter=counter)
+    context = replace(context, fixed_tokens=before - sum(m.tokens for m in report.messages))
+    messages, results, steps, warnings = _run_with_ladder(conversation.messages, options, context)
+    if same_objects(messages, conversation.messages):
+        return unchanged("no strategy changed anything", warnings, steps)
+
+    layout = point_layout(conversation, messages, append=options.append)  # written as a point?
+    messages = layout.messages if layout else messages
+    _assert_valid(conversation, messages)
+    rewritten = conversation.with_messages(messages)
+    after = measure_total(rewritten, counter)
+    if layout:
+        rewritten = layout.mark(rewritten, auto=auto, before=before, after=after, started=started)
+    if after >= before:
+        warnings.append(f"the result is not smaller than the input ({after:,} ≥ {before:,} tokens)")
+        if auto:
+            return unchanged(
+                "compaction did not make the transcript smaller: input passed through", warnings, steps
+            )
+    if budget is not None and after >= budget.threshold:
+        warnings.append(
+            f"still over the threshold after compaction ({after:,} ≥ {budget.threshold:,} tokens)"
+        )
+
+    replaced, retention, archive_path = _check_and_archive(
+        conversation, messages, options, dry_run=dry_run or layout is not None, warnings=warnings
+    )
+    stats = replace(
+        _counters(
+            results, messages, replaced, strategy=",".join(options.strategies), before=before, after=after
+        ),
+        archive_path=archive_path,
+        appended=layout is not None,
+        retention=retention,
+        threshold=threshold,
+        reason="dry run: nothing written" if dry_run else "compacted",
+        warnings=tuple(warnings),
+        steps=tuple(steps),
+    )
+    return CompactResult(rewritten, stats, replaced)
+
+
+def _check_and_archive(
+    conversation: Conversation,
+    messages: Sequence[Message],
+    options: CompactOptions,
+    *,
+    dry_run: bool,
+    warnings: list[str],
+) -> tuple[tuple[Message, ...], RetentionReport | None, str | None]:
+    """The messages a rewrite replaced, the retention check of what replaced them, and where
+    their raw records were archived (F-007: before anything is emitted; not on a dry run)."""
+    kept = {id(m) for m in messages}
+    replaced = tuple(m for m in conversation.messages if id(m) not in kept)
+    replacement = "\n".join(text_of(m, include_tool_results=True) for m in messages if m.is_new or m.changed)
+    retention = check_retention(replaced, replacement) if replaced else None
+    if retention is not None and retention.last_request is False:
+        warnings.append(
+            "the retention check did not find the last user request in the result: read the summary"
+        )
+    archive_path = None
+    if replaced and not dry_run:
+        archive_path = str(
+            write_archive(replaced, dialect=conversation.dialect, archive_dir=options.resolved_archive_dir)
+        )
+    return replaced, retention, archive_path
+
+
+def _context(
+    conversation: Conversation,
+    options: CompactOptions,
+    budget: Budget | None,
+    *,
+    summarizer: Summarizer | None,
+    reader: FileReader | None,
+    counter: TokenCounter,
+) -> StrategyContext:
+    """What every strategy of this run shares; the summarizer is made once, when first asked."""
+    work_dir = work_dir_for(conversation.dialect, conversation.records, options.work_dir, options.path_map)
+    return StrategyContext(
+        counter=counter,
+        summarizer=(lambda: summarizer) if summarizer is not None else cache(options.full.make_summarizer),
+        target_tokens=budget.threshold if budget else None,
+        budget=budget,
+        reader=reader,
+        original=conversation.messages,
+        dialect=conversation.dialect,
+        work_dir=work_dir.path,
+        configured=options.strategy_options,
+        path_map=options.path_map,
+        work_dir_note=work_dir.note,
+        pins=options.pins,
+    )
+
+
+def _under_threshold(
+    conversation: Conversation, report: TokenReport, budget: Budget | None, system_tokens: int | None
+) -> str | None:
+    """Why ``--auto`` leaves the conversation alone, or None when it is due. Decided from the
+    real context size (recorded usage when the transcript has it), as ``check`` does."""
+    if budget is None:
+        return None
+    size = context_size(conversation, report, model=budget.model.model, system_tokens=system_tokens)
+    if size.tokens >= budget.threshold:
+        return None
+    source = "" if size.source == "count" else f" by {size.source} size"
+    return f"under the threshold ({size.tokens:,} < {budget.threshold:,} tokens{source}): nothing to do"
+
+
+def _targets(
+    conversation: Conversation, options: CompactOptions, budget: Budget | None, *, auto: bool
+) -> tuple[Budget | None, CompactOptions]:
+    """Strategies that aim at a target get the transcript model's budget when none was given;
+    ``--auto`` keeps a recent tail after a summary unless ``--keep-recent-tokens`` says."""
+    if budget is None and TARGETED.intersection(options.strategies):
+        budget = budget_for(conversation)
+    if auto and budget is not None and options.full.keep_recent_tokens is None:
+        recent = auto_recent_tokens(budget.threshold)
+        options = replace(options, full=replace(options.full, keep_recent_tokens=recent))
+    return budget, options
+
+
+def _run_with_ladder(
+    messages: tuple[Message, ...], options: CompactOptions, context: StrategyContext
+) -> tuple[tuple[Message, ...], list[StrategyResult], list[dict[str, Any]], list[str]]:
+    """The strategies, then the fallback ladder when the result is still over the target
+    (issue 10): the messages, the results, the steps and the warnings."""
+    messages, results, steps = _run_strategies(messages, options.strategies, context)
+    warnings = [w for r in results for w in r.warnings]
+    messages, ladder, missed = ladder_if_over(
+        messages, target_tokens=context.message_target(), counter=context.counter, pins=options.pins
+    )
+    if ladder and ladder["pins_over_target"] and options.full.on_failure == "error":
+        raise WorkFailedError(f"{ladder['reason']}: unpin some (--pin, --no-pin-first) or raise the budget.")
+    steps += [ladder] if ladder else []
+    warnings += [missed] if missed else []
+    return messages, results, steps, warnings
+
+
+def _unchanged(
+    conversation: Conversation,
+    label: str,
+    before: int,
+    threshold: int | None,
+    reason: str,
+    warnings: Sequence[str] = (),
+    steps: Sequence[Mapping[str, Any]] = (),
+) -> CompactResult:
+    """The input passed through, and why."""
+    stats = CompactStats(
+        label,
+        False,
+        before,
+        before,
+        threshold=threshold,
+        reason=reason,
+        warnings=tuple(warnings),
+        steps=tuple(steps),
+    )
+    return CompactResult(conversation, stats)
+
+
+def _counters(
+    results: Sequence[StrategyResult],
+    messages: Sequence[Message],
+    replaced: Sequence[Message],
+    *,
+    strategy: str,
+    before: int,
+    after: int,
+) -> CompactStats:
+    """The run's figures: each the last one a step reported, else derived from the messages."""
+    untouched = len(messages) - sum(1 for m in messages if m.is_new or m.changed)
+    return CompactStats(
+        strategy=strategy,
+        compacted=True,
+        original_tokens=before,
+        compacted_tokens=after,
+        compacted_message_count=_last_reported((r.compacted_message_count for r in results), len(replaced)),
+        retained_message_count=_last_reported((r.kept_loop_message_count for r in results), 0)
+        + _last_reported((r.retained_message_count for r in results), untouched),
+        restored_file_count=_last_reported((r.restored_file_count for r in results), 0),
+        restored_token_count=_last_reported((r.restored_token_count for r in results), 0),
+        summarizer=_last_reported((r.summarizer for r in results), None),
+        attempts=_last_reported((r.attempts for r in results), None),
+    )
+
+
+def _run_strategies(
+    messages: tuple[Message, ...], names: Sequence[str], context: StrategyContext
+) -> tuple[tuple[Message, ...], list[StrategyResult], list[dict[str, Any]]]:
+    """Run each named strategy of the table on the previous one's output: the final list,
+    every step's result, and the steps as ``--stats-json`` shows them."""
+    results: list[StrategyResult] = []
+    steps: list[dict[str, Any]] = []
+    for name in names:
+        strategy = STRATEGIES[name]
+        result = strategy.run(messages, context.options_for(strategy.options), context)
+        tokens = {
+            "before": context.fixed_tokens + sum(message_tokens(messages, context.counter)),
+            "after": context.fixed_tokens + sum(message_tokens(result.messages, context.counter)),
+        }
+        steps.append(
+            {"strategy": name, "changed": result.changed, **result.details.to_dict(), "tokens": tokens}
+        )
+        results.append(result)
+        messages = result.messages
+    return messages, results, steps
+
+
+def _last_reported(values: Iterable[T | None], default: D) -> T | D:
+    """The last figure a step reported (a later step's replaces an earlier one's)."""
+    found: T | D = default
+    for value in values:
+        if value is not None:
+            found = value
+    return found
+
+
+def _assert_valid(original: Conversation, messages: Sequence[Message]) -> None:
+    """A rewrite may not add API-invariant errors (ones the input already had are compared by
+    code and tool id, which do not move with the messages). If it does, that is a bug in a
+    strategy: nothing is emitted and the run fails (exit 3) instead of writing a transcript the
+    API would reject."""
+    before = {
+        (v.code, v.subject)
+        for v in errors_only(validate_messages(original.messages, dialect=original.dialect))
+    }
+    new = [
+        v
+        for v in errors_only(validate_messages(messages, dialect=original.dialect))
+        if (v.code, v.subject) not in before
+    ]
+    if new:
+        raise WorkFailedError(
+            f"the rewrite would break an API invariant ({new[0]}); nothing was written. "
+            "This is a bug in ctxcompact: please report it."
+        )
+
+
+def compact_messages(
+    messages: MessagesLike,
+    *,
+    model: str | None = None,
+    auto: bool = False,
+    context_window: int | None = None,
+    threshold: float = DEFAULT_RATIO,
+    output_reserve: int | None = None,
+    summarizer: Summarizer | SummarizerName | None = None,
+    reader: FileReader | None = None,
+    counter: TokenCounter | str = "tiktoken",
+    dialect: str | None = None,
+    dry_run: bool = False,
+    system_tokens: int | None = None,
+    **options: Any,
+) -> CompactResult:
+    """Compact a message list: the library's one call (seed 000 §4.3).
+
+    ``messages`` are raw dicts in either dialect (or a :class:`Conversation`); the result's
+    ``messages`` come back in the same dialect, ``stats`` says what happened. Any
+    :class:`CompactOptions` field, or field of a strategy's options (``FullOptions``,
+    ``PruneOptions``, ``CleanToolsOptions``), can be passed as a flat keyword
+    (``strategies=("prune", "full")``, ``work_dir=...``, ``max_files=...``, ``keep=...``); an
+    unknown one is a :class:`~ctxcompact.errors.UsageError`. With no API key the offline extractive summarizer is
+    used. Raises :class:`~ctxcompact.errors.CtxcompactError` subclasses on bad input or failure.
+
+    >>> from ctxcompact import compact_messages
+    >>> result = compact_messages([{"role": "user", "content": "hi"}], summarizer="extractive")
+    >>> result.messages[0]["content"].startswith("[Conversation compressed]")
+    True
+    """
+    from ctxcompact.accounting.check import budget_for
+
+    conv = as_conversation(messages, dialect=dialect)
+    if isinstance(summarizer, str):
+        options["summarizer"] = summarizer
+        summarizer = None
+    if "strategy" in options:
+        value = options.pop("strategy")
+        options["strategies"] = tuple(value.split(",")) if isinstance(value, str) else tuple(value)
+    if auto:
+        options.setdefault("strategies", AUTO_STRATEGIES)
+    opts = CompactOptions.from_keywords(**options)
+    budget = None
+    if auto or model or context_window:
+        budget = budget_for(
+            conv, model=model, context_window=context_window, output_reserve=output_reserve, ratio=threshold
+        )
+    chosen = make_counter(counter) if isinstance(counter, str) else counter
+    return compact_conversation(
+        conv,
+        options=opts,
+        budget=budget,
+        auto=auto,
+        dry_run=dry_run,
+        summarizer=summarizer,
+        reader=reader,
+        counter=chosen,
+        system_tokens=system_tokens,
+    )
+
+
+async def acompact_messages(messages: MessagesLike, **kwargs: Any) -> CompactResult:
+    """:func:`compact_messages` for asyncio agent loops: runs in a worker thread, so the
+    event loop keeps serving while the summary is written (the core is pure and keeps no
+    shared state, so concurrent calls are safe). Same arguments, same result."""
+    import asyncio
+
+    return await asyncio.to_thread(compact_messages, messages, **kwargs)

@@ -1,0 +1,269 @@
+"""Full compaction: summary of everything after the head, plus restored files (seed 000).
+
+Assembly (F-006), with the seed's exact strings::
+
+    [...head]
+    user:      "[Conversation compressed]\\n\\n{summary}"
+    assistant: "Understood. I have the context from the compressed conversation. Continuing work."
+    for each restored file (newest read first):
+        user:      "[Restored after compact] {path}:\\n{content}"
+        assistant: "Noted, file content restored."
+
+User and assistant strictly alternate. With ``keep_loop`` the last user request and everything
+after it (its tool loop) follow the restored files unchanged, so a request body about to be sent
+still asks its question and an assistant turn in the middle of a tool loop keeps its thinking
+blocks. When that request also answers tool uses (a user message holding tool results *and*
+text), the assistant message with those tool uses is kept too — a pair is never cut — and it
+takes the place of the last acknowledgement, so the roles still alternate.
+
+Repeated compaction (UC-005) needs nothing special: an
+earlier summary and earlier restored files are ordinary messages of the rest, so they are
+summarized again and the files restored afresh.
+
+Failure handling (F-008, UC-006): the summarizer does its own bounded retries; when it still
+fails, ``on_failure`` decides — ``fallback`` (default) summarizes with the offline extractive
+summarizer, ``skip`` returns the input unchanged with a warning, ``error`` raises
+:class:`~ctxcompact.compaction.summarize.SummaryFailed` (exit 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxcompact.compaction.partition import Partition, partition_messages
+from ctxcompact.compaction.restore import (
+    RestoreResult,
+    read_tools_for,
+    restore_recent_files,
+    restored_message_text,
+)
+from ctxcompact.compaction.strategies.base import StrategyContext, StrategyResult
+from ctxcompact.compaction.strategies.options import DEFAULT_ON_FAILURE as DEFAULT_ON_FAILURE
+from ctxcompact.compaction.strategies.options import DEFAULT_SUMMARIZER as DEFAULT_SUMMARIZER
+from ctxcompact.compaction.strategies.options import DEFAULT_SUMMARY_MAX_WORDS as DEFAULT_SUMMARY_MAX_WORDS
+from ctxcompact.compaction.strategies.options import FullOptions as FullOptions
+from ctxcompact.compaction.strategies.survivors import insert_after_summary, kept_verbatim, recent_start
+from ctxcompact.compaction.summarize import Summary, SummaryFailed
+from ctxcompact.ir import Message, block_start_at, current_loop_start, new_message
+from ctxcompact.markers import RESTORED_ACK, SUMMARY_ACK, SUMMARY_PREFIX
+from ctxcompact.transcripts.dialects import dialect_named
+
+ACK_KINDS = ("summary_ack", "restored_ack")
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryFailure:
+    """The summarizer's error, and how many requests it had sent when it gave up."""
+
+    error: str
+    attempts: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FullSkipped:
+    """Nothing summarized: nothing before the kept part, or ``on_failure="skip"``."""
+
+    summary_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {} if self.summary_error is None else {"summary_error": self.summary_error}
+        out["compacted_message_count"] = 0
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class FullDetails:
+    """A summary written; ``failure`` set when the fallback summarizer wrote it."""
+
+    compacted_message_count: int
+    kept_loop_message_count: int
+    retained_message_count: int
+    restored: RestoreResult
+    summary: Summary
+    failure: SummaryFailure | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.failure is not None:
+            out["summary_error"] = self.failure.error
+            out["attempts_failed"] = self.failure.attempts
+        out |= {
+            "compacted_message_count": self.compacted_message_count,
+            "kept_loop_message_count": self.kept_loop_message_count,
+            "retained_message_count": self.retained_message_count,
+            "restored_file_count": len(self.restored.files),
+            "restored_token_count": self.restored.tokens,
+            "restored_files": [f.path for f in self.restored.files],
+            "skipped_files": [{"path": s.path, "reason": s.reason} for s in self.restored.skipped],
+            "summarizer": self.summary.summarizer,
+            "summary_model": self.summary.model,
+            "attempts": self.summary.attempts,
+            "chunks": self.summary.chunks,
+        }
+        return out
+
+
+def assemble(head: Sequence[Message], summary: str, restored: RestoreResult) -> tuple[Message, ...]:
+    """Head + summary pair + one (file, acknowledgement) pair per restored file."""
+    return (
+        *head,
+        new_message("user", SUMMARY_PREFIX + summary, kind="summary"),
+        new_message("assistant", SUMMARY_ACK, kind="summary_ack"),
+        *restored_pairs(restored),
+    )
+
+
+def restored_pairs(result: RestoreResult) -> list[Message]:
+    """The seed's (``[Restored after compact] {path}:…``, acknowledgement) pair per file."""
+    pairs: list[Message] = []
+    for f in result.files:
+        pairs.append(new_message("user", restored_message_text(f), kind="restored_file", path=f.path))
+        pairs.append(new_message("assistant", RESTORED_ACK, kind="restored_ack"))
+    return pairs
+
+
+def split_for_summary(
+    messages: Sequence[Message], *, keep_loop: bool, recent: int | None = None
+) -> tuple[Partition, tuple[Message, ...]]:
+    """(head and the part to summarize, the tail kept verbatim after the summary).
+
+    With ``keep_loop`` the live request and its tool loop stay verbatim (seed 004: the current
+    loop is never compacted), so the result is still a request to send; a request that also
+    answers tool uses keeps the assistant message holding them, so no pair is cut.
+    """
+    part = partition_messages(messages)
+    starts = [block_start_at(messages, current_loop_start(messages))] if keep_loop else []
+    if recent is not None:  # ``--keep-recent-tokens``: a round start outside any tool block
+        starts.append(recent)
+    if not starts:
+        return part, ()
+    start = max(min(starts), len(part.head))
+    return Partition(part.head, tuple(messages[len(part.head) : start])), tuple(messages[start:])
+
+
+def run_full(messages: Sequence[Message], options: FullOptions, context: StrategyContext) -> StrategyResult:
+    """Replace everything after the head with a summary and the recently read files.
+
+    Files are looked up in the *whole* list (F-005: head and rest), relative to
+    ``context.work_dir``; in a pipeline ``context.original`` (the transcript as read) is scanned
+    instead, since an earlier step (``prune --clear-tool-inputs``) may have blanked the read
+    calls' inputs. Details: :class:`FullDetails`, or :class:`FullSkipped` when nothing was
+    summarized. Raises :class:`~ctxcompact.compaction.summarize.SummaryFailed` when the summarizer fails
+    under ``on_failure="error"``.
+    """
+    recent = recent_start(messages, options.keep_recent_tokens, context.counter)
+    part, kept_tail = split_for_summary(messages, keep_loop=options.keep_loop, recent=recent)
+    if not part.rest:
+        reason = (
+            "nothing to compact before the current request (--keep-loop)"
+            if options.keep_loop
+            else "nothing to compact: no message after the system prompt"
+        )
+        return StrategyResult(tuple(messages), False, FullSkipped(), (reason,), compacted_message_count=0)
+
+    warnings: list[str] = []
+    primary = context.summarizer()
+    try:
+        summary = primary.summarize(
+            part.rest, max_words=options.summary_max_words, instructions=options.instructions
+        )
+        failure = None
+    except SummaryFailed as exc:
+        if options.on_failure == "error" or (
+            options.on_failure == "fallback" and primary.name == "extractive"
+        ):
+            raise
+        if options.on_failure == "skip":
+            warning = f"summarizer failed ({exc}); compaction skipped, transcript unchanged"
+            return StrategyResult(
+                tuple(messages), False, FullSkipped(str(exc)), (warning,), compacted_message_count=0
+            )
+        summary, failure = (
+            _fallback_summary(part.rest, options),
+            SummaryFailure(str(exc), getattr(exc, "attempts", None)),
+        )
+        warnings.append(f"summarizer failed ({exc}); used the {summary.summarizer} summarizer instead")
+
+    restored = _restore(messages, options, context)
+    warnings.extend(f"file not restored: {s.path} ({s.reason})" for s in restored.skipped)
+    if restored.skipped and not restored.files and context.work_dir_note:  # a session's
+        warnings.append(nothing_restored_warning(len(restored.skipped), context.work_dir_note))
+    if not summary.text.strip():
+        warnings.append("the summary is empty")
+    out = _laid_out(messages, part, kept_tail, summary.text, restored, options, context)
+    if kept_tail and kept_tail[0].role == "assistant" and out[-1].meta.get("kind") in ACK_KINDS:
+        out = out[:-1]  # the kept assistant turn answers the summary in place of the last ack
+    details = FullDetails(len(part.rest), len(kept_tail), len(part.head), restored, summary, failure)
+    return StrategyResult(
+        out + kept_tail,
+        True,
+        details,
+        tuple(warnings),
+        compacted_message_count=details.compacted_message_count,
+        retained_message_count=details.retained_message_count,
+        kept_loop_message_count=details.kept_loop_message_count,
+        restored_file_count=len(restored.files),
+        restored_token_count=restored.tokens,
+        summarizer=summary.summarizer,
+        attempts=summary.attempts,
+        summary=summary.text,
+    )
+
+
+def _laid_out(
+    messages: Sequence[Message],
+    part: Partition,
+    kept_tail: Sequence[Message],
+    summary: str,
+    restored: RestoreResult,
+    options: FullOptions,
+    context: StrategyContext,
+) -> tuple[Message, ...]:
+    """The compacted messages before the kept tail: the dialect's own layout (Codex), else the
+    seed's head + summary pair (+ pinned and kept user messages) + restored-file pairs."""
+    layout = dialect_named(context.dialect).summary_layout(
+        messages[: len(messages) - len(kept_tail)], summary, keep_user_tokens=options.keep_user_tokens
+    )
+    if layout is not None:
+        return (*layout, *restored_pairs(restored))
+    rest = range(len(part.head), len(part.head) + len(part.rest))
+    middle = kept_verbatim(
+        messages,
+        rest,
+        pins=context.pins,
+        keep_user_tokens=options.keep_user_tokens or 0,
+        counter=context.counter,
+    )
+    return insert_after_summary(assemble(part.head, summary, restored), len(part.head), middle)
+
+
+def _fallback_summary(rest: Sequence[Message], options: FullOptions) -> Summary:
+    """The offline extractive summary written when the LLM failed (``on_failure="fallback"``)."""
+    from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
+
+    return ExtractiveSummarizer().summarize(
+        rest, max_words=options.summary_max_words, instructions=options.instructions
+    )
+
+
+def _restore(messages: Sequence[Message], options: FullOptions, context: StrategyContext) -> RestoreResult:
+    if not options.restore or options.max_files <= 0:
+        return RestoreResult((), ())
+    return restore_recent_files(
+        context.original or messages,
+        work_dir=context.work_dir,
+        max_files=options.max_files,
+        max_tokens_per_file=options.max_tokens_per_file,
+        max_tokens_total=options.max_tokens_total,
+        tools=options.read_tools or read_tools_for(context.dialect),
+        reader=context.reader,
+        path_map=context.path_map,
+    )
+
+
+def nothing_restored_warning(skipped: int, note: str) -> str:
+    """The sentence saying no file of a session came back (the exit status stays 0: the
+    summary stands), and where the files were looked for."""
+    return f"no file could be restored: all {skipped} recently read files were skipped; {note}"

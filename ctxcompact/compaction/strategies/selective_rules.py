@@ -1,0 +1,78 @@
+"""Seed 002 §4.1's selective rule table as data, its field thresholds (§4.2), and
+``--rules FILE``, which overrides them from TOML (the shape is in
+:mod:`ctxcompact.compaction.strategies.selective`'s docstring)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ctxcompact.compaction.strategies.options import ACTIONS as ACTIONS
+from ctxcompact.compaction.strategies.options import DEFAULT_OPTIONS as DEFAULT_OPTIONS
+from ctxcompact.compaction.strategies.options import DEFAULT_RULES as DEFAULT_RULES
+from ctxcompact.compaction.strategies.options import ITEM_TYPES as ITEM_TYPES
+from ctxcompact.compaction.strategies.options import NEVER as NEVER
+from ctxcompact.compaction.strategies.options import Action as Action
+from ctxcompact.compaction.strategies.options import ItemType as ItemType
+from ctxcompact.compaction.strategies.options import Rule as Rule
+from ctxcompact.compaction.strategies.options import SelectiveOptions as SelectiveOptions
+from ctxcompact.errors import UsageError
+
+
+def load_rules(path: Path, base: SelectiveOptions = DEFAULT_OPTIONS) -> SelectiveOptions:
+    """``base`` with the rules and fields a TOML file overrides (``--rules FILE``).
+
+    ``[rules.<type>]`` tables set ``action``, ``keep_recent`` and ``priority`` of one type;
+    ``[fields]`` sets the thresholds. Types that never compact (summaries, system prompts,
+    memory) cannot be given another action. A bad file is a usage error naming it.
+    """
+    import tomllib  # only with --rules: start-up matters
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"--rules {path}: cannot read it ({exc.strerror}).") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"--rules {path}: not valid TOML ({exc}).") from None
+    unknown = set(data) - {"rules", "fields"}
+    if unknown:
+        raise UsageError(f"--rules {path}: unknown table {sorted(unknown)[0]!r} (expected rules, fields).")
+    rules: dict[str, Rule] = {r.item_type: r for r in base.rules}
+    for name, table in _table(data.get("rules", {}), path, "rules").items():
+        if name not in ITEM_TYPES:
+            raise UsageError(
+                f"--rules {path}: unknown item type {name!r}; expected one of {', '.join(ITEM_TYPES)}."
+            )
+        rules[name] = _rule(rules[name], _table(table, path, f"rules.{name}"), path)
+    fields = _table(data.get("fields", {}), path, "fields")
+    allowed = {"tool_input_threshold", "tool_result_threshold", "preview_tokens"}
+    for key, value in fields.items():
+        if key not in allowed or not isinstance(value, int) or isinstance(value, bool):
+            raise UsageError(
+                f"--rules {path}: fields.{key} is not one of {', '.join(sorted(allowed))} as an integer."
+            )
+    return replace(base, rules=tuple(rules.values()), **fields)
+
+
+def _table(value: Any, path: Path, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise UsageError(f"--rules {path}: {where} must be a table.")
+    return value
+
+
+def _rule(rule: Rule, table: Mapping[str, Any], path: Path) -> Rule:
+    where = f"--rules {path}: rules.{rule.item_type}"
+    unknown = set(table) - {"action", "keep_recent", "priority"}
+    if unknown:
+        raise UsageError(f"{where}: unknown key {sorted(unknown)[0]!r}.")
+    action = table.get("action", rule.action)
+    if action not in ACTIONS:
+        raise UsageError(f"{where}: action must be one of {', '.join(ACTIONS)}.")
+    if rule.item_type in NEVER and action != "none":
+        raise UsageError(f"{where}: {rule.item_type} is never compacted.")
+    values = {k: table.get(k, getattr(rule, k)) for k in ("keep_recent", "priority")}
+    if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in values.values()):
+        raise UsageError(f"{where}: keep_recent and priority must be integers, 0 or more.")
+    return Rule(rule.item_type, action, values["keep_recent"], values["priority"])

@@ -1,0 +1,76 @@
+"""Judge replies cached by content hash, so a rerun of ``eval --judge`` costs nothing.
+
+A request's key is :func:`ctxcompact.batch.summaries.custom_id` of (model, system, user,
+max_tokens) — everything that decides its answer; the reply's text is stored in
+``<dir>/<key>.txt``, written atomically (a crash leaves the old entry or none, never half of
+one). Only reply texts are stored: never the request, a header or the API key.
+The default directory is ``$CTXCOMPACT_CACHE_DIR/judge``, else
+``$XDG_CACHE_HOME/ctxcompact/judge``, else ``~/.cache/ctxcompact/judge``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from ctxcompact.errors import UsageError
+from ctxcompact.transcripts.fileio import write_atomic
+
+_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    environ = os.environ if env is None else env
+    base = environ.get("CTXCOMPACT_CACHE_DIR") or os.path.join(
+        environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "ctxcompact"
+    )
+    return Path(base) / "judge"
+
+
+class JudgeCache:
+    """Reply texts by request key in one directory (created on first write)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def __repr__(self) -> str:
+        return f"JudgeCache({str(self.directory)!r})"
+
+    def _path(self, key: str) -> Path:
+        if not _KEY.fullmatch(key):
+            raise ValueError(f"not a request key: {key!r}")
+        return self.directory / f"{key}.txt"
+
+    def check_writable(self) -> None:
+        """Create the directory and make sure a file can be written there (exit 2 if not), so
+        no paid-for reply is lost to an unwritable cache."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=self.directory):
+                pass
+        except OSError as exc:
+            raise self._unwritable(exc) from None
+
+    def _unwritable(self, exc: OSError) -> UsageError:
+        return UsageError(
+            f"cannot write the judge cache in {self.directory}: {exc.strerror or exc}; "
+            "give another directory with --judge-cache."
+        )
+
+    def get(self, key: str) -> str | None:
+        """The cached reply, or None (also when the entry cannot be read)."""
+        try:
+            return self._path(key).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def put(self, key: str, text: str) -> None:
+        """Store ``text`` for ``key``; a directory that cannot be written is exit 2."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            write_atomic(self._path(key), text.encode("utf-8", "surrogatepass"))
+        except OSError as exc:
+            raise self._unwritable(exc) from None

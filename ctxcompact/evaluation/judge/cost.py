@@ -1,0 +1,32 @@
+"""What a judge run will cost, in one line printed before anything is sent.
+
+Input tokens are counted offline with ctxcompact's own counter (tiktoken by default), not
+Claude's tokenizer, so the figure is an estimate; outputs are assumed to use their whole
+``max_tokens``, so the cost is an upper bound on them. Prices: :mod:`ctxcompact.evaluation.judge.prices`
+(the Message Batches API at half price); an unlisted model's cost is "unknown".
+"""
+
+from __future__ import annotations
+
+from ctxcompact.evaluation.judge.prices import model_prices
+from ctxcompact.evaluation.judge.run import JudgePlan
+
+
+def estimated_cost(plan: JudgePlan, *, model: str, batch: bool = False) -> float | None:
+    """USD for the plan's uncached requests; None when the model's price is not known."""
+    prices = model_prices(model, batch=batch)
+    if prices is None:
+        return None
+    price_in, price_out = prices
+    return (plan.input_tokens * price_in + plan.output_tokens * price_out) / 1_000_000
+
+
+def cost_line(plan: JudgePlan, *, model: str, batch: bool = False) -> str:
+    """``eval --judge: N requests (M cached), ~X input tokens, ≤Y output tokens, estimated cost $Z``."""
+    cost = estimated_cost(plan, model=model, batch=batch)
+    price = f"estimated cost ${cost:,.2f}" if cost is not None else f"cost unknown (no price for {model})"
+    api = " (Message Batches, half price)" if batch and cost is not None else ""
+    return (
+        f"eval --judge: {plan.requests:,} requests ({plan.cached:,} cached), "
+        f"~{plan.input_tokens:,} input tokens, ≤{plan.output_tokens:,} output tokens, {price}{api}"
+    )

@@ -1,0 +1,227 @@
+"""``eval``: run strategies on transcripts and measure what each costs and what each keeps.
+
+For every conversation and strategy: tokens before and after, the ratio, the wall time, and
+the retention of the probes (:mod:`ctxcompact.evaluation.probes`) extracted from the part the strategy
+compacted away, scored against the whole compacted context. Strategies run through the
+compaction pipeline (:func:`ctxcompact.compaction.pipeline.compact_conversation`) as ``dry_run`` (no
+archive is written), so every strategy in the table is evaluated the same way; ``offload``
+runs through the offload core into a temporary directory that is removed afterwards.
+
+Pure core: nothing printed, nothing written outside temporary directories, inputs untouched.
+The default strategies (:func:`default_strategies`) are every registered one plus
+``offload``; the summary is ``extractive`` unless the caller names another summarizer, so an
+evaluation needs no API key. A strategy that cannot run (a summarizer without its key) is
+reported as skipped with the reason, not as a failure of the whole run.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ctxcompact.accounting.check import measure
+from ctxcompact.accounting.tokens import TokenCounter, make_counter
+from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
+from ctxcompact.compaction.strategies import STRATEGY_NAMES
+from ctxcompact.errors import CtxcompactError, UsageError
+from ctxcompact.evaluation.probes import (
+    PROBE_KINDS,
+    KindScore,
+    ProbeReport,
+    context_text,
+    extract_probes,
+    restored_paths,
+    score_probes,
+)
+from ctxcompact.ir import Message
+from ctxcompact.transcripts.io import Conversation, Transcript
+
+OFFLOAD = "offload"
+DEFAULT_CONVERSATIONS = 3
+
+
+def default_strategies() -> tuple[str, ...]:
+    """Every strategy of the table, then ``offload``."""
+    return (*STRATEGY_NAMES, OFFLOAD)
+
+
+def check_eval_strategies(names: Sequence[str]) -> tuple[str, ...]:
+    known = default_strategies()
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise UsageError(
+            f"unknown strategy {', '.join(unknown) or '(none)'}; eval knows {', '.join(known)} (comma-separated)."
+        )
+    return tuple(dict.fromkeys(names))
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyRun:
+    """One strategy on one conversation. ``skipped``: why it could not run (then no figures)."""
+
+    source: str
+    strategy: str
+    tokens_before: int = 0
+    tokens_after: int = 0
+    seconds: float = 0.0
+    report: ProbeReport | None = None
+    skipped: str = ""
+    #: The conversation's messages, the compacted context, and the messages it replaced (for
+    #: the LLM judge, :mod:`ctxcompact.evaluation.judge`); references to the run's own objects.
+    original: Sequence[Message] = field(default=(), repr=False, compare=False)
+    messages: Sequence[Message] = field(default=(), repr=False, compare=False)
+    replaced: Sequence[Message] = field(default=(), repr=False, compare=False)
+
+    @property
+    def ratio(self) -> float | None:
+        return self.tokens_after / self.tokens_before if self.tokens_before and not self.skipped else None
+
+
+@dataclass(frozen=True, slots=True)
+class StrategySummary:
+    """A strategy over every conversation evaluated: sums, so big transcripts weigh more."""
+
+    strategy: str
+    runs: int
+    skipped: int
+    tokens_before: int
+    tokens_after: int
+    seconds: float
+    report: ProbeReport
+
+    @property
+    def ratio(self) -> float | None:
+        return self.tokens_after / self.tokens_before if self.tokens_before else None
+
+
+@dataclass(frozen=True, slots=True)
+class EvalResult:
+    strategies: tuple[str, ...]
+    runs: tuple[StrategyRun, ...]
+
+    def summaries(self) -> tuple[StrategySummary, ...]:
+        return tuple(
+            _summarize(name, [r for r in self.runs if r.strategy == name]) for name in self.strategies
+        )
+
+    def to_dict(self, *, show_lost: int = 0) -> dict[str, Any]:
+        """JSON-ready (``eval --json``): :func:`ctxcompact.output.json.eval_json`."""
+        from ctxcompact.output.json import eval_json
+
+        return eval_json(self, show_lost=show_lost)
+
+
+def evaluate_transcripts(
+    transcripts: Sequence[Transcript],
+    *,
+    strategies: Sequence[str] | None = None,
+    summarizer: str = "extractive",
+    work_dir: Path | None = None,
+    max_conversations: int = DEFAULT_CONVERSATIONS,
+    counter: TokenCounter | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> EvalResult:
+    """Every strategy on the first ``max_conversations`` conversations of each transcript.
+
+    ``work_dir``: where ``full`` restores files from (default: an empty temporary directory,
+    so nothing of the local disk leaks into a score).
+    """
+    names = check_eval_strategies(strategies or default_strategies())
+    counter = counter or make_counter()
+    runs: list[StrategyRun] = []
+    with tempfile.TemporaryDirectory(prefix="ctxcompact-eval-") as scratch:
+        root = work_dir or Path(scratch)
+        for transcript in transcripts:
+            convs = transcript.conversations[:max_conversations]
+            for i, conv in enumerate(convs):
+                source = transcript.name if len(convs) == 1 else f"{transcript.name}#{i}"
+                for name in names:
+                    runs.append(
+                        evaluate_strategy(
+                            conv,
+                            name,
+                            source=source,
+                            summarizer=summarizer,
+                            work_dir=root,
+                            counter=counter,
+                            clock=clock,
+                        )
+                    )
+    return EvalResult(names, tuple(runs))
+
+
+def evaluate_strategy(
+    conversation: Conversation,
+    strategy: str,
+    *,
+    source: str,
+    summarizer: str = "extractive",
+    work_dir: Path,
+    counter: TokenCounter,
+    clock: Callable[[], float] = time.perf_counter,
+) -> StrategyRun:
+    """One strategy on one conversation (see the module docstring)."""
+    start = clock()
+    try:
+        if strategy == OFFLOAD:
+            before, after, messages = _offload(conversation, counter)
+        else:
+            options = CompactOptions.from_keywords(
+                strategies=(strategy,), work_dir=work_dir, summarizer=summarizer
+            )
+            result = compact_conversation(conversation, options=options, dry_run=True, counter=counter)
+            before, after = result.stats.original_tokens, result.stats.compacted_tokens
+            messages = result.conversation.messages
+    except CtxcompactError as exc:
+        return StrategyRun(source, strategy, skipped=str(exc))
+    seconds = clock() - start
+    kept = {id(m) for m in messages}
+    replaced = [m for m in conversation.messages if id(m) not in kept]
+    report = score_probes(extract_probes(replaced), context_text(messages), restored=restored_paths(messages))
+    return StrategyRun(
+        source,
+        strategy,
+        before,
+        after,
+        seconds,
+        report,
+        original=conversation.messages,
+        messages=tuple(messages),
+        replaced=tuple(replaced),
+    )
+
+
+def _offload(conversation: Conversation, counter: TokenCounter) -> tuple[int, int, Sequence[Message]]:
+    from ctxcompact.offload.tool_results import offload_tool_results
+
+    before = measure(conversation, counter).total
+    with tempfile.TemporaryDirectory(prefix="ctxcompact-eval-offload-") as out_dir:
+        result = offload_tool_results(conversation.messages, out_dir=out_dir, counter=counter)
+    after = measure(conversation.with_messages(result.messages), counter).total
+    return before, after, result.messages
+
+
+def _summarize(name: str, runs: Sequence[StrategyRun]) -> StrategySummary:
+    done = [r for r in runs if not r.skipped]
+    kinds = tuple(
+        KindScore(
+            kind,
+            sum(k.kept for r in done if r.report for k in r.report.kinds if k.kind == kind),
+            sum(k.total for r in done if r.report for k in r.report.kinds if k.kind == kind),
+        )
+        for kind in PROBE_KINDS
+    )
+    lost = tuple(p for r in done if r.report for p in r.report.lost)
+    return StrategySummary(
+        name,
+        len(done),
+        len(runs) - len(done),
+        sum(r.tokens_before for r in done),
+        sum(r.tokens_after for r in done),
+        sum(r.seconds for r in done),
+        ProbeReport(kinds, lost),
+    )

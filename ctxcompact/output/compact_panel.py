@@ -1,0 +1,74 @@
+"""The ``compact`` stats panel as data (its piped form: :mod:`ctxcompact.output.panel`).
+
+:func:`compact_stats_lines` is the one home of what the panel says (its lines of styled runs,
+drawn by :func:`ctxcompact.output.rich.render_compact_stats` with Rich). On a stderr that is not a
+terminal, :func:`ctxcompact.output.panel.plain_panel` writes the same bytes without ``rich``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxcompact.output.table import Line
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def compact_stats_title(stats: Any, label: str | None = None) -> str:
+    return f"ctxcompact compact · {stats.strategy}" + (f" · {label}" if label else "")
+
+
+def compact_stats_lines(stats: Any) -> list[Line]:
+    """The panel's lines (``stats`` is a :class:`ctxcompact.compaction.pipeline.CompactStats`)."""
+    if not stats.compacted:
+        head = (
+            ("unchanged: ", "bold yellow"),
+            (stats.reason, ""),
+            (f"  ({_n(stats.original_tokens)} tokens)", ""),
+        )
+        return [Line(head), *(Line.of(f"warning: {w}", "yellow") for w in stats.warnings)]
+    lines = [
+        Line(
+            (
+                ("tokens ", "dim"),
+                (_n(stats.original_tokens), ""),
+                (" → ", ""),
+                (_n(stats.compacted_tokens), "bold"),
+                (f"  ({stats.compaction_ratio:.1%} of the original)", ""),
+            )
+        ),
+        Line.of(
+            f"messages compacted {stats.compacted_message_count}, retained {stats.retained_message_count}; "
+            f"files restored {stats.restored_file_count} ({_n(stats.restored_token_count)} tokens)"
+        ),
+    ]
+    if stats.summarizer:
+        retries = max(0, (stats.attempts or 1) - 1)
+        lines.append(Line.of(f"summarizer {stats.summarizer}" + (f", {retries} retries" if retries else "")))
+    for step in stats.steps:
+        extra = {
+            k: v
+            for k, v in step.items()
+            if k not in ("strategy", "changed") and isinstance(v, int | float) and not isinstance(v, bool)
+        }
+        if step["strategy"] != "full" and extra:
+            shown = ", ".join(
+                f"{k.replace('_', ' ')} {_n(v) if isinstance(v, int) else v}" for k, v in extra.items()
+            )
+            lines.append(Line.of(f"{step['strategy']}: {shown}"))
+    if stats.retention is not None:
+        lines.append(Line.of(f"retention check: {stats.retention.summary_line()}"))
+    if stats.archive_path:
+        lines.append(Line((("originals archived to ", "dim"), (stats.archive_path, ""))))
+    if stats.appended:
+        lines.append(Line.of("appended after the history as a compaction point", "dim"))
+    if stats.threshold is not None:
+        over = stats.still_over_threshold
+        verdict = "still over it" if over else "now under it"
+        lines.append(Line.of(f"threshold {_n(stats.threshold)}: {verdict}", "red" if over else "green"))
+    if stats.reason and stats.reason != "compacted":
+        lines.append(Line.of(stats.reason, "yellow"))
+    lines.extend(Line.of(f"warning: {w}", "yellow") for w in stats.warnings)
+    return lines

@@ -1,0 +1,191 @@
+"""``eval``'s results as text: the per-strategy table (cells and best values), the lost
+probes, and a self-contained HTML page (inline CSS and SVG, no external assets).
+
+Pure formatting of :class:`~ctxcompact.evaluation.run.EvalResult`; the CLI prints the table (a
+:class:`ctxcompact.output.table.Table`) with Rich on a terminal and as plain text otherwise,
+from the same cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from ctxcompact.evaluation.probes import PROBE_KINDS
+from ctxcompact.evaluation.run import EvalResult, StrategyRun, StrategySummary
+from ctxcompact.output.table import Column, Table
+
+#: Column headings; the probe kinds' columns follow "kept".
+BASE_HEADERS = ("strategy", "runs", "tokens before → after", "ratio", "time", "kept")
+KIND_HEADERS = {
+    "path": "paths",
+    "identifier": "idents",
+    "number": "numbers",
+    "error": "errors",
+    "url": "urls",
+    "instruction": "instr.",
+    "last_request": "last req.",
+    "next_step": "next step",
+}
+_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def summary_table(result: EvalResult) -> Table:
+    """One row per strategy: the sums of :meth:`EvalResult.summaries`."""
+    summaries = result.summaries()
+    headers = (*BASE_HEADERS, *(KIND_HEADERS[k] for k in PROBE_KINDS))
+    rows: list[tuple[str, ...]] = []
+    values: list[list[float | None]] = []
+    for s in summaries:
+        kinds = [s.report.score(k) for k in PROBE_KINDS]
+        skipped = f" ({s.skipped} skipped)" if s.skipped else ""
+        rows.append(
+            (
+                s.strategy,
+                f"{s.runs}{skipped}",
+                f"{s.tokens_before:,} → {s.tokens_after:,}",
+                _pct(s.ratio),
+                f"{s.seconds:.2f}s",
+                _pct(s.report.overall),
+                *(_kind_cell(s, k) for k in PROBE_KINDS),
+            )
+        )
+        values.append([None, None, None, _neg(s.ratio), _neg(s.seconds), s.report.overall, *kinds])
+    return Table(tuple(Column(h) for h in headers), tuple(rows), best_cells(values))
+
+
+def _kind_cell(s: StrategySummary, kind: str) -> str:
+    score = next(k for k in s.report.kinds if k.kind == kind)
+    return "—" if not score.total else f"{score.score:.0%} ({score.kept}/{score.total})"
+
+
+def _neg(value: float | None) -> float | None:
+    return None if value is None else -value
+
+
+def best_cells(values: Sequence[Sequence[float | None]]) -> frozenset[tuple[int, int]]:
+    """Where each column peaks (higher is better; ratio and time are negated). No highlight
+    for a column with fewer than two values or where all are equal."""
+    best: set[tuple[int, int]] = set()
+    for col in range(len(values[0]) if values else 0):
+        column = [(row[col], i) for i, row in enumerate(values) if row[col] is not None]
+        numbers = {v for v, _ in column}
+        if len(column) < 2 or len(numbers) < 2:
+            continue
+        top = max(numbers)  # type: ignore[type-var]
+        best.update((i, col) for v, i in column if v == top)
+    return frozenset(best)
+
+
+def lost_lines(result: EvalResult, limit: int) -> str:
+    """The first ``limit`` lost probes of each strategy, as ``strategy: [kind] text`` lines."""
+    out: list[str] = []
+    for s in result.summaries():
+        lost = s.report.lost
+        if not lost or limit <= 0:
+            continue
+        out.append(f"{s.strategy}: {len(lost)} probe(s) lost")
+        out.extend(f"  [{p.kind}] {_one_line(p.text)}" for p in lost[:limit])
+        if len(lost) > limit:
+            out.append(f"  … {len(lost) - limit} more")
+    return "\n".join(out)
+
+
+def _one_line(text: str, limit: int = 140) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def html_page(result: EvalResult, *, show_lost: int = 20, table: Table | None = None, extra: str = "") -> str:
+    """A self-contained page: the table, a tokens-vs-retention scatter per strategy (one
+    point per conversation), and the lost probes. ``table``: the table to show instead of
+    :func:`summary_table`'s (the judge's columns added); ``extra``: HTML appended at the end."""
+    table = table or summary_table(result)
+    head = "".join(f"<th>{escape(h)}</th>" for h in table.headers)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td{' class=best' if (r, c) in table.best else ''}>{escape(cell)}</td>"
+            for c, cell in enumerate(row)
+        )
+        + "</tr>"
+        for r, row in enumerate(table.rows)
+    )
+    lost = "".join(
+        f"<h3>{escape(s.strategy)} — {len(s.report.lost)} lost</h3><ul>"
+        + "".join(
+            f"<li><b>{escape(p.kind)}</b> {escape(_one_line(p.text, 300))}</li>"
+            for p in s.report.lost[:show_lost]
+        )
+        + "</ul>"
+        for s in result.summaries()
+        if s.report.lost and show_lost > 0
+    )
+    page = _PAGE.format(table=f"<table><tr>{head}</tr>{body}</table>", svg=scatter_svg(result), lost=lost)
+    return page.replace("</body></html>", f"{extra}</body></html>") if extra else page
+
+
+def scatter_svg(result: EvalResult, *, width: int = 640, height: int = 360) -> str:
+    """x: tokens after as a share of before (left is smaller); y: probes kept (up is more)."""
+    pad = 48
+    colors = {name: _PALETTE[i % len(_PALETTE)] for i, name in enumerate(result.strategies)}
+    marks: list[str] = []
+    for run in result.runs:
+        point = _point(run)
+        if point is None:
+            continue
+        x = pad + point[0] * (width - 2 * pad)
+        y = height - pad - point[1] * (height - 2 * pad)
+        tip = f"{run.strategy} · {run.source} · ratio {point[0]:.0%} · kept {point[1]:.0%}"
+        marks.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{colors[run.strategy]}" fill-opacity="0.7">'
+            f"<title>{escape(tip)}</title></circle>"
+        )
+    legend = "".join(
+        f'<rect x="{width - 150}" y="{14 + 16 * i}" width="10" height="10" fill="{c}"/>'
+        f'<text x="{width - 134}" y="{23 + 16 * i}" font-size="11">{escape(name)}</text>'
+        for i, (name, c) in enumerate(colors.items())
+    )
+    axes = (
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#444"/>'
+        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#444"/>'
+        f'<text x="{width / 2}" y="{height - 12}" text-anchor="middle" font-size="12">tokens after / before (0 %–100 %)</text>'
+        f'<text x="14" y="{height / 2}" transform="rotate(-90 14 {height / 2})" text-anchor="middle" font-size="12">probes kept (0 %–100 %)</text>'
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="tokens versus retention">{axes}{"".join(marks)}{legend}</svg>'
+    )
+
+
+def _point(run: StrategyRun) -> tuple[float, float] | None:
+    if run.ratio is None or run.report is None or run.report.overall is None:
+        return None
+    return min(max(run.ratio, 0.0), 1.0), run.report.overall
+
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>ctxcompact eval</title>
+<style>
+body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}
+table{{border-collapse:collapse;font-size:13px}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
+td:first-child,th:first-child{{text-align:left}}
+td.best{{background:#d9f2d9;font-weight:bold}}
+li{{font-size:13px;font-family:ui-monospace,monospace}}
+</style></head><body>
+<h1>ctxcompact eval</h1>
+<p>Per strategy: tokens before → after, ratio (after / before, lower is smaller), wall time, and
+the share of probes from the compacted-away part found in the compacted context. Best value per
+column highlighted.</p>
+{table}
+<h2>Tokens vs retention (one point per conversation)</h2>
+{svg}
+<h2>Lost probes</h2>
+{lost}
+</body></html>
+"""

@@ -1,0 +1,117 @@
+"""How results look: Rich tables, panels and progress bars for people (JSON shapes are
+:mod:`ctxcompact.output.json`'s).
+
+With :mod:`ctxcompact.output.rich.offload`, the only module that imports ``rich``. Functions take
+result objects and a console; they decide nothing about the results themselves.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ctxcompact.output.table import Block
+from ctxcompact.output.table import Line as TextLine
+from ctxcompact.output.table import Panel as TextPanel
+from ctxcompact.output.table import Table as TextTable
+
+if TYPE_CHECKING:
+    from ctxcompact.batch.files import FileCompaction
+
+
+class _PipeSafeConsole(Console):
+    """A console that falls silent when its reader goes away (``| head``).
+
+    Rich's default raises ``SystemExit(1)``, which for ``check`` would read as "compaction
+    needed" whatever the verdict: here the output is dropped and the command exits with its
+    own status.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.file.fileno())
+        except (OSError, ValueError):
+            pass
+
+
+def make_console(file: Any) -> Console:
+    """A console on ``file``: colours only on a terminal; a stable width when piped."""
+    is_tty = bool(getattr(file, "isatty", lambda: False)())
+    return _PipeSafeConsole(
+        file=file,
+        highlight=False,
+        soft_wrap=False,
+        no_color=not is_tty,
+        width=None if is_tty else 100,
+    )
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def print_blocks(blocks: Sequence[Block], console: Console) -> None:
+    """A report (:mod:`ctxcompact.output.text`) on a terminal: lines, Rich tables, panels."""
+    for block in blocks:
+        if isinstance(block, TextLine):
+            console.print(_text(block), soft_wrap=True)
+        elif isinstance(block, TextPanel):
+            body = Group(*(_text(line) for line in block.lines))
+            console.print(Panel(body, title=Text(block.title), title_align="left", expand=False))
+        else:
+            console.print(_table(block))
+
+
+def _text(line: TextLine) -> Text:
+    return Text.assemble(*line.segments)
+
+
+def _table(table: TextTable) -> Table:
+    out = Table(title=table.title or None, title_justify="left")
+    for c in table.columns:
+        out.add_column(
+            c.header, justify=c.justify, overflow=c.overflow, max_width=c.max_width, no_wrap=c.no_wrap
+        )
+    for r, row in enumerate(table.rows):
+        styles = [
+            table.styles.get((r, i), "bold green" if (r, i) in table.best else "") for i in range(len(row))
+        ]
+        out.add_row(*(Text(cell, style=style) for cell, style in zip(row, styles, strict=True)))
+    if table.footer:
+        out.add_section()
+    for row in table.footer:
+        out.add_row(*(Text(cell) for cell in row), style=table.footer_style or None)
+    return out
+
+
+def render_warnings(warnings: Sequence[str], console: Console) -> None:
+    for warning in warnings:
+        console.print(Text(f"warning: {warning}", style="yellow"), soft_wrap=True)
+
+
+# --- compact -------------------------------------------------------------------------------------
+
+
+def render_compact_stats(stats: Any, console: Console, *, label: str | None = None) -> None:
+    """The stats panel on stderr (``stats`` is a :class:`ctxcompact.compaction.pipeline.CompactStats`;
+    its lines are :func:`ctxcompact.output.compact_panel.compact_stats_lines`)."""
+    from ctxcompact.output.compact_panel import compact_stats_lines, compact_stats_title
+
+    lines = [Text.assemble(*line.segments) for line in compact_stats_lines(stats)]
+    console.print(
+        Panel(Group(*lines), title=compact_stats_title(stats, label), title_align="left", expand=False)
+    )
+
+
+def render_file_stats(done: FileCompaction, console: Console) -> None:
+    """One stats panel per conversation, labelled when the file holds several."""
+    for r in done.results:
+        render_compact_stats(r.stats, console, label=r.conversation.label if len(done.results) > 1 else None)

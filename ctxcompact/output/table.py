@@ -1,0 +1,128 @@
+"""Reports as data: lines of styled text, tables of strings and titled panels, printed with
+Rich on a terminal (:func:`ctxcompact.output.rich.print_blocks`) and as plain aligned text here.
+
+The one home of the "table of strings" that ``count``, ``check``, ``sessions``, ``config`` and
+``eval`` build. Plain text is for pipes (grep, awk, cut): one line per row, never wrapped or
+cut, no box characters, no ANSI codes, one header line per table, columns aligned by display
+width (wide CJK characters count two). This module imports nothing heavy, so a piped report
+never loads ``rich``.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+#: A run of text and its Rich style ("" for none); styles are dropped in plain text.
+Segment = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line of text made of styled runs."""
+
+    segments: tuple[Segment, ...]
+
+    @classmethod
+    def of(cls, text: str, style: str = "") -> Line:
+        return cls(((text, style),))
+
+    @property
+    def text(self) -> str:
+        return "".join(text for text, _ in self.segments)
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A heading and how its cells sit. ``justify`` applies everywhere; ``overflow``,
+    ``max_width`` and ``no_wrap`` shape the Rich table only (plain cells are never cut)."""
+
+    header: str
+    justify: Literal["left", "right"] = "left"
+    overflow: Literal["fold", "ellipsis"] = "ellipsis"
+    max_width: int | None = None
+    no_wrap: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """Cells as strings, one tuple per row; ``footer`` rows (totals) follow a rule.
+
+    ``best`` holds (row, column) of each column's best value (highlighted); ``styles`` gives a
+    body cell a Rich style; ``footer_style`` styles the footer rows.
+    """
+
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[str, ...], ...]
+    best: frozenset[tuple[int, int]] = frozenset()
+    title: str = ""
+    styles: Mapping[tuple[int, int], str] = field(default_factory=dict)
+    footer: tuple[tuple[str, ...], ...] = ()
+    footer_style: str = ""
+
+    @property
+    def headers(self) -> tuple[str, ...]:
+        return tuple(c.header for c in self.columns)
+
+
+@dataclass(frozen=True, slots=True)
+class Panel:
+    """Lines under a title: a framed box on a terminal, the title line and the lines in plain."""
+
+    title: str
+    lines: tuple[Line, ...]
+
+
+Block = Line | Table | Panel
+
+
+def display_width(text: str) -> int:
+    """Terminal columns ``text`` takes: wide and full-width characters two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text
+    )
+
+
+_FLAT = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
+
+
+def plain_table(table: Table) -> str:
+    """The header line, the rows and the footer rows, columns aligned, two spaces apart."""
+    grid = [table.headers, *table.rows, *table.footer]
+    cells = [[cell.translate(_FLAT) for cell in row] for row in grid]
+    widths = [max(display_width(row[i]) for row in cells) for i in range(len(table.columns))]
+    lines = []
+    for row in cells:
+        parts = []
+        for cell, width, column in zip(row, widths, table.columns, strict=True):
+            pad = " " * (width - display_width(cell))
+            parts.append(pad + cell if column.justify == "right" else cell + pad)
+        lines.append("  ".join(parts).rstrip())
+    return "\n".join(lines)
+
+
+def plain_lines(block: Block) -> list[str]:
+    """One block as plain lines: a table's title above it, a panel's title above its lines."""
+    if isinstance(block, Line):
+        return [block.text]
+    if isinstance(block, Panel):
+        return [block.title, *(line.text for line in block.lines)]
+    return ([block.title] if block.title else []) + plain_table(block).splitlines()
+
+
+def plain_text(blocks: Sequence[Block]) -> str:
+    """Blocks as plain text: consecutive lines together, a blank line around each table and
+    panel (paragraphs for ``awk -v RS=``)."""
+    out: list[str] = []
+    previous: Block | None = None
+    for block in blocks:
+        framed = not isinstance(block, Line)
+        if previous is not None and (framed or not isinstance(previous, Line)):
+            out.append("")
+        out.extend(plain_lines(block))
+        previous = block
+    return "\n".join(out)

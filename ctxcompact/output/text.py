@@ -1,0 +1,345 @@
+"""What ``count``, ``check``, ``sessions`` and ``config`` report, as blocks of text
+(:mod:`ctxcompact.output.table`): title lines, tables of strings and panels.
+
+Pure formatting of result objects, rich-free: the CLI prints the same blocks with Rich on a
+terminal (:func:`ctxcompact.output.rich.print_blocks`) and as plain aligned text when piped.
+Styles are Rich style names, ignored in plain text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ctxcompact.accounting.context_size import describe_side, describe_size
+from ctxcompact.output.json import CountRow, recorded_text
+from ctxcompact.output.table import Block, Column, Line, Panel, Segment, Table
+
+if TYPE_CHECKING:
+    from ctxcompact.accounting.check import CheckResult
+    from ctxcompact.accounting.sessions import SessionInfo
+    from ctxcompact.accounting.windows import Budget
+
+#: More conversations than this and ``check`` shows one table row each instead of a panel each.
+CHECK_PANELS_UP_TO = 3
+#: The agent column of ``sessions``, short: the table is wide already.
+_AGENTS = {"claude-code": "claude", "codex": "codex"}
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def _right(header: str, **kwargs: Any) -> Column:
+    return Column(header, justify="right", **kwargs)
+
+
+# --- count -----------------------------------------------------------------------------------
+
+
+def count_report(rows: Sequence[CountRow], *, top: int) -> list[Block]:
+    """One conversation: its detail; several: a table of one row each and a total."""
+    if len(rows) == 1:
+        return _count_detail(rows[0], top=top)
+    show_share = any(r.model for r in rows)
+    show_recorded = any(r.size is not None and r.size.recorded is not None for r in rows)
+    columns = [Column("transcript", overflow="fold"), Column("dialect"), _right("messages"), _right("tokens")]
+    columns += [_right("of window")] if show_share else []
+    columns += [_right("recorded"), _right("ours vs recorded")] if show_recorded else []
+    body = []
+    for row in rows:
+        cells = [row.label, row.dialect, _n(row.report.message_count), _n(row.report.total)]
+        if show_share:
+            cells.append(_pct(row.report.total, row.model.context_window) if row.model else "-")
+        if show_recorded:
+            cells.extend(_recorded_cells(row))
+        body.append(tuple(cells))
+    total = [
+        "total",
+        "",
+        _n(sum(r.report.message_count for r in rows)),
+        _n(sum(r.report.total for r in rows)),
+    ]
+    total += [""] * (len(columns) - len(total))
+    table = Table(
+        tuple(columns),
+        tuple(body),
+        title="Tokens per transcript",
+        footer=(tuple(total),),
+        footer_style="bold",
+    )
+    return [table]
+
+
+def _recorded_cells(row: CountRow) -> list[str]:
+    size = row.size
+    if size is None or size.recorded is None:
+        return ["-", "-"]
+    diff = size.difference
+    return [_n(size.recorded.context), f"{diff:+.1f}%" if diff is not None else "-"]
+
+
+def _count_detail(row: CountRow, *, top: int) -> list[Block]:
+    report = row.report
+    counter = report.counter + (f" ({report.encoding})" if report.encoding else "")
+    exact = " — exact total; parts approximate" if report.per_message_approximate else ""
+    total: list[Segment] = [("total ", ""), (_n(report.total), "bold"), (" tokens", "")]
+    if row.model is not None:
+        total.append(
+            (
+                f" · {_pct(report.total, row.model.context_window)} of {row.model.model or 'default'}'s "
+                f"{_n(row.model.context_window)}-token window",
+                "",
+            )
+        )
+    blocks: list[Block] = [
+        Line(
+            (
+                (row.label, "bold"),
+                (f"  {row.dialect} · {report.message_count} messages · counter {counter}{exact}", ""),
+            )
+        ),
+        Line(tuple(total)),
+    ]
+    if row.recorded is not None:
+        blocks.append(Line.of(recorded_text(row.recorded)))
+    source = describe_size(row.size) if row.size is not None else ""
+    if source:
+        blocks.append(Line.of(source, "dim"))
+    if row.side is not None and (row.side.sidechain_entries or row.side.meta_entries):
+        blocks.append(Line.of(describe_side(row.side), "dim"))
+    for title, header, parts in (
+        ("By role", "role", report.by_role),
+        ("By block type", "block type", report.by_type),
+    ):
+        shares = tuple(
+            (k, _n(v), _pct(v, report.total)) for k, v in sorted(parts.items(), key=lambda kv: -kv[1])
+        )
+        blocks.append(Table((Column(header), _right("tokens"), _right("share")), shares, title=title))
+    if report.messages:
+        largest = tuple((str(m.index), m.role, _n(m.tokens), m.preview) for m in report.largest_messages(top))
+        blocks.append(
+            Table(
+                (
+                    _right("#"),
+                    Column("role"),
+                    _right("tokens"),
+                    Column("preview", max_width=60, no_wrap=True),
+                ),
+                largest,
+                title=f"Largest messages (top {top})",
+            )
+        )
+    if report.tool_results:
+        results = tuple(
+            (str(r.message_index), r.tool_name or "?", _n(r.tokens), r.preview)
+            for r in report.largest_tool_results(top)
+        )
+        blocks.append(
+            Table(
+                (
+                    _right("#"),
+                    Column("tool"),
+                    _right("tokens"),
+                    Column("preview", max_width=50, no_wrap=True),
+                ),
+                results,
+                title=f"Largest tool results (top {top})",
+            )
+        )
+    return blocks
+
+
+# --- check -----------------------------------------------------------------------------------
+
+
+def usage_bar(used: int, threshold: int, window: int, width: int = 40) -> tuple[Segment, ...]:
+    """``[██████░░░░|░░░]``: filled to the tokens used, a ``|`` at the threshold."""
+    width = max(width, 10)
+    mark = min(width - 1, round(width * threshold / window)) if window else width - 1
+    filled = min(width, round(width * used / window)) if window else width
+    bar: list[Segment] = [("[", "")]
+    for i in range(width):
+        char = "█" if i < filled else "░"
+        if i == mark:
+            char = "|"
+        style = "red" if i < filled and i >= mark else ("green" if i < filled else "dim")
+        bar.append((char, style))
+    bar.append(("]", ""))
+    return tuple(bar)
+
+
+def check_report(results: Sequence[CheckResult], budget: Budget) -> list[Block]:
+    """The budget line, then a panel per conversation (a table when there are many)."""
+    model = budget.model
+    head = Line(
+        (
+            ("model ", "dim"),
+            (model.model or "no model given", "bold"),
+            ("" if model.known else " (unknown: default window)", ""),
+            ("  window ", "dim"),
+            (_n(model.context_window), ""),
+            ("  output reserve ", "dim"),
+            (_n(budget.output_reserve), ""),
+            ("  ratio ", "dim"),
+            (f"{budget.ratio:g} ({budget.label})", ""),
+            ("  threshold ", "dim"),
+            (_n(budget.threshold), "bold"),
+        )
+    )
+    if len(results) > CHECK_PANELS_UP_TO:
+        return [head, *_check_table(results)]
+    return [head, *(_check_panel(r, budget) for r in results)]
+
+
+def _check_panel(r: CheckResult, budget: Budget) -> Panel:
+    verdict = ("compaction needed", "bold red") if r.needs_compaction else ("within budget", "bold green")
+    remaining = r.status.remaining
+    remain_text = (
+        f"{_n(remaining)} tokens left before the threshold"
+        if remaining > 0
+        else f"{_n(-remaining)} tokens over the threshold"
+    )
+    lines = [
+        Line(
+            (*usage_bar(r.status.tokens, budget.threshold, budget.model.context_window), ("  ", ""), verdict)
+        ),
+        Line.of(
+            f"{_n(r.status.tokens)} tokens = {r.status.usage:.1%} of the threshold, "
+            f"{r.status.window_share:.1%} of the window; {remain_text}"
+            + (" (exact)" if r.report.exact_total else f" (counter: {r.report.counter})")
+        ),
+    ]
+    source = describe_size(r.size) if r.size is not None else ""
+    if source:
+        lines.append(Line.of(source, "dim"))
+    if r.recorded is not None:
+        lines.append(Line.of(f"{recorded_text(r.recorded)}; counted here: {_n(r.report.total)}", "dim"))
+    for v in r.violations:
+        lines.append(Line.of(f"{v.severity}: {v}", "red" if v.severity == "error" else "yellow"))
+    return Panel(r.label, tuple(lines))
+
+
+def _check_table(results: Sequence[CheckResult]) -> list[Block]:
+    """Many conversations (a directory, a trajectory collection): one row each, errors listed."""
+    headers = ("transcript", "tokens", "of threshold", "left", "verdict", "errors", "warnings")
+    columns = [
+        Column(h, justify="left" if h in ("transcript", "verdict") else "right", overflow="fold")
+        for h in headers
+    ]
+    sources = [r.size.source if r.size is not None else "count" for r in results]
+    show_source = any(s != "count" for s in sources)
+    columns += [Column("source")] if show_source else []
+    rows = []
+    styles: dict[tuple[int, int], str] = {}
+    for i, (r, source) in enumerate(zip(results, sources, strict=True)):
+        errors = len(r.errors)
+        rows.append(
+            (
+                r.label,
+                _n(r.status.tokens),
+                f"{r.status.usage:.1%}",
+                _n(r.status.remaining),
+                "compaction needed" if r.needs_compaction else "within budget",
+                str(errors),
+                str(len(r.violations) - errors),
+                *([source] if show_source else []),
+            )
+        )
+        styles[i, 4] = "red" if r.needs_compaction else "green"
+        if errors:
+            styles[i, 5] = "red"
+    over = sum(r.needs_compaction for r in results)
+    total = (
+        f"{len(results)} transcripts",
+        _n(sum(r.status.tokens for r in results)),
+        "",
+        "",
+        f"{over} need compaction",
+        str(sum(len(r.errors) for r in results)),
+        "",
+        *([""] if show_source else []),
+    )
+    blocks: list[Block] = [Table(tuple(columns), tuple(rows), styles=styles, footer=(total,))]
+    blocks += [Line.of(f"{r.label}: error: {v}", "red") for r in results for v in r.errors]
+    return blocks
+
+
+# --- sessions, config ------------------------------------------------------------------------
+
+
+def sessions_report(rows: Sequence[SessionInfo]) -> list[Block]:
+    """Most recent first: agent, project, session, last activity, live tokens and their
+    source, compactions so far, and the verdict against the threshold."""
+    columns = tuple(
+        Column(h, justify=j, overflow="fold")  # type: ignore[arg-type]
+        for h, j in (
+            ("agent", "left"),
+            ("project", "left"),
+            ("session", "left"),
+            ("last activity", "left"),
+            ("tokens", "right"),
+            ("source", "left"),
+            ("compactions", "right"),
+            ("threshold", "right"),
+            ("verdict", "left"),
+        )
+    )
+    body = []
+    styles: dict[tuple[int, int], str] = {}
+    for i, row in enumerate(rows):
+        if row.error is not None:
+            verdict, styles[i, 8] = f"unreadable: {row.error}", "red"
+        elif row.over_threshold:
+            verdict, styles[i, 8] = "over", "bold red"
+        else:
+            verdict, styles[i, 8] = "within", "green"
+        body.append(
+            (
+                _AGENTS.get(row.agent, row.agent),
+                row.project,
+                row.session_id[:8],
+                (row.last_activity or "-")[:19].replace("T", " "),
+                f"{row.tokens:,}",
+                row.source,
+                str(row.compactions),
+                f"{row.threshold:,}",
+                verdict,
+            )
+        )
+    over = sum(r.over_threshold for r in rows)
+    footer = ("", f"{len(rows)} sessions", "", "", "", "", "", "", f"{over} over")
+    return [Table(columns, tuple(body), styles=styles, footer=(footer,))]
+
+
+def config_report(payload: dict[str, Any]) -> list[Block]:
+    """``ctxcompact config``: the file found, then each setting with its source and commands
+    (a value set by anything but the default in bold)."""
+    rows = []
+    styles: dict[tuple[int, int], str] = {}
+    for i, row in enumerate(payload["settings"]):
+        value = row["value"] if isinstance(row["value"], str) else repr(row["value"])
+        rows.append((row["key"], value, row["source"], ", ".join(row["commands"])))
+        if row["source"] != "default":
+            styles[i, 1] = "bold"
+    columns = tuple(Column(h, overflow="fold") for h in ("setting", "value", "source", "commands"))
+    return [
+        Line.of(f"config file: {payload['file'] or '(none found)'}"),
+        Table(columns, tuple(rows), title="Effective settings", styles=styles),
+    ]
+
+
+def restore_report(result: Any) -> list[Block]:
+    """``restore-files``' table of restored and skipped files (``result``: a
+    :class:`ctxcompact.compaction.restore.RestoreResult`)."""
+    rows = [(f.path, _n(f.tokens), "restored") for f in result.files]
+    rows += [(s.path, "-", f"skipped: {s.reason}") for s in result.skipped]
+    styles = {(i, 2): "green" if i < len(result.files) else "yellow" for i in range(len(rows))}
+    if not rows:
+        rows = [("(no file reads found)", "", "")]
+    columns = (Column("path", overflow="fold"), _right("tokens"), Column("status"))
+    return [Table(columns, tuple(rows), title="restore-files", styles=styles)]

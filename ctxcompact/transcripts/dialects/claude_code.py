@@ -1,0 +1,353 @@
+"""Claude Code session files (``~/.claude/projects/*/<session>.jsonl``).
+
+Each line is an *entry*. Entries of type ``user`` / ``assistant`` carry an API message in
+``message``; everything else (``summary``, ``progress``, ``file-history-snapshot``,
+``queue-operation``, ``system``, ``pr-link``…) is kept exactly where it was but is not a
+message. What the model sees, and so what becomes IR messages:
+
+* only entries after the last ``system`` entry with ``subtype: "compact_boundary"`` (Claude
+  Code keeps pre-compaction lines in the file but no longer sends them; the
+  ``isCompactSummary`` user entry after the boundary *is* sent);
+* only main-thread entries (``isSidechain: false``) when the file has any; a subagent file
+  (``<session>/subagents/agent-*.jsonl``) is all sidechain and is read as its own thread;
+* one assistant response is written as several entries sharing ``message.id`` (a thinking
+  line, a text line, a tool_use line): they form one IR message; consecutive user entries
+  (the results of parallel tool calls) form one user message, as Claude Code sends them.
+
+The top-level ``toolUseResult`` duplicate is never counted: the model does not see it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ctxcompact.errors import InputError
+from ctxcompact.ir import Block, Message, Source
+from ctxcompact.transcripts.dialects import claude_code_compact
+from ctxcompact.transcripts.dialects.common import (
+    DialectDefaults,
+    Parsed,
+    content_blocks,
+    json_kind,
+    plain_text,
+    split_along,
+)
+from ctxcompact.transcripts.points import AppendedCompaction, CompactionPoint, ctxcompact_field
+from ctxcompact.transcripts.recorded_usage import RecordedUsage, as_recorded, token_field
+
+NAME = "claude-code"
+MESSAGE_TYPES = ("user", "assistant")
+#: Entry types that only Claude Code writes: enough to recognise a session file.
+MARKER_TYPES = frozenset(
+    {"summary", "file-history-snapshot", "queue-operation", "progress", "pr-link", "system"}
+)
+
+
+def looks_like(records: Sequence[Any], body: Mapping[str, Any] | None = None) -> bool:
+    """True when the entries are Claude Code session entries rather than bare messages."""
+    for record in records[:50]:
+        if not isinstance(record, Mapping):
+            return False
+        if "role" in record:
+            return False
+        kind = record.get("type")
+        if kind in MESSAGE_TYPES and isinstance(record.get("message"), Mapping):
+            return True
+        if (
+            isinstance(kind, str)
+            and kind in MARKER_TYPES
+            and ("uuid" in record or "sessionId" in record or "leafUuid" in record or "messageId" in record)
+        ):
+            return True
+    return False
+
+
+def parse_records(records: Sequence[Any]) -> Parsed:
+    for i, record in enumerate(records):
+        if not isinstance(record, Mapping):
+            raise InputError(
+                f"line {i + 1} is a JSON {json_kind(record)}, expected a Claude Code entry (an object)."
+            )
+        if "role" in record and "message" not in record:
+            # Only reachable with --format claude-code: reading bare messages as entries would
+            # find no message at all and report 0 tokens.
+            raise InputError(
+                f"line {i + 1} is a bare API message (it has 'role'), not a Claude Code entry; "
+                "drop --format claude-code or choose anthropic/openai."
+            )
+
+    boundary = -1
+    for i, record in enumerate(records):
+        if record.get("type") == "system" and record.get("subtype") == "compact_boundary":
+            boundary = i
+    candidates = [
+        i
+        for i, record in enumerate(records)
+        if i > boundary and record.get("type") in MESSAGE_TYPES and isinstance(record.get("message"), Mapping)
+    ]
+    has_main = any(not records[i].get("isSidechain") for i in candidates)
+    visible = [i for i in candidates if not (has_main and records[i].get("isSidechain"))]
+
+    groups: list[list[int]] = []
+    for i in visible:
+        entry = records[i]
+        if groups and entry.get("type") == "user" and records[groups[-1][-1]].get("type") == "user":
+            groups[-1].append(i)
+            continue
+        if entry.get("type") == "assistant":
+            target = _open_response(records, groups, entry["message"].get("id"))
+            if target is not None:
+                target.append(i)
+                continue
+        groups.append([i])
+
+    messages: list[Message] = []
+    for group in groups:
+        first = records[group[0]]["message"]
+        role = first.get("role") or records[group[0]].get("type")
+        if role not in MESSAGE_TYPES:
+            raise InputError(f"line {group[0] + 1}: message role {role!r} is not 'user' or 'assistant'.")
+        blocks: list[Block] = []
+        for i in group:
+            blocks.extend(content_blocks(records[i]["message"].get("content"), f"line {i + 1}"))
+        source = Source(tuple(records[i] for i in group), tuple(group))
+        messages.append(Message(role, tuple(blocks), source))
+
+    in_messages = {i for group in groups for i in group}
+    passthrough = frozenset(i for i in range(len(records)) if i not in in_messages)
+    return Parsed(tuple(messages), passthrough, ())
+
+
+def _open_response(records: Sequence[Any], groups: list[list[int]], message_id: Any) -> list[int] | None:
+    """The assistant group this entry continues, if any.
+
+    Claude Code writes each block of one response as its own entry, and the results of
+    parallel tool calls can land between them. An entry continues the most recent assistant
+    group with the same ``message.id`` when only tool-result entries came after that group.
+    """
+    if message_id is None:
+        return None
+    for group in reversed(groups):
+        first = records[group[0]]
+        if first.get("type") == "assistant":
+            return group if first["message"].get("id") == message_id else None
+        if not all(_only_tool_results(records[i]) for i in group):
+            return None
+    return None
+
+
+def _only_tool_results(entry: Mapping[str, Any]) -> bool:
+    content = entry["message"].get("content")
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content)
+    )
+
+
+def render_message(message: Message) -> list[Any]:
+    """Entries for a changed or new message.
+
+    A changed message keeps its entries: when a rewrite changed blocks in place (prune,
+    offload), each entry gets its own slice of the new content and an entry whose blocks are
+    untouched is emitted as it was; when blocks were removed (clean-tools), each surviving
+    block stays in the entry it came from and entries left empty are dropped (their children
+    are re-linked by :func:`finalize_records`). ``toolUseResult`` duplicates are kept: the
+    model never sees them and they are the user's data. A new message becomes one fresh entry.
+    """
+    templates = message.source.records if message.source else ()
+    if not templates:
+        text = plain_text(message.content)
+        inner = {
+            "role": message.role,
+            "content": text if text is not None else [dict(b) for b in message.content],
+        }
+        return [
+            {
+                "type": message.role,
+                "message": inner,
+                "uuid": _derived_uuid(None, inner),
+                _NEW_MARK: True,
+            }
+        ]
+    originals = [content_blocks(t["message"].get("content"), "entry") for t in templates]
+    new = list(message.content)
+    slices = split_along(originals, new)
+    out: list[Any] = []
+    for template, before, after in zip(templates, originals, slices, strict=True):
+        if not after:
+            continue
+        if len(after) == len(before) and all(a is b for a, b in zip(after, before, strict=True)):
+            out.append(template)
+            continue
+        entry = dict(template)
+        inner = dict(entry.get("message") or {})
+        text = plain_text(tuple(after)) if isinstance(inner.get("content"), str) else None
+        inner["content"] = text if text is not None else [dict(b) for b in after]
+        entry["message"] = inner
+        out.append(entry)
+    return out
+
+
+def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
+    """Keep the ``parentUuid`` chain whole after a rewrite.
+
+    Claude Code rebuilds a conversation by following ``parentUuid`` links back from the last
+    entry, so:
+
+    * an entry whose parent was removed is re-linked to its nearest ancestor still in the
+      file (or, failing that, to the thread's entry before it);
+    * a new entry joins *the conversation's own thread* — the main thread, or for a subagent
+      file the subagent's — after the thread's entry before it, never after an inline
+      subagent (``isSidechain``) entry of a 1.x file; it takes that entry's session fields
+      (``sessionId``, ``cwd``, ``version``, ``gitBranch``, ``isSidechain``, ``agentId``…) and
+      timestamp, and a uuid derived from its parent and content (same input, same output).
+
+    Untouched files come back unchanged: nothing is re-linked when every parent is present.
+    """
+    present = {_link(r, "uuid") for r in records if isinstance(r, Mapping) and _link(r, "uuid")}
+    parents = {
+        _link(r, "uuid"): _link(r, "parentUuid")
+        for r in original
+        if isinstance(r, Mapping) and _link(r, "uuid")
+    }
+    entries = [r for r in original if isinstance(r, Mapping) and r.get("type") in MESSAGE_TYPES]
+    sidechain_thread = bool(entries) and all(r.get("isSidechain") for r in entries)
+
+    def in_thread(record: Mapping[str, Any]) -> bool:
+        return (
+            _link(record, "uuid") is not None
+            and record.get("type") in ("user", "assistant", "system")
+            and bool(record.get("isSidechain")) == sidechain_thread
+        )
+
+    template: Mapping[str, Any] = next((r for r in original if isinstance(r, Mapping) and in_thread(r)), {})
+    out: list[Any] = []
+    last_uuid: str | None = None
+    for record in records:
+        if not isinstance(record, Mapping):
+            out.append(record)
+            continue
+        if record.get(_NEW_MARK):
+            entry = {k: template[k] for k in _SESSION_FIELDS if k in template}
+            entry.update({k: v for k, v in record.items() if k != _NEW_MARK})
+            entry["ctxcompact"] = ctxcompact_field()
+            entry.setdefault("isSidechain", sidechain_thread)
+            entry["parentUuid"] = last_uuid
+            entry["uuid"] = _derived_uuid(last_uuid, entry.get("message"))
+            if template.get("timestamp"):
+                entry["timestamp"] = template["timestamp"]
+            record = entry
+        else:
+            parent = _link(record, "parentUuid")
+            # Only links this rewrite broke: a parent that was in the file and is gone now.
+            if parent is not None and parent not in present and parent in parents:
+                ancestor: str | None = parent
+                seen: set[Any] = set()
+                while ancestor is not None and ancestor not in present and ancestor not in seen:
+                    seen.add(ancestor)
+                    ancestor = parents.get(ancestor)
+                record = {**record, "parentUuid": ancestor if ancestor in present else last_uuid}
+        out.append(record)
+        if in_thread(record):
+            last_uuid = _link(record, "uuid")
+            template = record
+    return out
+
+
+def _link(record: Mapping[str, Any], key: str) -> str | None:
+    """A ``uuid`` / ``parentUuid`` that can link entries: a non-empty string, else None."""
+    value = record.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _derived_uuid(parent: Any, message: Any) -> str:
+    digest = hashlib.sha256(
+        json.dumps([parent, message], sort_keys=True, ensure_ascii=True).encode()
+    ).hexdigest()
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ctxcompact:{digest}"))
+
+
+#: Marks an entry :func:`render_message` created, until :func:`finalize_records` links it.
+_NEW_MARK = "__ctxcompact_new__"
+_SESSION_FIELDS = claude_code_compact.SESSION_FIELDS
+
+
+class ClaudeCodeDialect(DialectDefaults):
+    """Claude Code session files: entries, not messages; the file is the container."""
+
+    name = NAME
+    owns_file = True
+    #: The seed's read_file as well as Claude Code's own Read tool.
+    read_tools: tuple[tuple[str, str], ...] = (("read_file", "path"), ("Read", "file_path"))
+
+    def looks_like(self, records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
+        return looks_like(records, body)
+
+    def parse(self, records: Sequence[Any]) -> Parsed:
+        return parse_records(records)
+
+    def render(self, message: Message) -> list[Any]:
+        return render_message(message)
+
+    def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
+        return finalize_records(records, original)
+
+    # A summary compaction appends, as Claude Code's /compact does (claude_code_compact).
+    def compaction_layout(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        return claude_code_compact.native_layout(messages)
+
+    def append_compaction(
+        self, records: Sequence[Any], live: Sequence[Message], compaction: AppendedCompaction
+    ) -> list[Any]:
+        return claude_code_compact.append_entries(records, live, compaction, _derived_uuid)
+
+    def compaction_points(self, records: Sequence[Any]) -> list[CompactionPoint]:
+        return claude_code_compact.session_points(records)
+
+    def recorded_cwd(self, records: Sequence[Any]) -> str | None:
+        return claude_code_compact.recorded_cwd(records)
+
+    def recorded_usage(self, messages: Sequence[Message]) -> RecordedUsage | None:
+        return recorded_usage(messages)
+
+
+def recorded_usage(messages: Sequence[Message]) -> RecordedUsage | None:
+    """The last ``message.usage`` of the live main thread (the parsed messages: after the last
+    compact boundary, sidechains excluded). One response is written as several entries; the
+    prompt fields come from its last entry with usage and the output is the largest any of
+    them records (earlier entries hold streaming snapshots). Synthetic responses (API errors,
+    all zeros) are skipped, and so is usage after a message a rewrite created or changed."""
+    for index in range(as_recorded(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role != "assistant" or message.source is None:
+            continue
+        found: tuple[Mapping[str, Any], int] | None = None
+        output = 0
+        for record, position in zip(message.source.records, message.source.indices, strict=True):
+            inner = record.get("message") if isinstance(record, Mapping) else None
+            usage = inner.get("usage") if isinstance(inner, Mapping) else None
+            if isinstance(usage, Mapping):
+                output = max(output, token_field(usage.get("output_tokens")))
+                found = (usage, position)
+        if found is None:
+            continue
+        usage, position = found
+        recorded = RecordedUsage(
+            input=token_field(usage.get("input_tokens")),
+            cache_creation=token_field(usage.get("cache_creation_input_tokens")),
+            cache_read=token_field(usage.get("cache_read_input_tokens")),
+            output=output,
+            at_message_index=index,
+            source=f"message.usage, entry {position + 1}",
+        )
+        if recorded.prompt:
+            return recorded
+    return None
+
+
+DIALECT = ClaudeCodeDialect()

@@ -1,0 +1,205 @@
+"""Claude Code's own compaction, written the way Claude Code writes it after ``/compact``.
+
+A summary compaction of a session never rewrites its history. It appends:
+
+1. a ``system`` entry, ``subtype: "compact_boundary"``, ``content: "Conversation
+   compacted"``, ``parentUuid: null`` (a new chain starts), ``logicalParentUuid``: the last
+   entry of the thread, and ``compactMetadata`` (``trigger``, ``preTokens``, ``postTokens``,
+   ``durationMs``);
+2. the summary as a ``user`` entry with ``isCompactSummary`` and
+   ``isVisibleInTranscriptOnly``, worded as Claude Code words it
+   (:func:`ctxcompact.markers.claude_code_summary_text`);
+3. one ``user`` entry per restored file (Claude Code sends consecutive user entries as one
+   message, so no acknowledgement is written — an invented assistant entry would have no
+   ``message.id``, model or usage);
+4. with ``--keep-loop``, copies of the entries of the kept request and its tool loop.
+
+Each appended entry has a fresh uuid (derived from its parent and content: same input, same
+output), ``parentUuid`` linking it to the one before, a ``timestamp``, the session fields of
+the thread's last entry (``sessionId``, ``cwd``, ``version``, ``gitBranch``…), and a
+``"ctxcompact"`` field with our version (copies also name the uuid they copy). Claude Code,
+and our reader, start the live context at the latest boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ctxcompact.ir import Message
+from ctxcompact.markers import SUMMARY_PREFIX, claude_code_summary_text
+from ctxcompact.transcripts.dialects.common import plain_text
+from ctxcompact.transcripts.points import AppendedCompaction, CompactionPoint, ctxcompact_field
+
+#: Fields an appended entry takes from the thread's last entry.
+SESSION_FIELDS = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "agentId", "slug")
+_DROPPED_KINDS = frozenset({"summary_ack", "restored_ack"})
+
+
+def is_boundary(record: Any) -> bool:
+    return (
+        isinstance(record, Mapping)
+        and record.get("type") == "system"
+        and record.get("subtype") == "compact_boundary"
+    )
+
+
+def native_layout(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """The compacted context in Claude Code's layout, from the seed's (summary, ack, restored
+    file, ack…, kept tail): the summary reworded, acknowledgements dropped, and consecutive
+    user messages joined into one (as Claude Code sends them, and as our reader reads them
+    back); a joined message remembers its ``parts`` for writing."""
+    out: list[Message] = []
+    for message in messages:
+        kind = message.meta.get("kind")
+        if kind in _DROPPED_KINDS:
+            continue
+        if kind == "summary":
+            text = plain_text(message.content) or ""
+            text = text.removeprefix(SUMMARY_PREFIX)
+            message = Message(
+                "user", ({"type": "text", "text": claude_code_summary_text(text)},), None, True, message.meta
+            )
+        if out and out[-1].role == "user" and message.role == "user":
+            previous = out.pop()
+            parts = (*previous.meta.get("parts", (previous,)), message)
+            meta = {"kind": previous.meta.get("kind"), "parts": parts}
+            message = Message("user", previous.content + message.content, None, True, meta)
+        out.append(message)
+    return tuple(out)
+
+
+def thread_tail(records: Sequence[Any]) -> Mapping[str, Any]:
+    """The last entry of the conversation's own thread (main thread, or a subagent file's)."""
+    entries = [r for r in records if isinstance(r, Mapping) and r.get("type") in ("user", "assistant")]
+    sidechain = bool(entries) and all(r.get("isSidechain") for r in entries)
+    for record in reversed(records):
+        if (
+            isinstance(record, Mapping)
+            and isinstance(record.get("uuid"), str)
+            and record.get("type") in ("user", "assistant", "system")
+            and bool(record.get("isSidechain")) == sidechain
+        ):
+            return record
+    return entries[-1] if entries else {}
+
+
+def recorded_cwd(records: Sequence[Any]) -> str | None:
+    """The folder the session ran in (its last entry's ``cwd``)."""
+    for record in reversed(records):
+        if isinstance(record, Mapping) and isinstance(record.get("cwd"), str) and record["cwd"]:
+            return str(record["cwd"])
+    return None
+
+
+def append_entries(
+    records: Sequence[Any],
+    live: Sequence[Message],
+    compaction: AppendedCompaction,
+    derive_uuid: Any,
+) -> list[dict[str, Any]]:
+    """The entries appended after ``records`` for the compacted ``live`` messages."""
+    last = thread_tail(records)
+    session = {k: last[k] for k in SESSION_FIELDS if k in last}
+    stamp = compaction.timestamp
+    boundary: dict[str, Any] = {
+        "parentUuid": None,
+        "logicalParentUuid": last.get("uuid"),
+        **session,
+        "type": "system",
+        "subtype": "compact_boundary",
+        "content": "Conversation compacted",
+        "isMeta": False,
+        "timestamp": stamp,
+        "uuid": derive_uuid(last.get("uuid"), ["compact_boundary", stamp]),
+        "level": "info",
+        "compactMetadata": {
+            "trigger": compaction.trigger,
+            "preTokens": compaction.pre_tokens,
+            "postTokens": compaction.post_tokens,
+            "durationMs": compaction.duration_ms,
+        },
+        "ctxcompact": ctxcompact_field(),
+    }
+    out = [boundary]
+    for message in live:
+        for part in message.meta.get("parts", (message,)):
+            for entry in _entries_of(part, session, stamp):
+                parent = out[-1]["uuid"]
+                entry["parentUuid"] = parent
+                entry["uuid"] = derive_uuid(parent, entry.get("message"))
+                out.append(entry)
+    return out
+
+
+def _entries_of(message: Message, session: Mapping[str, Any], stamp: str) -> list[dict[str, Any]]:
+    """Fresh entries for one live message: a new one (summary, restored file), or copies of a
+    kept one's entries (rendered anew when a strategy changed it)."""
+    if message.source is None:
+        text = plain_text(message.content)
+        entry: dict[str, Any] = {
+            "parentUuid": None,
+            **session,
+            "type": message.role,
+            "message": {
+                "role": message.role,
+                "content": text if text is not None else [dict(b) for b in message.content],
+            },
+        }
+        if message.meta.get("kind") == "summary":
+            entry["isVisibleInTranscriptOnly"] = True
+            entry["isCompactSummary"] = True
+        entry["uuid"] = ""
+        entry["timestamp"] = stamp
+        entry["ctxcompact"] = ctxcompact_field()
+        return [entry]
+    if message.changed:
+        from ctxcompact.transcripts.dialects.claude_code import render_message
+
+        templates = render_message(message)
+    else:
+        templates = list(message.source.records)
+    copies: list[dict[str, Any]] = []
+    for template in templates:
+        copy = dict(template)
+        copy.setdefault("timestamp", stamp)
+        copy["ctxcompact"] = ctxcompact_field(copiedFrom=template.get("uuid"))
+        copies.append(copy)
+    return copies
+
+
+def session_points(records: Sequence[Any]) -> list[CompactionPoint]:
+    """Every compaction of a session (Claude Code's and ours), oldest first: the boundary's
+    ``logicalParentUuid``, the summary entry's uuid, the boundary's time."""
+    points: list[CompactionPoint] = []
+    for i, record in enumerate(records):
+        if not is_boundary(record):
+            continue
+        summary = next(
+            (
+                r
+                for r in records[i + 1 :]
+                if isinstance(r, Mapping)
+                and r.get("isCompactSummary")
+                and r.get("parentUuid") == record.get("uuid")
+            ),
+            None,
+        )
+        points.append(
+            CompactionPoint(
+                str(summary.get("uuid", "")) if summary else "",
+                str(record.get("logicalParentUuid") or ""),
+                _epoch_ms(record.get("timestamp")),
+            )
+        )
+    return points
+
+
+def _epoch_ms(stamp: Any) -> int:
+    if not isinstance(stamp, str):
+        return 0
+    try:
+        return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return 0

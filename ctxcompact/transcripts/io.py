@@ -1,0 +1,417 @@
+"""Reading and writing transcripts: containers, dialect detection, lossless round trip.
+
+Containers (how the messages are packed in the file):
+
+``array``        a JSON array of messages
+``body``         a JSON object with a ``messages`` list (an Anthropic or OpenAI request body,
+                 or a wrapper like mini-swe-agent's ``{"info", "messages"}``); every other key
+                 — ``system``, ``tools``, ``model``… — is kept
+``jsonl``        one message per line
+``claude-code``  a session-log dialect's own file (JSONL of entries), named after the dialect
+``collection``   a JSON array of objects that each hold a message list under ``messages`` or
+                 ``traj`` (tau-bench's trajectory dumps): one conversation per item
+
+Dialects are those of :mod:`ctxcompact.transcripts.dialects` (``anthropic``, ``openai``,
+``claude-code``); detected from the records by asking each in the registry's order, or forced.
+
+Writing puts a conversation back into its own container and dialect: messages a rewrite
+kept are emitted from their raw records (every field intact), changed and new messages are
+rendered by the dialect, and records that are not messages (Claude Code progress lines, an
+OpenAI ``exit`` record) stay where they were relative to the messages around them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ctxcompact.errors import InputError
+from ctxcompact.ir import Block, Message
+from ctxcompact.transcripts.dialects import DEFAULT_DIALECT, dialect_named, file_dialect, message_dialect
+from ctxcompact.transcripts.dialects.common import RequestBody, json_kind
+from ctxcompact.transcripts.dialects.foreign import (
+    refuse_foreign_body,
+    refuse_foreign_lines,
+    refuse_foreign_object,
+)
+from ctxcompact.transcripts.dialects.recorded import RecordedUsage
+from ctxcompact.transcripts.fileio import DEFAULT_MAX_INPUT_BYTES as DEFAULT_MAX_INPUT_BYTES
+from ctxcompact.transcripts.fileio import STDIN_NAME as STDIN_NAME
+from ctxcompact.transcripts.fileio import read_bytes as read_bytes
+from ctxcompact.transcripts.jsontext import dumps as _dumps
+from ctxcompact.transcripts.jsontext import loads as _loads
+from ctxcompact.transcripts.points import AppendedCompaction, apply_latest_point
+
+#: ``array``, ``body``, ``jsonl``, ``collection``, or a session-log dialect's name.
+Container = str
+#: Containers holding one conversation's messages as one JSON document; the others
+#: (``jsonl`` and session logs) are written one record per line.
+_DOCUMENT_CONTAINERS = ("array", "body", "collection")
+_COLLECTION_KEYS = ("messages", "traj")
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """One message list and what surrounds it.
+
+    ``records`` are the raw values of the message list in file order; ``messages`` the IR
+    read from them. ``system`` and ``tools`` come from a request body's top level (they
+    count towards the prompt but are not messages); ``model`` from the body, if any.
+    """
+
+    label: str
+    dialect: str
+    records: tuple[Any, ...]
+    messages: tuple[Message, ...]
+    passthrough: frozenset[int] = frozenset()
+    system: tuple[Block, ...] = ()
+    tools: tuple[Any, ...] = ()
+    model: str | None = None
+    #: The request body turns extended thinking on (``"thinking": {"type": "enabled"}``).
+    thinking: bool = False
+    warnings: tuple[str, ...] = ()
+
+    #: The messages as read, to tell whether a rewrite changed anything.
+    read_messages: tuple[Message, ...] = ()
+    #: Set when a summary compaction is written after the history (a compaction point):
+    #: ``messages`` are then the live context, appended after ``records``.
+    appended: AppendedCompaction | None = None
+    #: The usage the API reported for the newest call, when the session log records it.
+    recorded: RecordedUsage | None = None
+
+    @property
+    def unchanged(self) -> bool:
+        """True when ``messages`` are exactly the messages read (same objects, same order)."""
+        return (
+            self.appended is None
+            and len(self.messages) == len(self.read_messages)
+            and all(a is b for a, b in zip(self.messages, self.read_messages, strict=True))
+        )
+
+    def with_messages(self, messages: Sequence[Message]) -> Conversation:
+        """The same conversation with a rewritten message list (records are rebuilt on write)."""
+        return replace(self, messages=tuple(messages))
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """A file (or stdin) as read: its container, parsed root and conversations."""
+
+    name: str
+    container: Container
+    root: Any
+    conversations: tuple[Conversation, ...]
+    collection_key: str | None = None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: The bytes read: written back as they are when no conversation changed.
+    raw: bytes | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def dialect(self) -> str:
+        return self.conversations[0].dialect if self.conversations else DEFAULT_DIALECT.name
+
+    @property
+    def line_per_record(self) -> bool:
+        """Written one record per line (JSONL, a session log) rather than as one document."""
+        return self.container not in _DOCUMENT_CONTAINERS
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The messages of a single-conversation transcript (the common case)."""
+        if len(self.conversations) != 1:
+            raise InputError(
+                f"{self.name} holds {len(self.conversations)} conversations; use .conversations."
+            )
+        return self.conversations[0].messages
+
+    def with_conversations(self, conversations: Sequence[Conversation]) -> Transcript:
+        return replace(self, conversations=tuple(conversations))
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def load_transcript(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    data: bytes | str | None = None,
+    name: str | None = None,
+    dialect: str | None = None,
+    max_bytes: int = DEFAULT_MAX_INPUT_BYTES,
+) -> Transcript:
+    """Read a transcript from ``path`` (``None`` or ``"-"``: stdin) or from ``data``.
+
+    ``dialect`` forces one of the registered dialects (``anthropic``, ``openai``,
+    ``claude-code``) instead of detecting it; ``max_bytes`` caps what is read (see
+    :func:`read_bytes`). Raises :class:`InputError` naming the file and the line/column or
+    message index of what is wrong.
+    """
+    if dialect is not None:
+        dialect_named(dialect)
+    if data is None:
+        name, raw = read_bytes(path, max_bytes=max_bytes)
+    else:
+        raw = data.encode() if isinstance(data, str) else data
+        name = name or (str(path) if path is not None else STDIN_NAME)
+    try:
+        return parse_transcript(raw, name=name, dialect=dialect)
+    except InputError as exc:
+        message = str(exc)
+        if message.startswith(f"{name}:"):
+            raise
+        raise InputError(f"{name}: {message}") from None
+
+
+def load_messages(messages: Sequence[Mapping[str, Any]], *, dialect: str | None = None) -> Conversation:
+    """A conversation from in-memory message dicts (the library's entry point)."""
+    records = list(messages)
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise InputError("messages must be a list of message objects.")
+    return _conversation("messages", records, dialect or detect_dialect(records, None), None)
+
+
+def parse_transcript(raw: bytes, *, name: str = STDIN_NAME, dialect: str | None = None) -> Transcript:
+    """Parse ``raw`` (see :func:`load_transcript`); the result keeps ``raw`` for write-back."""
+    return replace(_parse(raw, name=name, dialect=dialect), raw=raw)
+
+
+def _parse(raw: bytes, *, name: str, dialect: str | None) -> Transcript:
+    text_start = raw.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not text_start:
+        if name.endswith(".jsonl"):
+            # Zero lines is valid JSONL: the line-per-message form of an empty list.
+            chosen = dialect or DEFAULT_DIALECT.name
+            return Transcript(name, "jsonl", [], (_conversation(name, [], chosen, None),))
+        raise InputError("is empty; expected a JSON array of messages, a request body or JSONL.")
+    root, err = _loads(raw)
+    if err is None:
+        return _from_root(name, root, dialect)
+    # Not one JSON document: JSONL when the first line parses on its own.
+    first_line = text_start.split(b"\n", 1)[0]
+    if text_start[:1] == b"{" and _loads(first_line)[1] is None:
+        return _from_lines(name, raw, dialect)
+    raise InputError(f"invalid JSON at {err}.")
+
+
+def _from_lines(name: str, raw: bytes, dialect: str | None) -> Transcript:
+    records: list[Any] = []
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        value, err = _loads(stripped)
+        if err is not None:
+            # A line that is whole JSON but unreadable (a huge integer) was not cut off.
+            last = lineno == raw.rstrip(b"\n").count(b"\n") + 1 and not err.whole
+            hint = " (truncated line?)" if last else ""
+            raise InputError(f"invalid JSON on line {lineno}, column {err.column}: {err.detail}{hint}.")
+        records.append(value)
+    whole_file = _whole_file_dialect(records, dialect)
+    if whole_file is not None:
+        return _whole_file(name, records, whole_file)
+    chosen = dialect or detect_dialect(records, None)
+    return Transcript(name, "jsonl", records, (_conversation(name, records, chosen, None),))
+
+
+def _whole_file_dialect(records: Sequence[Any], forced: str | None, *, refuse: bool = True) -> str | None:
+    """The session-log dialect (forced, or recognised) a whole file is written in, if any.
+    With ``refuse``, lines of another agent's format that no dialect reads are refused here."""
+    if forced is not None and dialect_named(forced).owns_file:
+        return forced
+    found = file_dialect(records) if forced is None else None
+    if found is None and refuse:
+        refuse_foreign_lines(records)
+    return found.name if found is not None else None
+
+
+def _whole_file(name: str, records: list[Any], dialect: str) -> Transcript:
+    """A session log: the file is the container, named after its dialect."""
+    return Transcript(name, dialect, records, (_conversation(name, records, dialect, None),))
+
+
+def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
+    if isinstance(root, list):
+        if root and all(isinstance(r, Mapping) for r in root) and not any("role" in r for r in root):
+            key = next((k for k in _COLLECTION_KEYS if all(isinstance(r.get(k), list) for r in root)), None)
+            if key is not None:
+                # One file, one dialect: a trajectory without tool calls says nothing by itself.
+                chosen = dialect or detect_dialect([r for item in root for r in item[key]], root[0])
+                convs = tuple(
+                    _collection_item(name, i, item[key], chosen, item) for i, item in enumerate(root)
+                )
+                return Transcript(name, "collection", root, convs, collection_key=key)
+            whole_file = _whole_file_dialect(root, dialect)
+            if whole_file is not None:
+                return _whole_file(name, root, whole_file)
+        chosen = dialect or detect_dialect(root, None)
+        return Transcript(name, "array", root, (_conversation(name, root, chosen, None),))
+    if isinstance(root, Mapping):
+        messages = root.get("messages")
+        if isinstance(messages, list):
+            refuse_foreign_body(root)
+            chosen = dialect or detect_dialect(messages, root)
+            return Transcript(name, "body", root, (_conversation(name, messages, chosen, root),))
+        if "role" in root:
+            chosen = dialect or detect_dialect([root], None)
+            return Transcript(name, "jsonl", [root], (_conversation(name, [root], chosen, None),))
+        # A one-line session file (a session just started, a short subagent run).
+        whole_file = _whole_file_dialect([root], dialect, refuse=False)
+        if whole_file is not None:
+            return _whole_file(name, [root], whole_file)
+        refuse_foreign_object(root)
+        if "messages" in root:
+            raise InputError(
+                f"'messages' is a JSON {json_kind(root['messages'])}, expected a list of messages."
+            )
+        keys = ", ".join(list(root)[:8]) or "none"
+        raise InputError(
+            "is a JSON object without a 'messages' list (keys: "
+            f"{keys}); expected a message array, a request body with 'messages', JSONL or a Claude Code session."
+        )
+    raise InputError(
+        f"is a JSON {json_kind(root)}; expected a message array, a request body with 'messages', JSONL or a Claude Code session."
+    )
+
+
+def _collection_item(name: str, i: int, records: Any, dialect: str, item: Mapping[str, Any]) -> Conversation:
+    try:
+        return _conversation(f"{name}#{i}", records, dialect, item)
+    except InputError as exc:
+        raise InputError(f"item {i}: {exc}") from None
+
+
+def detect_dialect(records: Sequence[Any], body: Mapping[str, Any] | None) -> str:
+    """The name of the dialect of a list of bare messages (and of the request ``body`` holding
+    them, if any): the registry's most specific message dialect that claims them, else the
+    default (see :mod:`ctxcompact.transcripts.dialects`)."""
+    return message_dialect(records, body).name
+
+
+def _conversation(
+    label: str, records: Sequence[Any], dialect: str, body: Mapping[str, Any] | None
+) -> Conversation:
+    adapter = dialect_named(dialect)
+    parsed = adapter.parse(records)
+    messages, passthrough = parsed.messages, parsed.passthrough
+    if not adapter.owns_file:  # a session log applies its own boundaries when parsing
+        messages, passthrough = apply_latest_point(records, messages, passthrough)
+    request = RequestBody.of(body)
+    return Conversation(
+        label=label,
+        dialect=dialect,
+        records=tuple(records),
+        messages=messages,
+        read_messages=messages,
+        passthrough=passthrough,
+        system=request.system or parsed.system,
+        tools=request.tools,
+        model=request.model or parsed.model,
+        thinking=request.thinking,
+        warnings=parsed.warnings,
+        recorded=parsed.recorded,
+    )
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def conversation_records(conversation: Conversation) -> list[Any]:
+    """The raw records for a (possibly rewritten) conversation, in file order.
+
+    Kept messages contribute their raw records at their original positions, and records
+    that are not messages keep theirs, so an untouched conversation is written back exactly.
+    A changed message is rendered at the position of its first record; a new message goes
+    right after the message before it (at the start: just before the first original one).
+    Strategies never reorder messages, so sorting by these positions is the output order;
+    messages that share a position (the items of a Codex ``compacted`` line's history) keep
+    their message order.
+    """
+    if conversation.appended is not None:
+        from ctxcompact.transcripts.appended import appended_records
+
+        return [*conversation.records, *appended_records(conversation)]
+    adapter = dialect_named(conversation.dialect)
+    render = adapter.render
+    items: list[tuple[tuple[int, int, int, int], Any]] = [
+        ((i, 0, 0, 0), conversation.records[i]) for i in conversation.passthrough
+    ]
+    # New messages before any kept one go where the first message of the file was: after
+    # leading non-message records (a Claude Code compact boundary), before trailing ones.
+    first_message = next(
+        (i for i in range(len(conversation.records)) if i not in conversation.passthrough), None
+    )
+    cursor = first_message - 1 if first_message is not None else len(conversation.records)
+    seq = 0
+    for n, message in enumerate(conversation.messages):
+        if message.source is not None and not message.changed and len(message.source.indices) == 1:
+            cursor = message.source.indices[0]  # the common case: one kept record
+            items.append(((cursor, 1, n, 0), message.source.records[0]))
+        elif message.source is not None and not message.changed:
+            items.extend(
+                ((i, 1, n, 0), r) for i, r in zip(message.source.indices, message.source.records, strict=True)
+            )
+            cursor = max(message.source.indices)
+        elif message.source is not None:
+            # A rendered record that is, or stands for (same uuid), one of the message's own
+            # records keeps that record's position; anything else goes with the first.
+            first = message.source.indices[0]
+            by_id = {id(r): i for i, r in zip(message.source.indices, message.source.records, strict=True)}
+            by_uuid = {
+                r["uuid"]: i
+                for i, r in zip(message.source.indices, message.source.records, strict=True)
+                if isinstance(r, Mapping) and isinstance(r.get("uuid"), str) and r["uuid"]
+            }
+            for j, record in enumerate(render(message)):
+                uid = record.get("uuid") if isinstance(record, Mapping) else None
+                uid = uid if isinstance(uid, str) else None
+                index = by_id.get(id(record), by_uuid.get(uid, first))
+                items.append(((index, 1, n, j), record))
+            cursor = max(message.source.indices)
+        else:
+            for record in render(message):
+                seq += 1
+                items.append(((cursor, 1, n, seq), record))
+    items.sort(key=lambda item: item[0])
+    records = [record for _, record in items]
+    return adapter.finalize(records, conversation.records)
+
+
+def dump_transcript(transcript: Transcript) -> bytes:
+    """Serialize a transcript in its own container (JSON pretty-printed, JSONL one per line).
+
+    When no conversation changed, the bytes read come back exactly — formatting, escapes and
+    all — so a pass-through (``--auto`` under the threshold, nothing to offload) is a no-op.
+    """
+    convs = transcript.conversations
+    if transcript.raw is not None and all(c.unchanged for c in convs):
+        return transcript.raw
+    if transcript.raw is not None and transcript.line_per_record and convs[0].appended is not None:
+        # Appended after the history, which stays byte for byte.
+        from ctxcompact.transcripts.appended import appended_records
+
+        raw = (
+            transcript.raw if transcript.raw.endswith(b"\n") or not transcript.raw else transcript.raw + b"\n"
+        )
+        return raw + dump_records(appended_records(convs[0]))
+    if transcript.container == "array":
+        return _dumps(conversation_records(convs[0]), indent=True) + b"\n"
+    if transcript.container == "body":
+        body = dict(transcript.root)
+        body["messages"] = conversation_records(convs[0])
+        return _dumps(body, indent=True) + b"\n"
+    if transcript.container == "collection":
+        key = transcript.collection_key or "messages"
+        items = []
+        for item, conv in zip(transcript.root, convs, strict=True):
+            new_item = dict(item)
+            new_item[key] = conversation_records(conv)
+            items.append(new_item)
+        return _dumps(items, indent=True) + b"\n"
+    return dump_records(conversation_records(convs[0]))
+
+
+def dump_records(records: Iterable[Any]) -> bytes:
+    """JSONL bytes for a list of records (archives)."""
+    return b"".join(_dumps(r) + b"\n" for r in records)
