@@ -41,6 +41,7 @@ _EXPORTS = {
     "CompactOptions": "ctxcompact.compaction.pipeline",
     "CompactResult": "ctxcompact.compaction.pipeline",
     "CompactStats": "ctxcompact.compaction.pipeline",
+    "compact_stats_json": "ctxcompact.output.json",
     "compact_file": "ctxcompact.batch.files",
     "compact_files": "ctxcompact.batch.files",
     "FileOptions": "ctxcompact.batch.files",
@@ -84,6 +85,7 @@ __all__ = [
     "compact_file",
     "compact_files",
     "compact_messages",
+    "compact_stats_json",
     "count_message_tokens",
     "count_tokens",
     "dump_transcript",
@@ -118,6 +120,7 @@ if TYPE_CHECKING:
     from ctxcompact.errors import CtxcompactError, InputError, WorkFailedError
     from ctxcompact.ir import Message
     from ctxcompact.names import CounterName, OnFailure, SummarizerName
+    from ctxcompact.output.json import compact_stats_json
     from ctxcompact.status import ExitStatus
     from ctxcompact.transcripts.io import (
         Conversation,

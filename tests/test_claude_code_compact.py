@@ -24,6 +24,7 @@ from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
 from ctxcompact.compaction.strategies.full import FullOptions
 from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.markers import CLAUDE_CODE_SUMMARY_OPENING, CLAUDE_CODE_SUMMARY_PREFIX, RESTORED_PREFIX
+from ctxcompact.output.json import compact_stats_json
 from ctxcompact.transcripts.io import Transcript, dump_transcript, load_transcript, parse_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,7 +98,7 @@ def test_a_session_is_compacted_by_appending_claude_codes_own_entries(tmp_path: 
             assert entry[key] == last[key]
     # The history is still in the file, so there is nothing to archive.
     assert result.stats.archive_path is None and not (tmp_path / "a").exists()
-    assert result.stats.to_dict()["appended"] is True
+    assert compact_stats_json(result.stats)["appended"] is True
 
 
 def test_auto_compaction_is_recorded_as_auto(tmp_path: Path) -> None:

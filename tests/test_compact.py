@@ -21,6 +21,7 @@ from ctxcompact.compaction.summarize import Summary, SummaryFailed
 from ctxcompact.errors import WorkFailedError
 from ctxcompact.ir import Message, text_of
 from ctxcompact.markers import SUMMARY_ACK, SUMMARY_PREFIX, claude_code_summary_text
+from ctxcompact.output.json import compact_stats_json
 from ctxcompact.transcripts.io import dump_transcript, load_messages, load_transcript, parse_transcript
 from ctxcompact.transcripts.validate import errors_only, validate_messages
 
@@ -315,7 +316,7 @@ def test_stats_json_has_the_seed_fields(tmp_path: Path) -> None:
         summarizer=FakeSummarizer(),
         counter=EstimateCounter(),
     )
-    data = result.stats.to_dict()
+    data = compact_stats_json(result.stats)
     for key in (
         "originalTokenCount",
         "compactedTokenCount",

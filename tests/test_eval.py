@@ -14,6 +14,7 @@ from ctxcompact.compaction.strategies import STRATEGY_NAMES
 from ctxcompact.errors import UsageError
 from ctxcompact.evaluation.run import default_strategies, evaluate_transcripts
 from ctxcompact.output.eval_table import html_page, summary_table
+from ctxcompact.output.json import eval_json
 from ctxcompact.output.table import plain_table
 from ctxcompact.transcripts.io import load_transcript
 
@@ -56,7 +57,7 @@ def test_offload_leaves_no_files_behind(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_figures_are_deterministic() -> None:
     runs = [
-        evaluate_transcripts([load_transcript(SESSION)], clock=ticking_clock()).to_dict(show_lost=5)  # type: ignore[arg-type]
+        eval_json(evaluate_transcripts([load_transcript(SESSION)], clock=ticking_clock()), show_lost=5)  # type: ignore[arg-type]
         for _ in range(2)
     ]
     assert runs[0] == runs[1]

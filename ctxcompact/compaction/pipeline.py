@@ -86,12 +86,6 @@ class CompactStats:
     def still_over_threshold(self) -> bool | None:
         return None if self.threshold is None else self.compacted_tokens >= self.threshold
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, with the seed's camelCase names (built by :mod:`ctxcompact.output.json`)."""
-        from ctxcompact.output.json import compact_stats_json
-
-        return compact_stats_json(self)
-
 
 @dataclass(frozen=True, slots=True)
 class CompactResult:

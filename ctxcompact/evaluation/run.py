@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ctxcompact.accounting.check import measure
 from ctxcompact.accounting.tokens import TokenCounter, make_counter
@@ -107,12 +106,6 @@ class EvalResult:
         return tuple(
             _summarize(name, [r for r in self.runs if r.strategy == name]) for name in self.strategies
         )
-
-    def to_dict(self, *, show_lost: int = 0) -> dict[str, Any]:
-        """JSON-ready (``eval --json``): :func:`ctxcompact.output.json.eval_json`."""
-        from ctxcompact.output.json import eval_json
-
-        return eval_json(self, show_lost=show_lost)
 
 
 def evaluate_transcripts(

@@ -1,0 +1,7 @@
+"""Talking to a model: the transport protocol, the one retry loop, the request gate, the SDK.
+
+Layer 2. ``transport`` is the small protocol every summarizer and judge call goes through;
+``retry`` the shared retry/backoff/retry-after loop; ``gate`` the cross-process concurrency
+limit; ``anthropic_api`` the only module importing the ``anthropic`` SDK (lazily): Messages,
+count_tokens and Message Batches. May import: vocabulary, transcripts.
+"""

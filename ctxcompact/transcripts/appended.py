@@ -31,7 +31,7 @@ from ctxcompact.transcripts.points import (
 
 if TYPE_CHECKING:
     from ctxcompact.ir import Message
-    from ctxcompact.transcripts.io import Conversation
+    from ctxcompact.transcripts.conversation import Conversation
 
 
 @dataclass(frozen=True, slots=True)

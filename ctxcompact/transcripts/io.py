@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from ctxcompact.errors import InputError
-from ctxcompact.ir import Block, Message
+from ctxcompact.transcripts.conversation import _COLLECTION_KEYS
+from ctxcompact.transcripts.conversation import Container as Container
+from ctxcompact.transcripts.conversation import Conversation as Conversation
+from ctxcompact.transcripts.conversation import Transcript as Transcript
 from ctxcompact.transcripts.dialects import DEFAULT_DIALECT, dialect_named, file_dialect, message_dialect
 from ctxcompact.transcripts.dialects.common import RequestBody, json_kind
 from ctxcompact.transcripts.dialects.foreign import (
@@ -36,99 +39,12 @@ from ctxcompact.transcripts.dialects.foreign import (
     refuse_foreign_lines,
     refuse_foreign_object,
 )
-from ctxcompact.transcripts.dialects.recorded import RecordedUsage
 from ctxcompact.transcripts.fileio import DEFAULT_MAX_INPUT_BYTES as DEFAULT_MAX_INPUT_BYTES
 from ctxcompact.transcripts.fileio import STDIN_NAME as STDIN_NAME
 from ctxcompact.transcripts.fileio import read_bytes as read_bytes
 from ctxcompact.transcripts.jsontext import dumps as _dumps
 from ctxcompact.transcripts.jsontext import loads as _loads
-from ctxcompact.transcripts.points import AppendedCompaction, apply_latest_point
-
-#: ``array``, ``body``, ``jsonl``, ``collection``, or a session-log dialect's name.
-Container = str
-#: Containers holding one conversation's messages as one JSON document; the others
-#: (``jsonl`` and session logs) are written one record per line.
-_DOCUMENT_CONTAINERS = ("array", "body", "collection")
-_COLLECTION_KEYS = ("messages", "traj")
-
-
-@dataclass(frozen=True, slots=True)
-class Conversation:
-    """One message list and what surrounds it.
-
-    ``records`` are the raw values of the message list in file order; ``messages`` the IR
-    read from them. ``system`` and ``tools`` come from a request body's top level (they
-    count towards the prompt but are not messages); ``model`` from the body, if any.
-    """
-
-    label: str
-    dialect: str
-    records: tuple[Any, ...]
-    messages: tuple[Message, ...]
-    passthrough: frozenset[int] = frozenset()
-    system: tuple[Block, ...] = ()
-    tools: tuple[Any, ...] = ()
-    model: str | None = None
-    #: The request body turns extended thinking on (``"thinking": {"type": "enabled"}``).
-    thinking: bool = False
-    warnings: tuple[str, ...] = ()
-
-    #: The messages as read, to tell whether a rewrite changed anything.
-    read_messages: tuple[Message, ...] = ()
-    #: Set when a summary compaction is written after the history (a compaction point):
-    #: ``messages`` are then the live context, appended after ``records``.
-    appended: AppendedCompaction | None = None
-    #: The usage the API reported for the newest call, when the session log records it.
-    recorded: RecordedUsage | None = None
-
-    @property
-    def unchanged(self) -> bool:
-        """True when ``messages`` are exactly the messages read (same objects, same order)."""
-        return (
-            self.appended is None
-            and len(self.messages) == len(self.read_messages)
-            and all(a is b for a, b in zip(self.messages, self.read_messages, strict=True))
-        )
-
-    def with_messages(self, messages: Sequence[Message]) -> Conversation:
-        """The same conversation with a rewritten message list (records are rebuilt on write)."""
-        return replace(self, messages=tuple(messages))
-
-
-@dataclass(frozen=True, slots=True)
-class Transcript:
-    """A file (or stdin) as read: its container, parsed root and conversations."""
-
-    name: str
-    container: Container
-    root: Any
-    conversations: tuple[Conversation, ...]
-    collection_key: str | None = None
-    warnings: tuple[str, ...] = field(default_factory=tuple)
-    #: The bytes read: written back as they are when no conversation changed.
-    raw: bytes | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def dialect(self) -> str:
-        return self.conversations[0].dialect if self.conversations else DEFAULT_DIALECT.name
-
-    @property
-    def line_per_record(self) -> bool:
-        """Written one record per line (JSONL, a session log) rather than as one document."""
-        return self.container not in _DOCUMENT_CONTAINERS
-
-    @property
-    def messages(self) -> tuple[Message, ...]:
-        """The messages of a single-conversation transcript (the common case)."""
-        if len(self.conversations) != 1:
-            raise InputError(
-                f"{self.name} holds {len(self.conversations)} conversations; use .conversations."
-            )
-        return self.conversations[0].messages
-
-    def with_conversations(self, conversations: Sequence[Conversation]) -> Transcript:
-        return replace(self, conversations=tuple(conversations))
-
+from ctxcompact.transcripts.points import apply_latest_point
 
 # --- reading ---------------------------------------------------------------------------------
 

@@ -304,7 +304,7 @@ class ClaudeCodeDialect(DialectDefaults):
     def append_compaction(
         self, records: Sequence[Any], live: Sequence[Message], compaction: AppendedCompaction
     ) -> list[Any]:
-        return claude_code_compact.append_entries(records, live, compaction, _derived_uuid)
+        return claude_code_compact.append_entries(records, live, compaction, _derived_uuid, render_message)
 
     def compaction_points(self, records: Sequence[Any]) -> list[CompactionPoint]:
         return claude_code_compact.session_points(records)

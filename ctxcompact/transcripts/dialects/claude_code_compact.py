@@ -23,7 +23,7 @@ and our reader, start the live context at the latest boundary.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -97,9 +97,12 @@ def append_entries(
     records: Sequence[Any],
     live: Sequence[Message],
     compaction: AppendedCompaction,
-    derive_uuid: Any,
+    derive_uuid: Callable[[Any, Any], str],
+    render: Callable[[Message], list[Any]],
 ) -> list[dict[str, Any]]:
-    """The entries appended after ``records`` for the compacted ``live`` messages."""
+    """The entries appended after ``records`` for the compacted ``live`` messages; ``render``
+    gives a changed message's entries (the dialect's own writer, passed in so that this module
+    does not import the one that imports it)."""
     last = thread_tail(records)
     session = {k: last[k] for k in SESSION_FIELDS if k in last}
     stamp = compaction.timestamp
@@ -125,7 +128,7 @@ def append_entries(
     out = [boundary]
     for message in live:
         for part in message.meta.get("parts", (message,)):
-            for entry in _entries_of(part, session, stamp):
+            for entry in _entries_of(part, session, stamp, render):
                 parent = out[-1]["uuid"]
                 entry["parentUuid"] = parent
                 entry["uuid"] = derive_uuid(parent, entry.get("message"))
@@ -133,7 +136,9 @@ def append_entries(
     return out
 
 
-def _entries_of(message: Message, session: Mapping[str, Any], stamp: str) -> list[dict[str, Any]]:
+def _entries_of(
+    message: Message, session: Mapping[str, Any], stamp: str, render: Callable[[Message], list[Any]]
+) -> list[dict[str, Any]]:
     """Fresh entries for one live message: a new one (summary, restored file), or copies of a
     kept one's entries (rendered anew when a strategy changed it)."""
     if message.source is None:
@@ -154,12 +159,7 @@ def _entries_of(message: Message, session: Mapping[str, Any], stamp: str) -> lis
         entry["timestamp"] = stamp
         entry["ctxcompact"] = ctxcompact_field()
         return [entry]
-    if message.changed:
-        from ctxcompact.transcripts.dialects.claude_code import render_message
-
-        templates = render_message(message)
-    else:
-        templates = list(message.source.records)
+    templates = render(message) if message.changed else list(message.source.records)
     copies: list[dict[str, Any]] = []
     for template in templates:
         copy = dict(template)
