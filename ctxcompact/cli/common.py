@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 from ctxcompact.accounting.tokens import DEFAULT_ENCODING
 from ctxcompact.accounting.windows import DEFAULT_RATIO
 from ctxcompact.batch.inputs import BatchInput, find_inputs
-from ctxcompact.errors import CtxcompactError, InputError
+from ctxcompact.errors import CtxcompactError, InputError, UsageError
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 from ctxcompact.transcripts.dialects import DIALECT_NAMES
@@ -103,9 +103,12 @@ def error(message: str, code: ExitStatus) -> typer.Exit:
 def write_stdout(text: str) -> None:
     """Print a command's product (JSON) on stdout. A reader that went away (``| head``) is
     not an error: the rest is dropped and the command still exits with its own status."""
+    from ctxcompact.transcripts.fileio import write_stream
+
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    data = (text + "\n").encode(encoding, getattr(sys.stdout, "errors", None) or "strict")
     try:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
+        write_stream(sys.stdout, data)
     except BrokenPipeError:
         _silence_stdout()
 
@@ -233,15 +236,33 @@ def expand_batch_inputs(
 def write_output(data: bytes, output: Path | None) -> None:
     """``data`` to ``output`` atomically, or to stdout for None / ``-``.
 
-    A failed write is exit 3 (the work could not be done); the old file, if any, is intact.
+    A failed write is exit 3 (the work could not be done); the old file, if any, is intact,
+    and on stdout what was written of it is taken back when it is a regular file.
     """
-    from ctxcompact.transcripts.fileio import write_file
+    from ctxcompact.transcripts.fileio import write_file, write_stream
 
     if output is None or str(output) == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
+        write_stream(sys.stdout, data)
         return
     write_file(output, data)
+
+
+def refuse_writing_over_inputs(
+    inputs: Sequence[str | None], outputs: Sequence[tuple[str, Path | None]], *, hint: str = ""
+) -> None:
+    """Exit 2 before any work when an output (``-o``, ``--stats-json``, ``--report``) is one of
+    the inputs — also through a symlink, ``./../`` or a hard link: writing it would destroy the
+    input with no backup. ``hint`` says what to do instead."""
+    from ctxcompact.transcripts.fileio import same_file
+
+    for option, target in outputs:
+        if target is None or str(target) == "-":
+            continue
+        for path in inputs:
+            if path is not None and same_file(target, path):
+                raise UsageError(
+                    f"{option} {target} is the input {path} itself; it would be overwritten{hint}."
+                )
 
 
 def ensure_writable_dir(path: Path | None, option: str) -> None:

@@ -13,6 +13,7 @@ from ctxcompact.cli.common import (
     QUIET_OPT,
     Format,
     Streams,
+    refuse_writing_over_inputs,
     reports_errors,
     write_output,
 )
@@ -50,6 +51,9 @@ def export(
     from ctxcompact.transcripts.io import load_transcript
 
     streams = Streams(quiet=quiet)
+    refuse_writing_over_inputs(
+        [None if file is None else str(file)], [("-o", output)], hint=" with no backup: write elsewhere"
+    )
     transcript = load_transcript(file, dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)
     data, done = export_transcript(transcript)
     if points:

@@ -20,6 +20,7 @@ from ctxcompact.cli.common import (
     Streams,
     print_report,
     print_warnings,
+    refuse_writing_over_inputs,
     reports_errors,
     write_json_file,
     write_output,
@@ -105,6 +106,11 @@ def restore_files(
     from ctxcompact.transcripts.io import dump_transcript, load_transcript
 
     streams = Streams(quiet=quiet)
+    refuse_writing_over_inputs(
+        [None if file is None else str(file)],
+        [("-o", output), ("--stats-json", stats_json)],
+        hint=" with no backup: write elsewhere",
+    )
     transcript = load_transcript(file, dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)
     result = restore(
         transcript,

@@ -68,7 +68,7 @@ _UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 #: The files offload writes, and the temp files it writes them through (``fileio.write_temp``).
 OFFLOAD_FILE_RE = re.compile(r"tool-result-[A-Za-z0-9_.-]+\.md")
 _TEMP_FILE_RE = re.compile(
-    r"\.(?:tool-result-[A-Za-z0-9_.-]+\.md|offload-manifest\.json)\.[A-Za-z0-9_]+\.tmp"
+    r"\.(?:tool-result-[A-Za-z0-9_.-]+\.md|offload-manifest\.json)\.(?:\d+-)?[A-Za-z0-9_]+\.tmp"
 )
 
 
