@@ -39,8 +39,9 @@ def test_each_strategy_has_cost_and_retention() -> None:
     assert full.tokens_after < full.tokens_before and full.seconds == 1.0
     assert full.report.score("path") == 1.0 and full.report.score("last_request") == 1.0
     assert full.report.score("instruction") == 1.0
-    # Masking tool output loses the errors it held; the table says so.
-    assert by_name["prune"].report.score("error") == 0.0
+    # Masking keeps a result shorter than its stub whole (this session's errors are), and a
+    # stub names the outcome: no error is lost.
+    assert by_name["prune"].report.score("error") in (None, 1.0)
 
 
 def test_unknown_strategy_is_a_usage_error() -> None:

@@ -125,16 +125,20 @@ def test_a_new_strategy_is_one_table_row_and_gets_the_budget_and_the_summarizer(
     summarizer = ExtractiveSummarizer()
     options = CompactOptions(strategies=("probe",), archive_dir=tmp_path, prune=PruneOptions(keep=7))
     result = compact_conversation(
-        conv, options=options, budget=budget, auto=True, summarizer=summarizer, counter=EstimateCounter()
+        conv, options=options, budget=budget, summarizer=summarizer, counter=EstimateCounter()
     )
     context, probe_options = seen[0]
-    assert context.target_tokens == budget.threshold and context.summarizer() is summarizer
+    # The run aims at its target (half the threshold by default) and must end below the limit.
+    aim = options.aim(budget.threshold)
+    assert aim == budget.threshold // 2
+    assert (context.target_tokens, context.limit_tokens) == (aim, budget.threshold)
+    assert context.summarizer() is summarizer
     assert probe_options == ProbeOptions()  # defaults: CompactOptions holds none for it
     assert context.options_for(PruneOptions).keep == 7  # a fallback ladder runs others as configured
     assert context.original == conv.messages
     assert result.compacted and result.stats.compacted_message_count == 2
     probe = {k: v for k, v in result.stats.steps[0].items() if k != "tokens"}
-    assert probe == {"strategy": "probe", "changed": True, "target": budget.threshold}
+    assert probe == {"strategy": "probe", "changed": True, "target": aim}
     # still over the threshold: the fallback ladder ran and says why it could not help
     assert result.stats.steps[1]["strategy"] == "ladder"
     assert "pinned messages alone" in result.stats.steps[1]["reason"]  # the task, pinned

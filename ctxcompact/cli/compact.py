@@ -46,6 +46,8 @@ from ctxcompact.cli.local_options import (
     PIN_FIRST_OPT,
     PIN_OPT,
     RULES_OPT,
+    TARGET_RATIO_OPT,
+    TARGET_TOKENS_OPT,
     TARGET_USAGE_OPT,
     VERBOSE_OPT,
 )
@@ -202,7 +204,8 @@ def compact(
     include_loop: bool = typer.Option(
         False,
         "--include-loop",
-        help="Let prune clear inside the current tool loop too (as the API's own edit does).",
+        help="Let prune, selective and key-messages work inside the current tool loop too (as the "
+        "API's own edit does); what the model has not seen stays whole.",
     ),
     rules: Path | None = RULES_OPT,
     target_usage: float = TARGET_USAGE_OPT,
@@ -212,6 +215,8 @@ def compact(
     pin_first: bool | None = PIN_FIRST_OPT,
     keep_recent_tokens: int | None = KEEP_RECENT_TOKENS_OPT,
     keep_user_tokens: int | None = KEEP_USER_TOKENS_OPT,
+    target_tokens: int | None = TARGET_TOKENS_OPT,
+    target_ratio: float | None = TARGET_RATIO_OPT,
     verbose: bool = VERBOSE_OPT,
 ) -> None:
     """Rewrite a transcript to fit: summarize history and restore recent files, or prune locally.

@@ -66,6 +66,8 @@ def file_options(p: Mapping[str, Any], *, archive_dir: Path | None) -> FileOptio
         selective=selective,
         key_messages=key_messages,
         pins=pin_options(p["pin"], p["pin_first"]),
+        target_tokens=p["target_tokens"],
+        target_ratio=p["target_ratio"],
     )
     files_options = FileOptions(
         compact=options,

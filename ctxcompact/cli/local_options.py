@@ -65,6 +65,18 @@ KEEP_USER_TOKENS_OPT = typer.Option(
     help="full: keep the newest user messages verbatim up to N tokens after the summary "
     "[default: 0 (off); Codex sessions: 20,000, Codex's own rule (bytes/4)].",
 )
+TARGET_TOKENS_OPT = typer.Option(
+    None,
+    "--target-tokens",
+    min=1,
+    help="The size to aim at (as check measures it) when there is a budget: --auto and the "
+    "targeted strategies fill it in priority order. Default: --target-ratio of the threshold.",
+)
+TARGET_RATIO_OPT = typer.Option(
+    None,
+    "--target-ratio",
+    help="The share of the threshold to aim at, above 0 and at most 1 [default: 0.5].",
+)
 VERBOSE_OPT = typer.Option(
     False, "--verbose", "-v", help="Print the phase timeline (each step and rule, tokens before → after)."
 )

@@ -33,6 +33,11 @@ from ctxcompact.errors import UsageError
 
 OptionsT = TypeVar("OptionsT")
 
+#: The share of the threshold a compaction with a budget aims at (``--target-ratio``): what
+#: ``--auto`` and the summary strategies fill in priority order (README "The budget"). Measured
+#: on the corpus (``bench/bench_budget.py``): see the README for the figures.
+DEFAULT_TARGET_RATIO = 0.5
+
 
 @dataclass(frozen=True, slots=True)
 class CompactOptions:
@@ -57,9 +62,24 @@ class CompactOptions:
     hybrid: HybridOptions = field(default_factory=HybridOptions)
     #: What every strategy keeps verbatim (``--pin``, ``--pin-first``; issue 10).
     pins: PinOptions = field(default_factory=PinOptions)
+    #: The size a run with a budget aims at (as ``check`` measures it): ``target_tokens``, else
+    #: ``target_ratio`` × the threshold (default :data:`DEFAULT_TARGET_RATIO`).
+    target_tokens: int | None = None
+    target_ratio: float | None = None
 
     def __post_init__(self) -> None:
         check_strategy_names(self.strategies)
+        if self.target_tokens is not None and self.target_tokens < 1:
+            raise UsageError("--target-tokens must be at least 1.")
+        if self.target_ratio is not None and not 0 < self.target_ratio <= 1:
+            raise UsageError(f"--target-ratio must be above 0 and at most 1, got {self.target_ratio}.")
+
+    def aim(self, threshold: int) -> int:
+        """The size this run aims at under ``threshold``: never above it."""
+        if self.target_tokens is not None:
+            return min(self.target_tokens, threshold)
+        ratio = DEFAULT_TARGET_RATIO if self.target_ratio is None else self.target_ratio
+        return int(threshold * ratio)
 
     @classmethod
     def from_keywords(cls, **flat: Any) -> CompactOptions:
