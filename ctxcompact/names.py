@@ -59,3 +59,12 @@ class OutputFormat(StrEnum):
 
     text = "text"
     github = "github"
+
+
+class BreakdownView(StrEnum):
+    """How ``count``'s picture splits the context (``--by``)."""
+
+    category = "category"
+    tool = "tool"
+    role = "role"
+    type = "type"
