@@ -66,6 +66,8 @@ from ctxcompact.transcripts.io import Conversation, conversation_records
 from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 T = TypeVar("T")
+#: The options ``auto`` needs one of (named in its error).
+NEEDS_BUDGET = ("auto", "model", "context_window")
 D = TypeVar("D")
 
 
@@ -152,9 +154,7 @@ def compact_conversation(
     # each distinct block is encoded once.
     counter = cached(counter)
     if auto and budget is None:
-        raise OptionError(
-            "{auto} needs a budget: give {model} or {context_window}.", "auto", "model", "context_window"
-        )
+        raise OptionError("{auto} needs a budget: give {model} or {context_window}.", *NEEDS_BUDGET)
     report = measure(conversation, counter, previews=False)
     budget, options = _targets(conversation, options, budget, auto=auto)
     model = budget.model.model if budget else conversation_model(conversation)
