@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ctxcompact.errors import InputError, UsageError
+from ctxcompact.errors import InputError, OptionError, UsageError
 
 DEFAULT_CONTEXT_WINDOW = 96_000
 #: The largest context window a models file or --context-window may give (ten times today's
@@ -153,8 +153,11 @@ def resolve_model(
     """
     if context_window is not None:
         if not 0 < context_window <= MAX_CONTEXT_WINDOW:
-            raise UsageError(
-                f"--context-window must be from 1 to {MAX_CONTEXT_WINDOW:,} tokens, got {context_window}."
+            raise OptionError(
+                "{context_window} must be from 1 to {most} tokens, got {value}.",
+                "context_window",
+                most=f"{MAX_CONTEXT_WINDOW:,}",
+                value=context_window,
             )
         return ModelInfo(model, context_window, "override")
     if not model:
@@ -181,13 +184,9 @@ def load_registry(path: str | os.PathLike[str] | None = None) -> dict[str, int]:
     p = Path(chosen)
     from ctxcompact.transcripts.optionfile import parse_json, parse_toml, read_option_text
 
-    option = "--models-file" if path is not None else REGISTRY_ENV
-    text = read_option_text(p, option=option)
-    data = (
-        parse_toml(text, where=f"{option} {p}")
-        if p.suffix == ".toml"
-        else parse_json(text, where=f"{option} {p}")
-    )
+    text = read_option_text(p, option="models_file")
+    parse = parse_toml if p.suffix == ".toml" else parse_json
+    data = parse(text, option="models_file", name=str(p))
     if isinstance(data, Mapping) and isinstance(data.get("models"), Mapping):
         data = data["models"]
     if not isinstance(data, Mapping):
@@ -231,7 +230,13 @@ class Budget:
 def validate_ratio(ratio: float) -> None:
     low, high = RATIO_RANGE
     if not low <= ratio <= high:
-        raise UsageError(f"--threshold must be between {low} and {high}, got {ratio}.")
+        raise OptionError(
+            "{threshold} must be between {low} and {high}, got {value}.",
+            "threshold",
+            low=low,
+            high=high,
+            value=ratio,
+        )
 
 
 def make_budget(
@@ -251,7 +256,9 @@ def make_budget(
     else:
         reserve = output_reserve
         if reserve < 0:
-            raise UsageError(f"--output-reserve must not be negative, got {reserve}.")
+            raise OptionError(
+                "{output_reserve} must not be negative, got {value}.", "output_reserve", value=reserve
+            )
         if reserve >= model.context_window:
             raise UsageError(
                 f"--output-reserve {reserve:,} leaves no room for input in a {model.context_window:,}-token window."

@@ -99,12 +99,12 @@ def batch_inputs(
 
         source = "stdin" if from_list == "-" else from_list
         if from_list != "-":
-            text = read_option_text(from_list, option="--from")
+            text = read_option_text(from_list, option="from_list")
         elif terminal.stdin is None:
             text = ""
         else:  # bounded and binary, as a transcript on stdin is read
-            text = read_option_text(None, option="--from", stdin=getattr(terminal.stdin, "buffer", None))
-        listed = [Path(p) for p in read_path_list(text, source=f"--from {source}")]
+            text = read_option_text(None, option="from_list", stdin=getattr(terminal.stdin, "buffer", None))
+        listed = [Path(p) for p in read_path_list(text, source=source)]
         if not listed and not files:
             raise InputError(f"--from {source}: the path list is empty.")
     if from_list == "-" and files and any(str(f) == "-" for f in files):
