@@ -30,6 +30,7 @@ def test_every_command_has_a_section() -> None:
         "models",
         "hook",
         "uncompact",
+        "mcp",
     ]
     assert sorted(expected) == COMMANDS
     for name in COMMANDS:

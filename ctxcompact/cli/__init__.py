@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("ctxcompact.cli.config", "config"),
     "hook": ("ctxcompact.cli.hook", "hook"),
     "uncompact": ("ctxcompact.cli.uncompact", "uncompact"),
+    "mcp": ("ctxcompact.cli.mcp", "mcp"),
 }
 
 
