@@ -11,6 +11,7 @@ from ctxcompact.accounting.windows import load_registry
 from ctxcompact.cli.common import (
     CONTEXT_WINDOW_OPT,
     JSON_OPT,
+    MAX_INPUT_BYTES_OPT,
     MODEL_OPT,
     MODELS_FILE_OPT,
     OUTPUT_RESERVE_OPT,
@@ -52,6 +53,7 @@ def sessions(
         help="Where ctxcompact hook recorded the agents' compactions [default: $XDG_STATE_HOME/ctxcompact/archive].",
     ),
     as_json: bool = JSON_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
 ) -> None:
     """Which sessions are due? Agent, project, model, last activity, live tokens, compactions, cost, verdict.
 
@@ -80,6 +82,7 @@ def sessions(
         "registry": load_registry(models_file),
         "system_tokens": system_tokens,
         "since": parse_since(since) if since is not None else None,
+        "max_bytes": max_input_bytes,
     }
     total = len(all_session_files(root))
     if total >= PROGRESS_FROM and streams.terminal.stderr.is_terminal:
