@@ -43,15 +43,22 @@ class RecordedUsage:
 
 
 def as_recorded(messages: Sequence[Message]) -> int:
-    """How many leading messages are as the API saw them: none created or changed by a
-    rewrite (in memory) or written by ctxcompact (an entry carrying a ``ctxcompact`` field).
+    """How many leading messages are as read: none created or changed by a rewrite in memory.
     Usage recorded at or after the first other one describes a conversation we no longer have."""
     for index, message in enumerate(messages):
         if message.source is None or message.changed:
             return index
-        if any(isinstance(r, Mapping) and "ctxcompact" in r for r in message.source.records):
-            return index
     return len(messages)
+
+
+def written_by_us(message: Message) -> bool:
+    """A message read from records ctxcompact wrote (they carry a ``ctxcompact`` field): a
+    summary, a restored file, or a copy of a kept entry whose usage describes the longer
+    context before our compaction. Usage on them is never the API's answer to what the file
+    now holds; usage the API recorded after them (the agent resumed) is."""
+    return message.source is not None and any(
+        isinstance(r, Mapping) and "ctxcompact" in r for r in message.source.records
+    )
 
 
 def token_field(value: Any) -> int:

@@ -37,7 +37,7 @@ from ctxcompact.transcripts.dialects.common import (
     split_along,
 )
 from ctxcompact.transcripts.points import AppendedCompaction, CompactionPoint, ctxcompact_field
-from ctxcompact.transcripts.recorded_usage import RecordedUsage, as_recorded, token_field
+from ctxcompact.transcripts.recorded_usage import RecordedUsage, as_recorded, token_field, written_by_us
 
 NAME = "claude-code"
 MESSAGE_TYPES = ("user", "assistant")
@@ -321,10 +321,12 @@ def recorded_usage(messages: Sequence[Message]) -> RecordedUsage | None:
     compact boundary, sidechains excluded). One response is written as several entries; the
     prompt fields come from its last entry with usage and the output is the largest any of
     them records (earlier entries hold streaming snapshots). Synthetic responses (API errors,
-    all zeros) are skipped, and so is usage after a message a rewrite created or changed."""
+    all zeros) are skipped, and so are entries we wrote (a copy's usage is the old context's)
+    and usage after a message a rewrite created or changed in memory. Usage Claude Code
+    recorded after our compaction (it resumed the session) is read."""
     for index in range(as_recorded(messages) - 1, -1, -1):
         message = messages[index]
-        if message.role != "assistant" or message.source is None:
+        if message.role != "assistant" or message.source is None or written_by_us(message):
             continue
         found: tuple[Mapping[str, Any], int] | None = None
         output = 0
