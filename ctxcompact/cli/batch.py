@@ -6,14 +6,14 @@ in :mod:`ctxcompact.batch.files`, :mod:`ctxcompact.batch.inputs` and :mod:`ctxco
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
 from ctxcompact.batch.inputs import BatchInput, parse_shard, read_path_list, select_shard
-from ctxcompact.cli.common import Streams, expand_batch_inputs, traceback_wanted, write_json_file
+from ctxcompact.cli.common import expand_batch_inputs, traceback_wanted
+from ctxcompact.cli.streams import Streams
 from ctxcompact.errors import InputError, UsageError
 from ctxcompact.names import SummarizerName
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ctxcompact.batch.results import BatchResult
     from ctxcompact.llm.anthropic_api import AnthropicBatches
     from ctxcompact.llm.transport import BatchPoll
+    from ctxcompact.output.terminal import Terminal
 
 #: Where a batch with ``--out-dir`` archives what its rewrites replaced (hidden: never an input).
 ARCHIVE_IN_OUT_DIR = ".ctxcompact-archive"
@@ -70,6 +71,7 @@ SHARD_OPT = typer.Option(
 
 def batch_inputs(
     files: list[Path] | None,
+    terminal: Terminal,
     *,
     from_list: str | None,
     globs: list[str] | None,
@@ -82,7 +84,7 @@ def batch_inputs(
     if from_list is not None:
         source = "stdin" if from_list == "-" else from_list
         try:
-            text = sys.stdin.read() if from_list == "-" else Path(from_list).read_text(encoding="utf-8")
+            text = _read_stdin(terminal) if from_list == "-" else Path(from_list).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"--from {source}: cannot read the path list ({exc}).") from None
         listed = [Path(p) for p in read_path_list(text, source=source)]
@@ -90,10 +92,14 @@ def batch_inputs(
             raise InputError(f"--from {source}: the path list is empty.")
     if from_list == "-" and files and any(str(f) == "-" for f in files):
         raise UsageError("--from - reads the path list from stdin: no transcript can come from stdin too.")
-    inputs = expand_batch_inputs([*(files or []), *listed], globs=globs or (), exclude=exclude)
+    inputs = expand_batch_inputs([*(files or []), *listed], terminal, globs=globs or (), exclude=exclude)
     if shard is not None:
         inputs = select_shard(inputs, *parse_shard(shard))
     return inputs
+
+
+def _read_stdin(terminal: Terminal) -> str:
+    return terminal.stdin.read() if terminal.stdin is not None else ""
 
 
 def is_batch(
@@ -194,8 +200,8 @@ def run_batch(
             )
     render_warnings(result.warnings, streams.err)
     render_batch(result, streams.err, fail_over=fail_over)
-    write_json_file(report, batch_report_json(result, fail_over=fail_over))
-    write_json_file(stats_json, batch_report_json(result, fail_over=fail_over))
+    streams.write_json_file(report, batch_report_json(result, fail_over=fail_over))
+    streams.write_json_file(stats_json, batch_report_json(result, fail_over=fail_over))
     status = result.gate(fail_over)
     if status:
         raise typer.Exit(status)
@@ -217,7 +223,7 @@ def _run_message_batches(
     from ctxcompact.output.rich.batch import batch_progress
 
     def on_poll(poll: BatchPoll) -> None:
-        streams.err.print(poll.describe(), markup=False, highlight=False, soft_wrap=True)
+        streams.note(poll.describe())
 
     with batch_progress(streams.err, len(inputs)) as progress:
         return compact_files_in_batches(

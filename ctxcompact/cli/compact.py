@@ -34,7 +34,6 @@ from ctxcompact.cli.common import (
     SYSTEM_TOKENS_OPT,
     THRESHOLD_OPT,
     Format,
-    Streams,
     ensure_writable_dir,
     reports_errors,
 )
@@ -57,6 +56,7 @@ from ctxcompact.cli.restore import (
     READ_TOOL_OPT,
     WORK_DIR_OPT,
 )
+from ctxcompact.cli.streams import streams_for
 from ctxcompact.compaction.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, STRATEGY_NAMES
 from ctxcompact.compaction.strategies.options import (
     DEFAULT_CLEAR_AT_LEAST,
@@ -71,6 +71,7 @@ from ctxcompact.names import LocalCounterName, OnFailure, SummarizerName
 
 @reports_errors
 def compact(
+    ctx: typer.Context,
     files: list[Path] | None = FILES_ARG,
     strategy: str | None = typer.Option(
         None,
@@ -223,13 +224,15 @@ def compact(
     params = dict(locals())  # every option as the command received it, by parameter name
     from ctxcompact.cli.compact_run import file_options, run_one
 
-    streams = Streams(quiet=quiet)
+    streams = streams_for(ctx, quiet=quiet)
     validate_ratio(threshold)
     if archive_dir is None and out_dir is not None:
         archive_dir = out_dir / ARCHIVE_IN_OUT_DIR
     files_options = file_options(params, archive_dir=archive_dir)
     exclude = (out_dir, report, stats_json, archive_dir)
-    found = batch_inputs(files, from_list=from_list, globs=globs, shard=shard, exclude=exclude)
+    found = batch_inputs(
+        files, streams.terminal, from_list=from_list, globs=globs, shard=shard, exclude=exclude
+    )
     inputs = [i.path for i in found]
     batch = is_batch(inputs, output=output, out_dir=out_dir, in_place=in_place, dry_run=dry_run, shard=shard)
     if summarizer == SummarizerName.anthropic_batch and not batch:

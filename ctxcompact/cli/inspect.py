@@ -22,13 +22,10 @@ from ctxcompact.cli.common import (
     SYSTEM_TOKENS_OPT,
     THRESHOLD_OPT,
     Format,
-    Streams,
     load_all,
-    print_report,
-    print_warnings,
     reports_errors,
-    write_stdout,
 )
+from ctxcompact.cli.streams import streams_for
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 
@@ -45,6 +42,7 @@ def _counter(name: CounterName, encoding: str, model: str | None) -> Any:
 
 @reports_errors
 def count(
+    ctx: typer.Context,
     files: list[Path] | None = FILES_ARG,
     fmt: Format | None = FORMAT_OPT,
     max_input_bytes: int = MAX_INPUT_BYTES_OPT,
@@ -71,18 +69,16 @@ def count(
       cat request.json | ctxcompact count --counter estimate
       ctxcompact count t.json --model claude-sonnet-4-5     # adds the share of the window
     """
-    import orjson
-
     from ctxcompact.accounting.check import conversation_model, measure, unknown_model_warning
     from ctxcompact.accounting.context_size import context_size, side_entries
     from ctxcompact.accounting.tokens import make_counter
     from ctxcompact.output.json import CountRow, count_to_json
 
-    streams = Streams()
+    streams = streams_for(ctx)
     registry = load_registry(models_file)
     rows: list[CountRow] = []
     warnings: list[str] = []
-    loaded = load_all(files, fmt, max_bytes=max_input_bytes)
+    loaded = load_all(files, fmt, max_bytes=max_input_bytes, streams=streams)
     info = resolve_model(model, registry=registry) if model is not None else None
     warning = unknown_model_warning(info) if info is not None else None
     if warning:
@@ -107,19 +103,20 @@ def count(
                     conv.label, conv.dialect, report, row_info, size=size, side=side, recorded=conv.recorded
                 )
             )
-    print_warnings(warnings, streams)
+    streams.warnings(warnings)
     if as_json:
-        write_stdout(orjson.dumps(count_to_json(rows, top=top), option=orjson.OPT_INDENT_2).decode())
+        streams.write_json(count_to_json(rows, top=top))
     else:
         from ctxcompact.output.text import count_report
 
-        print_report(count_report(rows, top=top), streams)
+        streams.report(count_report(rows, top=top))
     if loaded.failed:
         raise typer.Exit(ExitStatus.BAD_INPUT)
 
 
 @reports_errors
 def check(
+    ctx: typer.Context,
     files: list[Path] | None = FILES_ARG,
     model: str | None = MODEL_OPT,
     context_window: int | None = CONTEXT_WINDOW_OPT,
@@ -152,17 +149,15 @@ def check(
       ctxcompact check session.jsonl --threshold 0.75 --json
       ctxcompact check t.json -m gpt-4o; [ $? -eq 1 ] && ctxcompact compact t.json -i
     """
-    import orjson
-
     from ctxcompact.accounting.check import budget_for, check_conversation, unknown_model_warning
     from ctxcompact.output.json import check_to_json
 
-    streams = Streams()
+    streams = streams_for(ctx)
     registry = load_registry(models_file)
     results = []
     budget = None
     warnings: list[str] = []
-    loaded = load_all(files, fmt, max_bytes=max_input_bytes)
+    loaded = load_all(files, fmt, max_bytes=max_input_bytes, streams=streams)
     for transcript in loaded.transcripts:
         for conv in transcript.conversations:
             budget = budget_for(
@@ -184,13 +179,13 @@ def check(
                 )
             )
     assert budget is not None
-    print_warnings(warnings, streams)
+    streams.warnings(warnings)
     if as_json:
-        write_stdout(orjson.dumps(check_to_json(results, budget), option=orjson.OPT_INDENT_2).decode())
+        streams.write_json(check_to_json(results, budget))
     else:
         from ctxcompact.output.text import check_report
 
-        print_report(check_report(results, budget), streams)
+        streams.report(check_report(results, budget))
     if loaded.failed or any(r.errors for r in results):
         raise typer.Exit(ExitStatus.BAD_INPUT)
     if any(r.needs_compaction for r in results):

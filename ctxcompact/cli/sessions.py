@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
@@ -16,11 +15,9 @@ from ctxcompact.cli.common import (
     OUTPUT_RESERVE_OPT,
     SYSTEM_TOKENS_OPT,
     THRESHOLD_OPT,
-    Streams,
-    print_report,
     reports_errors,
-    write_stdout,
 )
+from ctxcompact.cli.streams import streams_for
 
 DIR_ARG = typer.Argument(
     None,
@@ -34,6 +31,7 @@ PROGRESS_FROM = 20
 
 @reports_errors
 def sessions(
+    ctx: typer.Context,
     folder: Path | None = DIR_ARG,
     model: str | None = MODEL_OPT,
     context_window: int | None = CONTEXT_WINDOW_OPT,
@@ -56,12 +54,10 @@ def sessions(
       ctxcompact sessions ~/.codex/sessions
       ctxcompact sessions --over --json | jq -r '.[].path' | ctxcompact compact --from - --in-place
     """
-    import orjson
-
     from ctxcompact.accounting.sessions import all_session_files, default_folders, list_sessions
     from ctxcompact.output.json import sessions_to_json
 
-    streams = Streams()
+    streams = streams_for(ctx)
     root = [folder] if folder is not None else default_folders()
     options = {
         "model": model,
@@ -72,7 +68,7 @@ def sessions(
         "system_tokens": system_tokens,
     }
     total = len(all_session_files(root))
-    if total >= PROGRESS_FROM and sys.stderr.isatty():
+    if total >= PROGRESS_FROM and streams.terminal.stderr.is_terminal:
         from ctxcompact.output.rich.sessions import sessions_progress
 
         with sessions_progress(streams.err, total) as update:
@@ -82,8 +78,8 @@ def sessions(
     if over:
         rows = [r for r in rows if r.over_threshold]
     if as_json:
-        write_stdout(orjson.dumps(sessions_to_json(rows), option=orjson.OPT_INDENT_2).decode())
+        streams.write_json(sessions_to_json(rows))
         return
     from ctxcompact.output.text import sessions_report
 
-    print_report(sessions_report(rows), streams)
+    streams.report(sessions_report(rows))
