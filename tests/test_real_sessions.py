@@ -158,3 +158,44 @@ def test_the_encrypted_reasoning_rate_is_the_corpus_s() -> None:
     if not measured:
         pytest.skip("no Codex rollout with recorded reasoning in the corpus")
     assert min(measured) * 0.8 <= ENCRYPTED_CHARS_PER_TOKEN <= max(measured) * 1.2
+
+
+# --- defects 3 and 7: restored files, a second time; isMeta; the model ------------------------
+
+
+def _reading_session(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    builder = SessionBuilder(cwd=str(work)).user("read the modules " + BIG)
+    for n in range(3):
+        source = work / f"m{n}.py"
+        source.write_text(f"VALUE_{n} = {n}\n" * 40, encoding="utf-8")
+        builder.tool_call("Read", {"file_path": str(source)}, source.read_text(), call_id=f"toolu_{n}")
+    builder.assistant("read them all", usage=(3, 1_000, 141_000, 30))
+    return builder.write(tmp_path / "s.jsonl")
+
+
+def _restored(path: Path) -> list[dict[str, Any]]:
+    return [e for e in _lines(path) if "[Restored after compact]" in json.dumps(e.get("message", {}))]
+
+
+def test_a_second_compaction_restores_the_files_again(tmp_path: Path) -> None:
+    path = _reading_session(tmp_path)
+    _compact(path)
+    first = _restored(path)
+    assert len(first) == 3
+    _resume_turn(path, "go on " + BIG, (7, 2_000, 9_000, 50))
+    _compact(path)
+    second = _restored(path)[len(first) :]
+    assert len(second) == 3
+    # The old files' text is restored, not carried inside the new summary.
+    [summary] = [e for e in _lines(path) if e.get("isCompactSummary")][-1:]
+    assert "VALUE_1 = 1" not in summary["message"]["content"]
+
+
+def test_restored_file_entries_are_meta_and_the_model_survives(tmp_path: Path) -> None:
+    path = _reading_session(tmp_path)
+    _compact(path)
+    assert all(e.get("isMeta") is True for e in _restored(path))
+    [conv] = load_transcript(path).conversations
+    assert conv.model == "claude-sonnet-4-5-20250929"
