@@ -25,7 +25,7 @@ from ctxcompact.cli.common import (
     load_all,
     reports_errors,
 )
-from ctxcompact.cli.streams import streams_for
+from ctxcompact.cli.streams import Streams, streams_for
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 
@@ -55,6 +55,15 @@ def count(
     as_json: bool = JSON_OPT,
     models_file: Path | None = MODELS_FILE_OPT,
     system_tokens: int | None = SYSTEM_TOKENS_OPT,
+    timeline: bool = typer.Option(
+        False,
+        "--timeline",
+        help="Instead: the context size at every call the session recorded (Claude Code, Codex), "
+        "its compactions and estimated cost; a chart on a terminal, a table on a pipe.",
+    ),
+    html: Path | None = typer.Option(
+        None, "--html", help="With --timeline: also write the chart and the calls as an HTML page here."
+    ),
 ) -> None:
     """Where do my tokens go? Totals per role and block type, the largest messages and tool results.
 
@@ -68,6 +77,7 @@ def count(
       ctxcompact count sessions/ --json | jq .total
       cat request.json | ctxcompact count --counter estimate
       ctxcompact count t.json --model claude-sonnet-4-5     # adds the share of the window
+      ctxcompact count session.jsonl --timeline --html growth.html
     """
     from ctxcompact.accounting.check import conversation_model, measure, unknown_model_warning
     from ctxcompact.accounting.context_size import context_size, side_entries
@@ -75,6 +85,9 @@ def count(
     from ctxcompact.output.json import CountRow, count_to_json
 
     streams = streams_for(ctx)
+    if timeline or html is not None:
+        _timeline(files, fmt, max_input_bytes, model, models_file, as_json, html, streams)
+        return
     registry = load_registry(models_file)
     rows: list[CountRow] = []
     warnings: list[str] = []
@@ -111,6 +124,26 @@ def count(
 
         streams.report(count_report(rows, top=top))
     if loaded.failed:
+        raise typer.Exit(ExitStatus.BAD_INPUT)
+
+
+def _timeline(
+    files: list[Path] | None,
+    fmt: Format | None,
+    max_input_bytes: int,
+    model: str | None,
+    models_file: Path | None,
+    as_json: bool,
+    html: Path | None,
+    streams: Streams,
+) -> None:
+    from ctxcompact.cli.timeline import print_timelines, timelines
+
+    items, failed = timelines(
+        files, fmt, max_bytes=max_input_bytes, model=model, models_file=models_file, streams=streams
+    )
+    print_timelines(items, streams, as_json=as_json, html=html)
+    if failed:
         raise typer.Exit(ExitStatus.BAD_INPUT)
 
 

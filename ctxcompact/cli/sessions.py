@@ -40,9 +40,14 @@ def sessions(
     models_file: Path | None = MODELS_FILE_OPT,
     system_tokens: int | None = SYSTEM_TOKENS_OPT,
     over: bool = typer.Option(False, "--over", help="List only the sessions over the threshold."),
+    since: str | None = typer.Option(
+        None,
+        "--since",
+        help="Only sessions active since then: a date (2026-11-01), a date and time, or a span back from now (24h, 7d, 2w).",
+    ),
     as_json: bool = JSON_OPT,
 ) -> None:
-    """Which sessions are due? Agent, project, last activity, live tokens, compactions, verdict.
+    """Which sessions are due? Agent, project, model, last activity, live tokens, compactions, cost, verdict.
 
     Claude Code sessions and Codex rollouts. Live tokens are the session's last recorded usage plus our count of what came after it
     (as check decides), else an estimate. Most recent first.
@@ -52,9 +57,11 @@ def sessions(
       ctxcompact sessions
       ctxcompact sessions ~/.claude/projects --threshold 0.75
       ctxcompact sessions ~/.codex/sessions
+      ctxcompact sessions --since 7d
       ctxcompact sessions --over --json | jq -r '.[].path' | ctxcompact compact --from - --in-place
     """
-    from ctxcompact.accounting.sessions import all_session_files, default_folders, list_sessions
+    from ctxcompact.accounting.prices import price_source
+    from ctxcompact.accounting.sessions import all_session_files, default_folders, list_sessions, parse_since
     from ctxcompact.output.json import sessions_to_json
 
     streams = streams_for(ctx)
@@ -66,6 +73,7 @@ def sessions(
         "ratio": threshold,
         "registry": load_registry(models_file),
         "system_tokens": system_tokens,
+        "since": parse_since(since) if since is not None else None,
     }
     total = len(all_session_files(root))
     if total >= PROGRESS_FROM and streams.terminal.stderr.is_terminal:
@@ -82,4 +90,4 @@ def sessions(
         return
     from ctxcompact.output.text import sessions_report
 
-    streams.report(sessions_report(rows))
+    streams.report(sessions_report(rows, cost_source=price_source()))

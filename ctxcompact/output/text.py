@@ -17,6 +17,7 @@ from ctxcompact.output.table import Block, Column, Line, Panel, Segment, Table
 
 if TYPE_CHECKING:
     from ctxcompact.accounting.check import CheckResult
+    from ctxcompact.accounting.models_table import KnownModel
     from ctxcompact.accounting.sessions import SessionInfo
     from ctxcompact.accounting.windows import Budget
 
@@ -272,48 +273,72 @@ def _check_table(results: Sequence[CheckResult]) -> list[Block]:
 # --- sessions, config ------------------------------------------------------------------------
 
 
-def sessions_report(rows: Sequence[SessionInfo]) -> list[Block]:
-    """Most recent first: agent, project, session, last activity, live tokens and their
-    source, compactions so far, and the verdict against the threshold."""
-    columns = tuple(
-        Column(h, justify=j, overflow="fold")  # type: ignore[arg-type]
-        for h, j in (
-            ("agent", "left"),
-            ("project", "left"),
-            ("session", "left"),
-            ("last activity", "left"),
-            ("tokens", "right"),
-            ("source", "left"),
-            ("compactions", "right"),
-            ("threshold", "right"),
-            ("verdict", "left"),
-        )
+def sessions_report(rows: Sequence[SessionInfo], *, cost_source: str = "") -> list[Block]:
+    """Most recent first: agent, project, session, model, last activity, live tokens and their
+    source, compactions so far, the estimated cost and the verdict against the threshold; a
+    footer with the totals, and a line saying where the prices come from."""
+    from ctxcompact.output.timeline import dollars
+
+    headers = (
+        ("agent", "left"),
+        ("project", "left"),
+        ("session", "left"),
+        ("model", "left"),
+        ("last activity", "left"),
+        ("tokens", "right"),
+        ("source", "left"),
+        ("compactions", "right"),
+        ("threshold", "right"),
+        ("cost", "right"),
+        ("verdict", "left"),
     )
+    columns = tuple(Column(h, justify=j, overflow="fold") for h, j in headers)  # type: ignore[arg-type]
+    verdict_at = len(headers) - 1
     body = []
     styles: dict[tuple[int, int], str] = {}
     for i, row in enumerate(rows):
         if row.error is not None:
-            verdict, styles[i, 8] = f"unreadable: {row.error}", "red"
+            verdict, styles[i, verdict_at] = f"unreadable: {row.error}", "red"
         elif row.over_threshold:
-            verdict, styles[i, 8] = "over", "bold red"
+            verdict, styles[i, verdict_at] = "over", "bold red"
         else:
-            verdict, styles[i, 8] = "within", "green"
+            verdict, styles[i, verdict_at] = "within", "green"
         body.append(
             (
                 _AGENTS.get(row.agent, row.agent),
                 row.project,
                 row.session_id[:8],
+                row.model or "-",
                 (row.last_activity or "-")[:19].replace("T", " "),
                 f"{row.tokens:,}",
                 row.source,
                 str(row.compactions),
                 f"{row.threshold:,}",
+                _cost_cell(row),
                 verdict,
             )
         )
     over = sum(r.over_threshold for r in rows)
-    footer = ("", f"{len(rows)} sessions", "", "", "", "", "", "", f"{over} over")
-    return [Table(columns, tuple(body), styles=styles, footer=(footer,))]
+    costs = [r.cost for r in rows if r.cost is not None and r.cost.priced_calls]
+    total_cost = dollars(sum(c.dollars for c in costs)) if costs else "-"
+    footer = ("", f"{len(rows)} sessions", "", "", "", "", "", "", "", total_cost, f"{over} over")
+    blocks: list[Block] = [Table(columns, tuple(body), styles=styles, footer=(footer,))]
+    if costs and cost_source:
+        blocks.append(
+            Line.of(f"cost: estimated at the list prices of {cost_source} on each call's date", "dim")
+        )
+    return blocks
+
+
+def _cost_cell(row: SessionInfo) -> str:
+    from ctxcompact.output.timeline import dollars
+
+    cost = row.cost
+    if cost is None:
+        return "-"
+    if not cost.priced_calls:
+        return "?"
+    return dollars(cost.dollars) + ("+" if cost.unpriced_calls else "")
 
 
 def config_report(payload: dict[str, Any]) -> list[Block]:
@@ -343,3 +368,45 @@ def restore_report(result: Any) -> list[Block]:
         rows = [("(no file reads found)", "", "")]
     columns = (Column("path", overflow="fold"), _right("tokens"), Column("status"))
     return [Table(columns, tuple(rows), title="restore-files", styles=styles)]
+
+
+def models_report(rows: Sequence[KnownModel], *, source: str) -> list[Block]:
+    """``ctxcompact models``: id, window and its source, list prices per million tokens."""
+
+    def price(value: float | None, tiered: bool) -> str:
+        return "-" if value is None else f"{value:g}" + ("*" if tiered else "")
+
+    body = []
+    for row in rows:
+        p = row.price
+        cells = (
+            (
+                price(p.input, p.tiered),
+                price(p.output, p.tiered),
+                price(p.cache_read, p.tiered),
+                price(p.cache_write, p.tiered),
+                p.priced_as,
+            )
+            if p is not None
+            else ("-", "-", "-", "-", "-")
+        )
+        body.append((row.model, _n(row.context_window), row.window_source, *cells))
+    columns = (
+        Column("model"),
+        _right("window"),
+        Column("window from"),
+        _right("input $"),
+        _right("output $"),
+        _right("cache read $"),
+        _right("cache write $"),
+        Column("priced as"),
+    )
+    today = next((r.price.at for r in rows if r.price is not None), None)
+    return [
+        Table(columns, tuple(body), title="Known models"),
+        Line.of(
+            f"prices: USD per million tokens, list prices of {source} in force on {today or 'today'} "
+            "(standard API; * a long prompt costs more); estimates, not a bill",
+            "dim",
+        ),
+    ]
