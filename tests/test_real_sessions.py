@@ -199,3 +199,45 @@ def test_restored_file_entries_are_meta_and_the_model_survives(tmp_path: Path) -
     assert all(e.get("isMeta") is True for e in _restored(path))
     [conv] = load_transcript(path).conversations
     assert conv.model == "claude-sonnet-4-5-20250929"
+
+
+# --- defect 2: restore-files --append invents no acknowledgement -------------------------------
+
+
+def test_restore_files_append_on_a_session_writes_meta_file_entries_only(tmp_path: Path) -> None:
+    path = _reading_session(tmp_path)
+    out = tmp_path / "out.jsonl"
+    result = run_cli("restore-files", path, "--append", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    added = _lines(out)[len(_lines(path)) :]
+    assert len(added) == 3
+    # Claude Code hangs on an assistant entry without message.model, id and usage.
+    assert all(e["type"] == "user" and e.get("isMeta") is True for e in added)
+    assert [e["parentUuid"] for e in added[1:]] == [e["uuid"] for e in added[:-1]]
+    assert added[0]["parentUuid"] == _lines(path)[-1]["uuid"]
+
+
+# --- defect 1: copies after our boundary are responses of their own -----------------------------
+
+
+def _looping_session(tmp_path: Path) -> Path:
+    builder = SessionBuilder().user("first task " + BIG).assistant("done", usage=(3, 1_000, 90_000, 30))
+    builder.user("now run the tests")
+    builder.tool_call("Bash", {"command": "pytest -q"}, "3 passed", call_id="toolu_a")
+    builder.tool_call("Bash", {"command": "ruff check"}, "All checks passed!", call_id="toolu_b")
+    # One response written as two entries (thinking, then text), as Claude Code writes it.
+    builder.assistant("all green", usage=(3, 1_000, 141_000, 30))
+    builder.entries[-1]["message"]["content"].insert(0, {"type": "thinking", "thinking": "ok", "signature": "s"})
+    return builder.write(tmp_path / "s.jsonl")
+
+
+def test_keep_loop_copies_take_fresh_message_ids_and_times(tmp_path: Path) -> None:
+    path = _looping_session(tmp_path)
+    before = _lines(path)
+    _compact(path, "--keep-loop")
+    after = _lines(path)[len(before) :]
+    old_ids = {e["message"].get("id") for e in before if e["type"] == "assistant"}
+    copies = [e for e in after if e["type"] == "assistant"]
+    assert copies and all(e["message"]["id"] not in old_ids for e in copies)
+    boundary = after[0]
+    assert all(e["timestamp"] == boundary["timestamp"] for e in after)

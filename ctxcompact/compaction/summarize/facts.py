@@ -22,7 +22,7 @@ from ctxcompact.compaction.summarize.boilerplate import drop_templates, strip_wr
 from ctxcompact.compaction.summarize.layout import clip_words
 from ctxcompact.compaction.summarize.shell_files import PATH_FIELDS, command_texts, tool_file_ops
 from ctxcompact.ir import Block, Message, has_user_text, tool_names_by_id, tool_result_text
-from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES, SUMMARY_PREFIX, restored_file_path
+from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES, SUMMARY_PREFIX, restored_block_path, restored_file_paths
 
 SENTENCE_WORDS = 60
 ERROR_LINE_WORDS = 24
@@ -118,10 +118,7 @@ class Facts:
     # -- user messages --
 
     def _read_user(self, index: int, message: Message, text: str) -> None:
-        restored = restored_file_path(message)
-        if restored is not None:
-            self.restored.append(restored)
-            return
+        self.restored.extend(restored_file_paths(message))
         prefix = next((p for p in EARLIER_SUMMARY_PREFIXES if text.startswith(p)), None)
         if prefix is not None:
             # Ours: drop the marker line. Claude Code's: its opening sentence is part of it.
@@ -244,7 +241,8 @@ def sentences(text: str) -> list[str]:
 def _user_texts(messages: Sequence[Message]) -> dict[int, str]:
     """Each user message's own words: wrappers stripped, repeated templates dropped."""
     indices = [i for i, m in enumerate(messages) if m.role == "user" and has_user_text(m)]
-    cleaned = [strip_wrappers(texts(messages[i].content)) for i in indices]
+    own = [[b for b in messages[i].content if restored_block_path(b) is None] for i in indices]
+    cleaned = [strip_wrappers(texts(blocks)) for blocks in own]
     return dict(zip(indices, drop_templates(cleaned), strict=True))
 
 

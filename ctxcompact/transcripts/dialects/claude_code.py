@@ -119,7 +119,19 @@ def parse_records(records: Sequence[Any]) -> Parsed:
 
     in_messages = {i for group in groups for i in group}
     passthrough = frozenset(i for i in range(len(records)) if i not in in_messages)
-    return Parsed(tuple(messages), passthrough, ())
+    return Parsed(tuple(messages), passthrough, (), model=session_model(records))
+
+
+def session_model(records: Sequence[Any]) -> str | None:
+    """The model of the session's newest response (``message.model``, not Claude Code's
+    ``<synthetic>`` error answers), before the boundary too: a session just compacted still
+    runs on the model its history names."""
+    for record in reversed(records):
+        inner = record.get("message") if record.get("type") == "assistant" else None
+        model = inner.get("model") if isinstance(inner, Mapping) else None
+        if isinstance(model, str) and model and not model.startswith("<"):
+            return model
+    return None
 
 
 def _open_response(records: Sequence[Any], groups: list[list[int]], message_id: Any) -> list[int] | None:
@@ -171,6 +183,7 @@ def render_message(message: Message) -> list[Any]:
                 "type": message.role,
                 "message": inner,
                 "uuid": _derived_uuid(None, inner),
+                **claude_code_compact.new_entry_flags(message),
                 _NEW_MARK: True,
             }
         ]
