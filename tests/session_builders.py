@@ -83,7 +83,9 @@ class SessionBuilder:
         path.write_text("".join(json.dumps(e) + "\n" for e in self.entries), encoding="utf-8")
         return path
 
-    def tool_call(self, name: str, tool_input: dict[str, Any], result: str, *, call_id: str) -> SessionBuilder:
+    def tool_call(
+        self, name: str, tool_input: dict[str, Any], result: str, *, call_id: str
+    ) -> SessionBuilder:
         """An assistant entry calling ``name`` and the user entry with its result."""
         self._entry(
             "assistant",

@@ -227,7 +227,9 @@ def _looping_session(tmp_path: Path) -> Path:
     builder.tool_call("Bash", {"command": "ruff check"}, "All checks passed!", call_id="toolu_b")
     # One response written as two entries (thinking, then text), as Claude Code writes it.
     builder.assistant("all green", usage=(3, 1_000, 141_000, 30))
-    builder.entries[-1]["message"]["content"].insert(0, {"type": "thinking", "thinking": "ok", "signature": "s"})
+    builder.entries[-1]["message"]["content"].insert(
+        0, {"type": "thinking", "thinking": "ok", "signature": "s"}
+    )
     return builder.write(tmp_path / "s.jsonl")
 
 

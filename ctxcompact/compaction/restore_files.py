@@ -98,7 +98,9 @@ def restore_files(
         tools=tuple(read_tools) if read_tools else read_tools_for(conv.dialect),
         reader=reader,
     )
-    return RestoreFilesResult(transcript, conv, result, _as_the_agent_writes(conv, restored_pairs(result)), where)
+    return RestoreFilesResult(
+        transcript, conv, result, _as_the_agent_writes(conv, restored_pairs(result)), where
+    )
 
 
 def _as_the_agent_writes(conv: Conversation, pairs: Sequence[Message]) -> tuple[Message, ...]:

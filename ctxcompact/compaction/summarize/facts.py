@@ -22,7 +22,12 @@ from ctxcompact.compaction.summarize.boilerplate import drop_templates, strip_wr
 from ctxcompact.compaction.summarize.layout import clip_words
 from ctxcompact.compaction.summarize.shell_files import PATH_FIELDS, command_texts, tool_file_ops
 from ctxcompact.ir import Block, Message, has_user_text, tool_names_by_id, tool_result_text
-from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES, SUMMARY_PREFIX, restored_block_path, restored_file_paths
+from ctxcompact.markers import (
+    EARLIER_SUMMARY_PREFIXES,
+    SUMMARY_PREFIX,
+    restored_block_path,
+    restored_file_paths,
+)
 
 SENTENCE_WORDS = 60
 ERROR_LINE_WORDS = 24
