@@ -243,3 +243,116 @@ def test_keep_loop_copies_take_fresh_message_ids_and_times(tmp_path: Path) -> No
     assert copies and all(e["message"]["id"] not in old_ids for e in copies)
     boundary = after[0]
     assert all(e["timestamp"] == boundary["timestamp"] for e in after)
+
+
+# --- defect 12: the parentUuid chain, as Claude Code resumes it ----------------------------------
+
+
+def _chain_session(tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
+    builder = SessionBuilder().user("first " + BIG).assistant("one", usage=(3, 1_000, 50_000, 30))
+    builder.user("second").assistant("two").user("third").assistant("three", usage=(3, 1_000, 60_000, 30))
+    return builder.write(tmp_path / "s.jsonl"), builder.entries
+
+
+def test_a_broken_chain_is_invalid_and_read_as_claude_code_resumes_it(tmp_path: Path) -> None:
+    path, entries = _chain_session(tmp_path)
+    # A tool dropped the entry "two" without relinking its child.
+    del entries[3]
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
+    [conv] = load_transcript(path).conversations
+    assert [m.content[0]["text"] for m in conv.messages] == ["third", "three"]
+    result = run_cli("check", path)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert "line 4" in result.stdout + result.stderr and "parentUuid" in result.stdout + result.stderr
+
+
+def test_an_unreachable_tail_is_invalid(tmp_path: Path) -> None:
+    path, entries = _chain_session(tmp_path)
+    stray = {**entries[-1], "uuid": "99999999-0000-4000-8000-000000000009", "parentUuid": entries[1]["uuid"]}
+    stray["message"] = {**stray["message"], "id": "msg_stray"}
+    stray["timestamp"] = "2026-01-01T00:00:00.000Z"  # older than the leaf: not resumed
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(stray) + "\n")
+    result = run_cli("check", path)
+    assert result.exit_code == 2
+    assert "line 7" in result.stdout + result.stderr and "unreachable" in result.stdout + result.stderr
+
+
+def test_a_whole_chain_checks_clean(tmp_path: Path) -> None:
+    path, _ = _chain_session(tmp_path)
+    assert "resume_chain" not in run_cli("check", path).stdout
+
+
+# --- defect 11: a session being written ------------------------------------------------------------
+
+
+def test_a_half_written_last_line_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    path, entries = _chain_session(tmp_path)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(entries[-1])[:60])  # Claude Code is writing the next entry
+    result = run_cli("check", path)
+    assert result.exit_code == 0, result.stderr
+    assert "line 7" in result.stderr and "skipped" in result.stderr
+    [row] = run_cli("count", path, "--json").json()["transcripts"]
+    assert row["message_count"] == 6
+
+
+def test_a_session_we_write_ends_with_a_newline(tmp_path: Path) -> None:
+    """Claude Code appends its next entry right after the last byte: without a final newline it
+    would be glued onto our last line."""
+    path = _session(tmp_path)
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    _compact(path)
+    assert path.read_bytes().endswith(b"\n")
+    small = SessionBuilder().user("hi").assistant("hello", usage=(5, 100, 0, 3)).write(tmp_path / "t.jsonl")
+    small.write_bytes(small.read_bytes().rstrip(b"\n"))
+    result = run_cli(
+        "compact", small, "-i", "--auto", "--summarizer", "extractive", "--archive-dir", tmp_path
+    )
+    assert result.exit_code == 0, result.stderr
+    assert small.read_bytes().endswith(b"\n")
+
+
+# --- defect 4: Codex restored files do not pile up ------------------------------------------------
+
+
+def _codex_reading_rollout(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    lines = [_rollout_line("session_meta", {"id": "s", "cwd": str(work)})]
+    lines.append(_rollout_line("turn_context", {"cwd": str(work), "model": "gpt-5.5"}))
+    ask = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "read " + BIG}]}
+    lines.append(_rollout_line("response_item", ask))
+    for n in range(3):
+        (work / f"m{n}.py").write_text(f"VALUE_{n} = {n}\n" * 40, encoding="utf-8")
+        args = json.dumps({"cmd": f"cat m{n}.py"})
+        call = {"type": "function_call", "name": "exec_command", "arguments": args, "call_id": f"c{n}"}
+        out = {"type": "function_call_output", "call_id": f"c{n}", "output": f"VALUE_{n} = {n}\n" * 40}
+        lines += [_rollout_line("response_item", call), _rollout_line("response_item", out)]
+    done = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "read"}]}
+    lines.append(_rollout_line("response_item", done))
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def _codex_restored(path: Path) -> int:
+    [conv] = load_transcript(path).conversations
+    return sum(
+        1 for m in conv.messages for b in m.content if "[Restored after compact]" in str(b.get("text", ""))
+    )
+
+
+def test_codex_restored_files_do_not_pile_up(tmp_path: Path) -> None:
+    path = _codex_reading_rollout(tmp_path)
+    counts = []
+    for _ in range(3):
+        _compact(path)
+        counts.append(_codex_restored(path))
+        line = _rollout_line(
+            "response_item",
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "more " + BIG}]},
+        )
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line) + "\n")
+    assert counts == [3, 3, 3]

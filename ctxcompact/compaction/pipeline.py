@@ -142,6 +142,7 @@ def compact_conversation(
     context = _context(conversation, options, budget, summarizer=summarizer, reader=reader, counter=counter)
     context = replace(context, fixed_tokens=before - sum(m.tokens for m in report.messages))
     messages, results, steps, warnings = _run_with_ladder(conversation.messages, options, context)
+    warnings = [*conversation.warnings, *warnings]
     if same_objects(messages, conversation.messages):
         return unchanged("no strategy changed anything", warnings, steps)
 

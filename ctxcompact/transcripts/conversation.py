@@ -53,6 +53,8 @@ class Conversation:
     appended: AppendedCompaction | None = None
     #: The usage the API reported for the newest call, when the session log records it.
     recorded: RecordedUsage | None = None
+    #: Why the agent would resume the file otherwise than it reads (``Parsed.problems``).
+    problems: tuple[str, ...] = ()
 
     @property
     def unchanged(self) -> bool:

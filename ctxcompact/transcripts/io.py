@@ -113,6 +113,7 @@ def _parse(raw: bytes, *, name: str, dialect: str | None) -> Transcript:
 
 def _from_lines(name: str, raw: bytes, dialect: str | None) -> Transcript:
     records: list[Any] = []
+    cut: InputError | None = None
     for lineno, line in enumerate(raw.split(b"\n"), start=1):
         stripped = line.strip()
         if not stripped:
@@ -122,11 +123,23 @@ def _from_lines(name: str, raw: bytes, dialect: str | None) -> Transcript:
             # A line that is whole JSON but unreadable (a huge integer) was not cut off.
             last = lineno == raw.rstrip(b"\n").count(b"\n") + 1 and not err.whole
             hint = " (truncated line?)" if last else ""
-            raise InputError(f"invalid JSON on line {lineno}, column {err.column}: {err.detail}{hint}.")
+            error = InputError(f"invalid JSON on line {lineno}, column {err.column}: {err.detail}{hint}.")
+            if not last:
+                raise error
+            cut = error
+            continue
         records.append(value)
     whole_file = _whole_file_dialect(records, dialect)
     if whole_file is not None:
-        return _whole_file(name, records, whole_file)
+        transcript = _whole_file(name, records, whole_file)
+        if cut is None:
+            return transcript
+        # A session being written right now: its agent skips the unreadable line, and so do we.
+        skipped = f"{str(cut).removesuffix('.')}: skipped, as the agent skips it (a session being written?)"
+        conv = transcript.conversations[0]
+        return replace(transcript, conversations=(replace(conv, warnings=(*conv.warnings, skipped)),))
+    if cut is not None:
+        raise cut
     chosen = dialect or detect_dialect(records, None)
     return Transcript(name, "jsonl", records, (_conversation(name, records, chosen, None),))
 
@@ -227,6 +240,7 @@ def _conversation(
         thinking=request.thinking,
         warnings=parsed.warnings,
         recorded=parsed.recorded,
+        problems=parsed.problems,
     )
 
 
@@ -298,18 +312,21 @@ def dump_transcript(transcript: Transcript) -> bytes:
     """Serialize a transcript in its own container (JSON pretty-printed, JSONL one per line).
 
     When no conversation changed, the bytes read come back exactly — formatting, escapes and
-    all — so a pass-through (``--auto`` under the threshold, nothing to offload) is a no-op.
+    all — so a pass-through (``--auto`` under the threshold, nothing to offload) is a no-op;
+    a session log only gets the final newline it lacked (its agent appends after it).
     """
     convs = transcript.conversations
-    if transcript.raw is not None and all(c.unchanged for c in convs):
-        return transcript.raw
-    if transcript.raw is not None and transcript.line_per_record and convs[0].appended is not None:
+    raw = transcript.raw
+    if raw is not None and raw and not raw.endswith(b"\n") and dialect_named(transcript.dialect).owns_file:
+        # The agent appends its next entry right after the last byte: it would be glued on.
+        raw += b"\n"
+    if raw is not None and all(c.unchanged for c in convs):
+        return raw
+    if raw is not None and transcript.line_per_record and convs[0].appended is not None:
         # Appended after the history, which stays byte for byte.
         from ctxcompact.transcripts.appended import appended_records
 
-        raw = (
-            transcript.raw if transcript.raw.endswith(b"\n") or not transcript.raw else transcript.raw + b"\n"
-        )
+        raw = raw if raw.endswith(b"\n") or not raw else raw + b"\n"
         return raw + dump_records(appended_records(convs[0]))
     if transcript.container == "array":
         return _dumps(conversation_records(convs[0]), indent=True) + b"\n"

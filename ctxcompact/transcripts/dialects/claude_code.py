@@ -80,17 +80,7 @@ def parse_records(records: Sequence[Any]) -> Parsed:
                 "drop --format claude-code or choose anthropic/openai."
             )
 
-    boundary = -1
-    for i, record in enumerate(records):
-        if record.get("type") == "system" and record.get("subtype") == "compact_boundary":
-            boundary = i
-    candidates = [
-        i
-        for i, record in enumerate(records)
-        if i > boundary and record.get("type") in MESSAGE_TYPES and isinstance(record.get("message"), Mapping)
-    ]
-    has_main = any(not records[i].get("isSidechain") for i in candidates)
-    visible = [i for i in candidates if not (has_main and records[i].get("isSidechain"))]
+    visible, problems = live_entries(records)
 
     groups: list[list[int]] = []
     for i in visible:
@@ -119,7 +109,131 @@ def parse_records(records: Sequence[Any]) -> Parsed:
 
     in_messages = {i for group in groups for i in group}
     passthrough = frozenset(i for i in range(len(records)) if i not in in_messages)
-    return Parsed(tuple(messages), passthrough, (), model=session_model(records))
+    return Parsed(tuple(messages), passthrough, (), model=session_model(records), problems=problems)
+
+
+#: Entry types Claude Code links into its ``parentUuid`` chain (its loader keeps these by uuid).
+CHAIN_TYPES = frozenset({"user", "assistant", "attachment", "system", "progress"})
+
+
+def live_entries(records: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple[str, ...]]:
+    """The positions of the message entries Claude Code sends when it resumes this file, in
+    file order, and what makes the file resume otherwise than it reads (a broken chain, an
+    unreachable tail). Claude Code's loader:
+
+    1. keeps every chain entry by ``uuid`` and finds the leaves (entries no entry names as its
+       ``parentUuid``), each walked back to its nearest message entry;
+    2. resumes from the newest leaf of the conversation's thread (``timestamp``; the later
+       line on a tie) and walks ``parentUuid`` back until a parent is missing;
+    3. starts the context after the last ``compact_boundary`` on that chain;
+    4. gathers, from the whole file, every entry of a response on the chain (same
+       ``message.id``: one response is written as several entries, each linked to the one
+       before, so parallel tool calls branch) and the tool results answering them (linked to
+       the entry of their call).
+
+    A file whose entries are not linked (no ``uuid`` / ``parentUuid``: not written by Claude
+    Code) is read in file order after its last boundary."""
+    entries = [r for r in records if r.get("type") in MESSAGE_TYPES and isinstance(r.get("message"), Mapping)]
+    sidechain = bool(entries) and all(r.get("isSidechain") for r in entries)
+    by_uuid: dict[str, int] = {}
+    for i, record in enumerate(records):
+        uid = _link(record, "uuid")
+        if uid is not None and record.get("type") in CHAIN_TYPES:
+            by_uuid[uid] = i
+
+    def in_thread(i: int) -> bool:
+        record = records[i]
+        return (
+            record.get("type") in MESSAGE_TYPES
+            and isinstance(record.get("message"), Mapping)
+            and bool(record.get("isSidechain")) == sidechain
+        )
+
+    linked = any(_link(records[i], "parentUuid") for i in by_uuid.values())
+    leaf = _newest_leaf(records, by_uuid, in_thread) if linked else None
+    if leaf is None:
+        return _file_order(records, in_thread), ()
+    chain: list[int] = []
+    seen: set[int] = set()
+    at: int | None = leaf
+    missing: str | None = None
+    while at is not None and at not in seen:
+        seen.add(at)
+        chain.append(at)
+        parent = _link(records[at], "parentUuid")
+        at = by_uuid.get(parent) if parent is not None else None
+        if parent is not None and at is None:
+            missing = parent
+    chain.reverse()
+    boundary = max(
+        (k for k, i in enumerate(chain) if claude_code_compact.is_boundary(records[i])), default=-1
+    )
+    live = {i for i in chain[boundary + 1 :] if in_thread(i)}
+    response_ids = {_response_id(records[i]) for i in live} - {None}
+    live |= {i for i in range(len(records)) if in_thread(i) and _response_id(records[i]) in response_ids}
+    calls = {_link(records[i], "uuid") for i in live if records[i].get("type") == "assistant"}
+    live |= {
+        i
+        for i in range(len(records))
+        if in_thread(i)
+        and records[i].get("type") == "user"
+        and _link(records[i], "parentUuid") in calls
+        and _only_tool_results(records[i])
+    }
+    visible = sorted(live)
+    problems: list[str] = []
+    first = chain[0]
+    dropped = [i for i in range(first) if in_thread(i) and i not in live]
+    if missing is not None and boundary < 0 and dropped:
+        problems.append(
+            f"line {first + 1}: its parentUuid {missing} is not in the file, so Claude Code resumes "
+            f"from this entry and drops the {len(dropped)} message entries before it (a broken "
+            "parentUuid chain: an entry was removed without relinking its children)"
+        )
+    tail = [i for i in range(visible[-1] + 1 if visible else 0, len(records)) if in_thread(i)]
+    if tail:
+        problems.append(
+            f"line {tail[0] + 1}: {len(tail)} message entries from here to the end are not on the "
+            f"parentUuid chain Claude Code resumes (from line {leaf + 1}): it never sends them "
+            "(an unreachable tail)"
+        )
+    return visible, tuple(problems)
+
+
+def _newest_leaf(
+    records: Sequence[Mapping[str, Any]], by_uuid: Mapping[str, int], in_thread: Any
+) -> int | None:
+    """The message entry Claude Code resumes from (see :func:`live_entries`), if any."""
+    parents = {_link(records[i], "parentUuid") for i in by_uuid.values()}
+    leaves: set[int] = set()
+    for uid, i in by_uuid.items():
+        if uid in parents:
+            continue
+        at: int | None = i
+        steps = 0
+        while at is not None and steps <= len(by_uuid):
+            if records[at].get("type") in MESSAGE_TYPES:
+                leaves.add(at)
+                break
+            parent = _link(records[at], "parentUuid")
+            at = by_uuid.get(parent) if parent is not None else None
+            steps += 1
+    ours = [i for i in leaves if in_thread(i)]
+    return max(
+        ours, key=lambda i: (claude_code_compact.epoch_ms(records[i].get("timestamp")), i), default=None
+    )
+
+
+def _file_order(records: Sequence[Mapping[str, Any]], in_thread: Any) -> list[int]:
+    """Message entries after the file's last compact boundary, in file order."""
+    boundary = max((i for i, r in enumerate(records) if claude_code_compact.is_boundary(r)), default=-1)
+    return [i for i in range(boundary + 1, len(records)) if in_thread(i)]
+
+
+def _response_id(record: Mapping[str, Any]) -> str | None:
+    inner = record.get("message") if record.get("type") == "assistant" else None
+    value = inner.get("id") if isinstance(inner, Mapping) else None
+    return value if isinstance(value, str) and value else None
 
 
 def session_model(records: Sequence[Any]) -> str | None:

@@ -221,13 +221,14 @@ def session_points(records: Sequence[Any]) -> list[CompactionPoint]:
             CompactionPoint(
                 str(summary.get("uuid", "")) if summary else "",
                 str(record.get("logicalParentUuid") or ""),
-                _epoch_ms(record.get("timestamp")),
+                epoch_ms(record.get("timestamp")),
             )
         )
     return points
 
 
-def _epoch_ms(stamp: Any) -> int:
+def epoch_ms(stamp: Any) -> int:
+    """An ISO 8601 ``timestamp`` in milliseconds since the epoch; 0 when unreadable."""
     if not isinstance(stamp, str):
         return 0
     try:

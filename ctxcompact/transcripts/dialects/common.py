@@ -28,6 +28,9 @@ class Parsed:
     system: tuple[Block, ...] = ()
     model: str | None = None
     recorded: RecordedUsage | None = None
+    #: Why the agent would resume this file otherwise than it reads (a session log's broken
+    #: ``parentUuid`` chain, an unreachable tail): ``check`` reports each as an error.
+    problems: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

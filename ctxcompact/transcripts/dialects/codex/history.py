@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxcompact.ir import Message, new_message, text_of
+from ctxcompact.markers import restored_file_paths
 from ctxcompact.transcripts.dialects.codex.read import (
     CODEX_SUMMARY_PREFIX,
     KEEP_USER_TOKENS,
@@ -61,7 +62,12 @@ def _is_context(message: Message) -> bool:
 
 
 def _is_user_turn(message: Message) -> bool:
+    """A message the user wrote: not a tool output, Codex's injected context, a summary, or a
+    file an earlier compaction restored (restoration brings back the current ones; keeping
+    them as user messages would pile them up compaction after compaction)."""
     if message.role != "user" or any(b.get("type") == "tool_result" for b in message.content):
+        return False
+    if restored_file_paths(message):
         return False
     text = text_of(message)
     return bool(text.strip()) and not is_session_prefix(text) and not is_summary(text)
