@@ -26,7 +26,7 @@ from ctxcompact.accounting.tokens import DEFAULT_ENCODING
 from ctxcompact.accounting.windows import DEFAULT_RATIO
 from ctxcompact.batch.inputs import BatchInput, find_inputs
 from ctxcompact.cli.streams import Streams, terminal_of
-from ctxcompact.errors import CtxcompactError, InputError
+from ctxcompact.errors import CtxcompactError, InputError, UsageError
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 from ctxcompact.transcripts.dialects import DIALECT_NAMES
@@ -115,6 +115,24 @@ def expand_batch_inputs(
             )
         return [BatchInput(None, "stdin.json")]
     return find_inputs([str(p) for p in paths], globs=globs, exclude=exclude)
+
+
+def refuse_writing_over_inputs(
+    inputs: Sequence[str | None], outputs: Sequence[tuple[str, Path | None]], *, hint: str = ""
+) -> None:
+    """Exit 2 before any work when an output (``-o``, ``--stats-json``, ``--report``) is one of
+    the inputs — also through a symlink, ``./../`` or a hard link: writing it would destroy the
+    input with no backup. ``hint`` says what to do instead."""
+    from ctxcompact.transcripts.fileio import same_file
+
+    for option, target in outputs:
+        if target is None or str(target) == "-":
+            continue
+        for path in inputs:
+            if path is not None and same_file(target, path):
+                raise UsageError(
+                    f"{option} {target} is the input {path} itself; it would be overwritten{hint}."
+                )
 
 
 def ensure_writable_dir(path: Path | None, option: str) -> None:

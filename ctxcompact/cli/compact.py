@@ -35,6 +35,7 @@ from ctxcompact.cli.common import (
     THRESHOLD_OPT,
     Format,
     ensure_writable_dir,
+    refuse_writing_over_inputs,
     reports_errors,
 )
 from ctxcompact.cli.local_options import (
@@ -85,7 +86,15 @@ def compact(
         None, "--out-dir", help="Batch mode: write each input's result here, mirroring the input tree."
     ),
     in_place: bool = typer.Option(
-        False, "--in-place", "-i", help="Rewrite each input file atomically, keeping FILE.bak."
+        False,
+        "--in-place",
+        "-i",
+        help="Rewrite each input file, keeping FILE.bak (a session compaction is appended to the session instead).",
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="With --in-place: rewrite a session even while it looks live (just modified, a half-written last line, or open for writing).",
     ),
     append: bool = typer.Option(
         False,
@@ -241,8 +250,15 @@ def compact(
                 "--summarizer anthropic-batch summarizes a batch of files: give --out-dir DIR or --in-place."
             )
         batch = True  # one file rewritten in place: a batch of its own requests
+    if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"--out-dir {out_dir} is a file, not a directory.")
     for option, target in (("--stats-json", stats_json), ("--report", report)):
         ensure_writable_dir(target, option)
+    refuse_writing_over_inputs(
+        inputs,
+        [("-o", output), ("--stats-json", stats_json), ("--report", report)],
+        hint=" with no backup (--in-place rewrites an input and keeps FILE.bak)",
+    )
     if not batch:
         run_one(
             inputs[0],

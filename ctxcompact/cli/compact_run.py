@@ -80,6 +80,7 @@ def file_options(p: Mapping[str, Any], *, archive_dir: Path | None) -> FileOptio
         registry=load_registry(p["models_file"]),
         counter=p["counter_name"],
         system_tokens=p["system_tokens"],
+        force=p["force"],
     )
     return files_options
 
@@ -129,18 +130,19 @@ def run_one(
 ) -> None:
     """One input: the transcript to stdout, -o or the file itself; stats to stderr."""
     from ctxcompact.accounting.tokens import make_counter
-    from ctxcompact.batch.files import compact_file, replace_keeping_backup
+    from ctxcompact.batch.files import compact_file, compact_in_place
     from ctxcompact.transcripts.io import dump_transcript
 
-    done = compact_file(path, options=options, counter=make_counter(options.counter.value))
-    streams.warnings(done.warnings)
+    counter = make_counter(options.counter.value)
     # The transcript first: stats that say "compacted" only once the output exists.
-    if not options.dry_run:
-        data = dump_transcript(done.transcript)
-        if in_place and path is not None:
-            replace_keeping_backup(Path(path), data)
-        else:
-            streams.write_output(data, output)
+    if in_place and path is not None and not options.dry_run:
+        done = compact_in_place(path, options=options, counter=counter)
+        streams.warnings(done.warnings)
+    else:
+        done = compact_file(path, options=options, counter=counter)
+        streams.warnings(done.warnings)
+        if not options.dry_run:
+            streams.write_output(dump_transcript(done.transcript), output)
     _print_stats(done, streams)
     if verbose or options.dry_run:
         for r in done.results:

@@ -24,6 +24,7 @@ NOT_SETTINGS = frozenset(
         "shard",
         "undo",
         "in-place",
+        "force",  # rewriting a live session is decided per run, never by a config file
         "dry-run",
         "report",
         "stats-json",

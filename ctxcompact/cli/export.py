@@ -12,6 +12,7 @@ from ctxcompact.cli.common import (
     OUTPUT_OPT,
     QUIET_OPT,
     Format,
+    refuse_writing_over_inputs,
     reports_errors,
 )
 from ctxcompact.cli.streams import streams_for
@@ -50,6 +51,9 @@ def export(
     from ctxcompact.transcripts.io import load_transcript
 
     streams = streams_for(ctx, quiet=quiet)
+    refuse_writing_over_inputs(
+        [None if file is None else str(file)], [("-o", output)], hint=" with no backup: write elsewhere"
+    )
     transcript = load_transcript(file, dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)
     data, done = export_transcript(transcript)
     if points:

@@ -16,6 +16,7 @@ from ctxcompact.cli.common import (
     STATS_JSON_OPT,
     Format,
     expand_inputs,
+    refuse_writing_over_inputs,
     reports_errors,
 )
 from ctxcompact.cli.streams import Streams, streams_for
@@ -124,6 +125,9 @@ def offload(
             f"offload rewrites one transcript per run, got {len(inputs)} inputs; run it once per file "
             '(e.g. for f in sessions/*.jsonl; do ctxcompact offload "$f" -o "lean/${f##*/}"; done).'
         )
+    refuse_writing_over_inputs(
+        inputs, [("-o", output), ("--stats-json", stats_json)], hint=" with no backup: write elsewhere"
+    )
     transcript = load_transcript(inputs[0], dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)
 
     if undo:

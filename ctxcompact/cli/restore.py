@@ -17,6 +17,7 @@ from ctxcompact.cli.common import (
     QUIET_OPT,
     STATS_JSON_OPT,
     Format,
+    refuse_writing_over_inputs,
     reports_errors,
 )
 from ctxcompact.cli.streams import streams_for
@@ -102,6 +103,11 @@ def restore_files(
     from ctxcompact.transcripts.io import dump_transcript, load_transcript
 
     streams = streams_for(ctx, quiet=quiet)
+    refuse_writing_over_inputs(
+        [None if file is None else str(file)],
+        [("-o", output), ("--stats-json", stats_json)],
+        hint=" with no backup: write elsewhere",
+    )
     transcript = load_transcript(file, dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)
     result = restore(
         transcript,

@@ -77,11 +77,19 @@ class Streams:
         (``| head``) is not an error: the rest is dropped and the command still exits with its
         own status."""
         file = self.terminal.stdout.file
+        encoding = getattr(file, "encoding", None) or "utf-8"
+        data = (text + "\n").encode(encoding, getattr(file, "errors", None) or "strict")
         try:
-            file.write(text + "\n")
-            file.flush()
+            self._write_stdout(data)
         except BrokenPipeError:
             self.silence_stdout()
+
+    def _write_stdout(self, data: bytes) -> None:
+        """All of ``data`` on stdout or exit 3 naming it (a full disk under a redirect); what
+        was written of it is taken back from a regular file (:func:`~ctxcompact.transcripts.fileio.write_stream`)."""
+        from ctxcompact.transcripts.fileio import write_stream
+
+        write_stream(self.terminal.stdout.file, data)
 
     def write_json(self, payload: Any) -> None:
         """A JSON document on stdout, indented by two spaces."""
@@ -92,12 +100,11 @@ class Streams:
     def write_output(self, data: bytes, output: Path | None) -> None:
         """``data`` to ``output`` atomically, or to stdout for None / ``-``.
 
-        A failed write is exit 3 (the work could not be done); the old file, if any, is intact.
+        A failed write is exit 3 (the work could not be done); the old file, if any, is intact,
+        and what was written of it to stdout is taken back when that is a regular file.
         """
         if output is None or str(output) == "-":
-            file = self.terminal.stdout.file
-            file.buffer.write(data)
-            file.flush()
+            self._write_stdout(data)
             return
         from ctxcompact.transcripts.fileio import write_file
 

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
 from ctxcompact.compaction.restore import (
     DEFAULT_MAX_FILES,
     DEFAULT_MAX_TOKENS_PER_FILE,
@@ -33,6 +31,7 @@ from ctxcompact.ir import Message
 from ctxcompact.transcripts.dialects import dialect_named
 from ctxcompact.transcripts.dialects.common import NativeCompaction
 from ctxcompact.transcripts.io import Conversation, Transcript, dump_records
+from ctxcompact.transcripts.jsontext import dumps
 
 _CURRENT_DIR = WorkDir(Path("."))
 
@@ -141,4 +140,4 @@ def dump_pairs(result: RestoreFilesResult) -> bytes:
     records = adapter.finalize([*original, *rendered], original)[len(original) :]
     if result.transcript.line_per_record:
         return dump_records(records)
-    return orjson.dumps(records, option=orjson.OPT_INDENT_2) + b"\n"
+    return dumps(records, indent=True) + b"\n"

@@ -93,6 +93,11 @@ class Transcript:
         return self.container not in _DOCUMENT_CONTAINERS
 
     @property
+    def is_session_log(self) -> bool:
+        """An agent's own session file (Claude Code, Codex), which its agent may still append to."""
+        return self.line_per_record and self.container != "jsonl"
+
+    @property
     def messages(self) -> tuple[Message, ...]:
         """The messages of a single-conversation transcript (the common case)."""
         if len(self.conversations) != 1:

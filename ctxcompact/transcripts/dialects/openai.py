@@ -32,6 +32,7 @@ from ctxcompact.transcripts.dialects.common import (
     require_mapping,
     require_tool_id,
 )
+from ctxcompact.transcripts.jsontext import loads
 from ctxcompact.transcripts.recorded_usage import RecordedUsage, as_recorded, token_field, written_by_us
 
 NAME = "openai"
@@ -224,10 +225,10 @@ def _assistant_blocks(rec: Mapping[str, Any], where: str) -> tuple[Block, ...]:
 
 def _parse_arguments(arguments: Any) -> Any:
     if isinstance(arguments, str):
-        try:
-            return json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
+        if not arguments.strip():
             return {}
+        value, error = loads(arguments)  # numbers kept exactly; too deep or broken: no input
+        return {} if error is not None else value
     return arguments if isinstance(arguments, Mapping) else {}
 
 
