@@ -60,7 +60,9 @@ def _session(tmp_path: Path) -> Path:
 
 def _compact(path: Path, *extra: str) -> None:
     archive = path.parent / "archive"
-    result = run_cli("compact", path, "-i", "--summarizer", "extractive", "--archive-dir", archive, *extra)
+    result = run_cli(
+        "compact", path, "-i", "--force", "--summarizer", "extractive", "--archive-dir", archive, *extra
+    )
     assert result.exit_code == 0, result.stderr
 
 
@@ -306,11 +308,12 @@ def test_a_session_we_write_ends_with_a_newline(tmp_path: Path) -> None:
     assert path.read_bytes().endswith(b"\n")
     small = SessionBuilder().user("hi").assistant("hello", usage=(5, 100, 0, 3)).write(tmp_path / "t.jsonl")
     small.write_bytes(small.read_bytes().rstrip(b"\n"))
+    out = tmp_path / "out.jsonl"
     result = run_cli(
-        "compact", small, "-i", "--auto", "--summarizer", "extractive", "--archive-dir", tmp_path
+        "compact", small, "-o", out, "--auto", "--summarizer", "extractive", "--archive-dir", tmp_path
     )
     assert result.exit_code == 0, result.stderr
-    assert small.read_bytes().endswith(b"\n")
+    assert out.read_bytes() == small.read_bytes() + b"\n"  # passed through, made appendable
 
 
 # --- defect 4: Codex restored files do not pile up ------------------------------------------------
