@@ -359,3 +359,78 @@ def test_codex_restored_files_do_not_pile_up(tmp_path: Path) -> None:
         with path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(line) + "\n")
     assert counts == [3, 3, 3]
+
+
+# --- defect 5: Codex offload references resolve from the session's folder ------------------------
+
+
+def test_codex_offload_references_name_the_folder_from_the_session_s_cwd(tmp_path: Path) -> None:
+    path = _codex_reading_rollout(tmp_path)
+    store = tmp_path / "store"
+    out = tmp_path / "out.jsonl"
+    result = run_cli("offload", path, "-d", store, "--min-chars", "100", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    outputs = [
+        e["payload"]["output"] for e in _lines(out) if e["payload"].get("type") == "function_call_output"
+    ]
+    assert outputs and all(str(store) + "/tool-result-" in o for o in outputs), outputs[0][:200]
+
+
+# --- defect 9: Codex's legacy shell tool, export, --format -----------------------------------------
+
+
+def _legacy_shell_rollout(path: Path) -> Path:
+    lines = [_rollout_line("session_meta", {"id": "s", "cwd": "/repo", "cli_version": "0.58.0"})]
+    lines.append(_rollout_line("turn_context", {"cwd": "/repo", "model": "gpt-5-codex"}))
+    ask = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it " + BIG}]}
+    lines.append(_rollout_line("response_item", ask))
+    runs = [
+        ("pytest -q tests/test_a.py", 1, "FAILED tests/test_a.py::test_x - AssertionError\n1 failed"),
+        ("cat src/a.py", 0, "def f():\n    return 1\n"),
+        ("python -c 'import a'", 1, "ModuleNotFoundError: No module named 'a'"),
+    ]
+    for n, (script, code, text) in enumerate(runs):
+        args = json.dumps({"command": ["bash", "-lc", script], "workdir": "/repo", "timeout_ms": 120_000})
+        call = {"type": "function_call", "name": "shell", "arguments": args, "call_id": f"call_{n}"}
+        envelope = json.dumps({"output": text, "metadata": {"exit_code": code, "duration_seconds": 0.4}})
+        lines.append(_rollout_line("response_item", call))
+        lines.append(
+            _rollout_line(
+                "response_item", {"type": "function_call_output", "call_id": f"call_{n}", "output": envelope}
+            )
+        )
+    done = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Still failing."}],
+    }
+    lines.append(_rollout_line("response_item", done))
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def test_codex_legacy_shell_calls_and_their_failures_reach_the_summary(tmp_path: Path) -> None:
+    path = _legacy_shell_rollout(tmp_path / "rollout.jsonl")
+    result = run_cli("compact", path, "--summarizer", "extractive", "-q")
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout.splitlines()[-1])["payload"]["message"]
+    assert "shell(pytest -q tests/test_a.py)" in summary
+    errors = summary.split("## Errors & Resolutions")[1]
+    assert "1 failed" in errors and "ModuleNotFoundError" in errors
+    assert "`src/a.py`" in summary.split("## File Operations")[1].split("##")[0]
+
+
+def test_codex_export_names_its_compaction_points(tmp_path: Path) -> None:
+    path = _legacy_shell_rollout(tmp_path / "rollout.jsonl")
+    _compact(path)
+    listing = run_cli("export", path, "--points").json()
+    assert len(listing["points"]) == 1
+    result = run_cli("export", path)
+    assert "no compaction point" not in result.stderr
+
+
+def test_forcing_claude_code_on_a_codex_rollout_is_refused(tmp_path: Path) -> None:
+    path = _legacy_shell_rollout(tmp_path / "rollout.jsonl")
+    result = run_cli("count", path, "--format", "claude-code")
+    assert result.exit_code == 2
+    assert "not a Claude Code session" in result.stderr

@@ -327,8 +327,11 @@ def call_label(block: Block, *, words: int = 12) -> str:
     name = str(block.get("name") or "tool")
     tool_input = block.get("input")
     arg = ""
-    if isinstance(tool_input, Mapping):
-        for key in (*PATH_FIELDS, "command", "cmd", "pattern", "query", "url"):
+    commands = command_texts(tool_input) if isinstance(tool_input, Mapping) else []
+    if commands:
+        arg = commands[0]
+    elif isinstance(tool_input, Mapping):
+        for key in (*PATH_FIELDS, "pattern", "query", "url"):
             value = tool_input.get(key)
             if isinstance(value, str) and value.strip():
                 arg = value

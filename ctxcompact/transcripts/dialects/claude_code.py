@@ -36,7 +36,7 @@ from ctxcompact.transcripts.dialects.common import (
     plain_text,
     split_along,
 )
-from ctxcompact.transcripts.points import AppendedCompaction, CompactionPoint, ctxcompact_field
+from ctxcompact.transcripts.points import AppendedCompaction, CompactionPoint, ctxcompact_field, epoch_ms
 from ctxcompact.transcripts.recorded_usage import RecordedUsage, as_recorded, token_field, written_by_us
 
 NAME = "claude-code"
@@ -80,6 +80,13 @@ def parse_records(records: Sequence[Any]) -> Parsed:
                 "drop --format claude-code or choose anthropic/openai."
             )
 
+    if records and not looks_like(records):
+        # Only reachable with --format claude-code: another format would read as no message at all.
+        kind = records[0].get("type")
+        raise InputError(
+            f"line 1 is not a Claude Code entry (its type is {kind!r}) and no line of the first 50 is; "
+            "this is not a Claude Code session: drop --format claude-code."
+        )
     visible, problems = live_entries(records)
 
     groups: list[list[int]] = []
@@ -220,7 +227,7 @@ def _newest_leaf(
             steps += 1
     ours = [i for i in leaves if in_thread(i)]
     return max(
-        ours, key=lambda i: (claude_code_compact.epoch_ms(records[i].get("timestamp")), i), default=None
+        ours, key=lambda i: (epoch_ms(records[i].get("timestamp")), i), default=None
     )
 
 

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from ctxcompact.ir import Message
 from ctxcompact.markers import SUMMARY_PREFIX, claude_code_summary_text
 from ctxcompact.transcripts.dialects.common import plain_text
-from ctxcompact.transcripts.points import AppendedCompaction, CompactionPoint, ctxcompact_field
+from ctxcompact.transcripts.points import AppendedCompaction, CompactionPoint, ctxcompact_field, epoch_ms
 
 #: Fields an appended entry takes from the thread's last entry.
 SESSION_FIELDS = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "agentId", "slug")
@@ -225,13 +224,3 @@ def session_points(records: Sequence[Any]) -> list[CompactionPoint]:
             )
         )
     return points
-
-
-def epoch_ms(stamp: Any) -> int:
-    """An ISO 8601 ``timestamp`` in milliseconds since the epoch; 0 when unreadable."""
-    if not isinstance(stamp, str):
-        return 0
-    try:
-        return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
-        return 0

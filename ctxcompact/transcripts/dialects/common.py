@@ -170,6 +170,16 @@ class RecordsFolder(Protocol):
 
 
 @runtime_checkable
+class CompactionLog(Protocol):
+    """A session-log dialect whose file records its compactions (Claude Code's boundaries,
+    Codex's ``compacted`` lines): ``export --points`` lists them."""
+
+    def compaction_points(self, records: Sequence[Any]) -> list[CompactionPoint]:
+        """The compactions the file records, oldest first."""
+        ...
+
+
+@runtime_checkable
 class NativeCompaction(Protocol):
     """A session-log dialect whose agent compacts by appending to its own file (Claude Code):
     a summary compaction is written its way (see :mod:`ctxcompact.transcripts.points`)."""

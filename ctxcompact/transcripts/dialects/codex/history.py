@@ -26,6 +26,7 @@ from ctxcompact.transcripts.dialects.codex.read import (
     select_user_texts,
 )
 from ctxcompact.transcripts.dialects.recorded import RecordedUsage, TokenUsage
+from ctxcompact.transcripts.points import CompactionPoint, epoch_ms
 
 
 def recorded_usage(records: Sequence[Any]) -> RecordedUsage | None:
@@ -53,6 +54,17 @@ def recorded_usage(records: Sequence[Any]) -> RecordedUsage | None:
             line=i,
         )
     return None
+
+
+def compaction_points(records: Sequence[Any]) -> list[CompactionPoint]:
+    """Every ``compacted`` line (Codex's compactions and ours), oldest first: named by position
+    (``#N``, the line's index) as a message list's points are — the summary is that line, the
+    boundary the line before it — with the line's time."""
+    return [
+        CompactionPoint(f"#{i}", f"#{i - 1}", epoch_ms(record.get("timestamp")))
+        for i, record in enumerate(records)
+        if isinstance(record, Mapping) and record.get("type") == "compacted"
+    ]
 
 
 def _is_context(message: Message) -> bool:
