@@ -40,6 +40,9 @@ STATS = CompactStats(
     reason="compacted",
     warnings=("w",),
     steps=({"strategy": "prune", "changed": True, "cleared": 4},),
+    size_sources=("recorded", "rescaled"),
+    counted_before=800,
+    counted_after=260,
 )
 
 
@@ -51,6 +54,8 @@ def test_compact_stats_use_the_seed_names_in_order() -> None:
         "originalTokenCount": 1000,
         "compactedTokenCount": 333,
         "compactionRatio": 0.333,
+        "sizeSource": {"original": "recorded", "compacted": "rescaled"},
+        "countedTokens": {"original": 800, "compacted": 260},
         "compactedMessageCount": 7,
         "retainedMessageCount": 2,
         "restoredFileCount": 1,

@@ -313,6 +313,13 @@ def scan_session(raw: bytes, *, counter: TokenCounter) -> _Scan:
     timestamp = next(
         (t for line in reversed(lines) if (t := _str(_parse(line).get("timestamp"))) is not None), None
     )
+    for line in reversed(lines):
+        if b'"compact_boundary"' in line and _is_boundary(_parse(line)):
+            break
+        if b'"ctxcompact"' in line and "ctxcompact" in _parse(line):
+            # A rewrite of ours is live: which usage still holds, and the size it wrote
+            # down, are context_size's to read (the full path).
+            return _Scan(None, "count", None, cwd, session_id, timestamp, compactions)
     after: list[Mapping[str, Any]] = []
     for line in reversed(lines):
         entry = _parse(line)
@@ -382,10 +389,9 @@ def _is_boundary(entry: Mapping[str, Any]) -> bool:
 
 
 def _usage(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """A real recorded usage on an assistant entry (not a synthetic all-zero one, not on an
-    entry ctxcompact wrote)."""
+    """A real recorded usage on an assistant entry (not a synthetic all-zero one)."""
     inner = entry.get("message")
-    if entry.get("type") != "assistant" or not isinstance(inner, Mapping) or "ctxcompact" in entry:
+    if entry.get("type") != "assistant" or not isinstance(inner, Mapping):
         return None
     usage = inner.get("usage")
     if not isinstance(usage, Mapping):

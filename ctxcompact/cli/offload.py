@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -109,6 +110,7 @@ def offload(
       ctxcompact offload session.jsonl --preview 200 --protect-loop -q > lean.jsonl
       ctxcompact offload --clean-orphans --out-dir .ctx/offload
     """
+    from ctxcompact.accounting.check import carry_size
     from ctxcompact.accounting.tokens import make_counter
     from ctxcompact.offload.session import offload_duplicates, reference_dir_for
     from ctxcompact.offload.tool_results import discard_offload, offload_tool_results
@@ -160,7 +162,8 @@ def offload(
                 result.messages, result, out_dir=out_dir, reference_dir=where
             )
             duplicates.append(moved)
-            convs.append(conv.with_messages(messages) if result.changed else conv)
+            rewritten = conv.with_messages(messages)
+            convs.append(carry_size(conv, rewritten, chosen) if result.changed else conv)
         streams.write_output(dump_transcript(transcript.with_conversations(convs)), output)
     except BaseException:
         # Nothing emitted: take back the files this run wrote, so a failure leaves no trace.
@@ -204,7 +207,9 @@ def _undo(
     convs = []
     for conv, result in zip(transcript.conversations, undone, strict=True):
         messages, copies = undo_duplicates(result.messages, out_dir=out_dir)  # a session's toolUseResult
-        convs.append(conv.with_messages(messages) if result.changed or copies.changed else conv)
+        # The records go back as they were read before the offload: without its size note.
+        undone_conv = replace(conv.with_messages(messages), unnote=True)
+        convs.append(undone_conv if result.changed or copies.changed else conv)
     streams.write_output(dump_transcript(transcript.with_conversations(convs)), output)
     render_undo_stats(transcript.name, undone, streams.err)
     streams.write_json_file(stats_json, undo_stats_json(transcript.name, undone))

@@ -3,7 +3,9 @@
 ``compact_conversation`` is what the CLI calls; ``compact_messages`` is the library's one
 call (seed 000 §4.3). Steps:
 
-1. count the conversation (system prompt and tools included);
+1. count the conversation (system prompt and tools included) and size it as ``check`` does
+   (:func:`~ctxcompact.accounting.context_size.context_size`: recorded usage when the
+   transcript has it) — the one measure the run decides by, aims at and reports;
 2. with ``auto``, stop here when it is under the threshold: the output is the input;
 3. run the strategies in order, each found by name in the table
    (:data:`ctxcompact.compaction.strategies.STRATEGIES`) and given its own options and one shared
@@ -11,8 +13,12 @@ call (seed 000 §4.3). Steps:
    ``("prune", "full")`` masks old tool output, then summarizes what is left — masking first
    makes the summary cheaper. The run's figures are the steps' typed counters;
 4. validate the result: a rewrite that breaks an API invariant is a bug, never output;
-5. count again; with ``auto``, a result that is not smaller is dropped (never emit a larger
-   transcript); the stats always say plainly when the result is not smaller or still over;
+5. count again and size the result by the same measure (the input's overhead outside the
+   messages, our count of the messages now: :meth:`ContextSize.resized`), written on the
+   records the rewrite made (:class:`~ctxcompact.transcripts.recorded_usage.SizeNote`) where
+   the transcript records usage, so ``check`` reads the same figure; with ``auto``, a result
+   that is not smaller is dropped (never emit a larger transcript); the stats always say
+   plainly when the result is not smaller or still over;
 6. archive the raw records of every message that was replaced or removed (F-007) — unless
    ``dry_run``, or when written as a compaction point after the history (a session's summary
    compaction, ``append``: :mod:`ctxcompact.transcripts.points`) — before anything is emitted:
@@ -27,8 +33,15 @@ from functools import cache, partial
 from time import monotonic
 from typing import Any, TypeVar
 
-from ctxcompact.accounting.check import MessagesLike, as_conversation, budget_for, measure, measure_total
-from ctxcompact.accounting.context_size import context_size
+from ctxcompact.accounting.check import (
+    MessagesLike,
+    as_conversation,
+    budget_for,
+    conversation_model,
+    measure,
+    measure_total,
+)
+from ctxcompact.accounting.context_size import ContextSize, context_size, with_size_note
 from ctxcompact.accounting.tokens import TokenCounter, TokenReport, cached, make_counter
 from ctxcompact.accounting.windows import DEFAULT_RATIO, Budget
 from ctxcompact.compaction.archive import write_archive
@@ -58,7 +71,12 @@ D = TypeVar("D")
 
 @dataclass(frozen=True, slots=True)
 class CompactStats:
-    """What happened (seed 000 F-009 fields, plus what a user needs to trust the result)."""
+    """What happened (seed 000 F-009 fields, plus what a user needs to trust the result).
+
+    ``original_tokens`` and ``compacted_tokens`` are the context size ``check`` decides by
+    (``size_sources``: recorded usage, rescaled, estimate or our count); ``counted_*`` our own
+    count of the messages, system prompt and tools, for comparison.
+    """
 
     strategy: str
     compacted: bool
@@ -77,6 +95,10 @@ class CompactStats:
     reason: str = ""
     warnings: tuple[str, ...] = ()
     steps: tuple[Mapping[str, Any], ...] = ()
+    #: Where the size before and after comes from (``check``'s sources: recorded, rescaled…).
+    size_sources: tuple[str, str] = ("count", "count")
+    counted_before: int | None = None
+    counted_after: int | None = None
 
     @property
     def compaction_ratio(self) -> float:
@@ -132,15 +154,18 @@ def compact_conversation(
     if auto and budget is None:
         raise UsageError("--auto needs a budget: give --model or --context-window.")
     report = measure(conversation, counter, previews=False)
-    before = report.total
     budget, options = _targets(conversation, options, budget, auto=auto)
+    model = budget.model.model if budget else conversation_model(conversation)
+    size = context_size(conversation, report, model=model, system_tokens=system_tokens)
+    before = size.tokens
     threshold = budget.threshold if budget else None
-    unchanged = partial(_unchanged, conversation, ",".join(options.strategies), before, threshold)
-    if auto and (reason := _under_threshold(conversation, report, budget, system_tokens)) is not None:
+    unchanged = partial(_unchanged, conversation, ",".join(options.strategies), size, threshold)
+    if auto and (reason := _under_threshold(size, budget)) is not None:
         return unchanged(reason)
 
-    context = _context(conversation, options, budget, summarizer=summarizer, reader=reader, counter=counter)
-    context = replace(context, fixed_tokens=before - sum(m.tokens for m in report.messages))
+    context = _context(
+        conversation, options, budget, size, report, summarizer=summarizer, reader=reader, counter=counter
+    )
     messages, results, steps, warnings = _run_with_ladder(conversation.messages, options, context)
     warnings = [*conversation.warnings, *warnings]
     if same_objects(messages, conversation.messages):
@@ -150,19 +175,19 @@ def compact_conversation(
     messages = layout.messages if layout else messages
     _assert_valid(conversation, messages)
     rewritten = conversation.with_messages(messages)
-    after = measure_total(rewritten, counter)
+    counted = measure_total(rewritten, counter)
+    after = size.resized(counted)
+    rewritten = with_size_note(rewritten, size, after)
     if layout:
         rewritten = layout.mark(rewritten, auto=auto, before=before, after=after, started=started)
-    if after >= before:
+    if counted >= report.total:
         warnings.append(f"the result is not smaller than the input ({after:,} ≥ {before:,} tokens)")
         if auto:
             return unchanged(
                 "compaction did not make the transcript smaller: input passed through", warnings, steps
             )
-    if budget is not None and after >= budget.threshold:
-        warnings.append(
-            f"still over the threshold after compaction ({after:,} ≥ {budget.threshold:,} tokens)"
-        )
+    if threshold is not None and after >= threshold:
+        warnings.append(f"still over the threshold after compaction ({after:,} ≥ {threshold:,} tokens)")
 
     replaced, retention, archive_path = _check_and_archive(
         conversation, messages, options, dry_run=dry_run or layout is not None, warnings=warnings
@@ -178,6 +203,9 @@ def compact_conversation(
         reason="dry run: nothing written" if dry_run else "compacted",
         warnings=tuple(warnings),
         steps=tuple(steps),
+        size_sources=(size.source, "rescaled" if rewritten.note is not None else size.source),
+        counted_before=report.total,
+        counted_after=counted,
     )
     return CompactResult(rewritten, stats, replaced)
 
@@ -212,17 +240,21 @@ def _context(
     conversation: Conversation,
     options: CompactOptions,
     budget: Budget | None,
+    size: ContextSize,
+    report: TokenReport,
     *,
     summarizer: Summarizer | None,
     reader: FileReader | None,
     counter: TokenCounter,
 ) -> StrategyContext:
-    """What every strategy of this run shares; the summarizer is made once, when first asked."""
+    """What every strategy of this run shares; the summarizer is made once, when first asked.
+    The target is the threshold in our count: the count whose size (``size``'s measure) is
+    under it; the system prompt and tools (``report``) are fixed."""
     work_dir = work_dir_for(conversation.dialect, conversation.records, options.work_dir, options.path_map)
     return StrategyContext(
         counter=counter,
         summarizer=(lambda: summarizer) if summarizer is not None else cache(options.full.make_summarizer),
-        target_tokens=budget.threshold if budget else None,
+        target_tokens=size.counted_for(budget.threshold) if budget else None,
         budget=budget,
         reader=reader,
         original=conversation.messages,
@@ -232,18 +264,14 @@ def _context(
         path_map=options.path_map,
         work_dir_note=work_dir.note,
         pins=options.pins,
+        fixed_tokens=report.total - sum(m.tokens for m in report.messages),
     )
 
 
-def _under_threshold(
-    conversation: Conversation, report: TokenReport, budget: Budget | None, system_tokens: int | None
-) -> str | None:
+def _under_threshold(size: ContextSize, budget: Budget | None) -> str | None:
     """Why ``--auto`` leaves the conversation alone, or None when it is due. Decided from the
     real context size (recorded usage when the transcript has it), as ``check`` does."""
-    if budget is None:
-        return None
-    size = context_size(conversation, report, model=budget.model.model, system_tokens=system_tokens)
-    if size.tokens >= budget.threshold:
+    if budget is None or size.tokens >= budget.threshold:
         return None
     source = "" if size.source == "count" else f" by {size.source} size"
     return f"under the threshold ({size.tokens:,} < {budget.threshold:,} tokens{source}): nothing to do"
@@ -282,7 +310,7 @@ def _run_with_ladder(
 def _unchanged(
     conversation: Conversation,
     label: str,
-    before: int,
+    size: ContextSize,
     threshold: int | None,
     reason: str,
     warnings: Sequence[str] = (),
@@ -292,12 +320,15 @@ def _unchanged(
     stats = CompactStats(
         label,
         False,
-        before,
-        before,
+        size.tokens,
+        size.tokens,
         threshold=threshold,
         reason=reason,
         warnings=tuple(warnings),
         steps=tuple(steps),
+        size_sources=(size.source, size.source),
+        counted_before=size.counted,
+        counted_after=size.counted,
     )
     return CompactResult(conversation, stats)
 

@@ -20,6 +20,21 @@ def compact_stats_title(stats: Any, label: str | None = None) -> str:
     return f"ctxcompact compact · {stats.strategy}" + (f" · {label}" if label else "")
 
 
+def _counted_line(stats: Any) -> list[Line]:
+    """Our own count beside the context size, when the size is not our count as is."""
+    if set(stats.size_sources) == {"count"} or stats.counted_before is None:
+        return []
+    before, after = stats.size_sources
+    sources = before if before == after else f"{before} → {after}"
+    return [
+        Line.of(
+            f"size as check measures it ({sources}); our count "
+            f"{_n(stats.counted_before)} → {_n(stats.counted_after)}",
+            "dim",
+        )
+    ]
+
+
 def compact_stats_lines(stats: Any) -> list[Line]:
     """The panel's lines (``stats`` is a :class:`ctxcompact.compaction.pipeline.CompactStats`)."""
     if not stats.compacted:
@@ -39,6 +54,7 @@ def compact_stats_lines(stats: Any) -> list[Line]:
                 (f"  ({stats.compaction_ratio:.1%} of the original)", ""),
             )
         ),
+        *_counted_line(stats),
         Line.of(
             f"messages compacted {stats.compacted_message_count}, retained {stats.retained_message_count}; "
             f"files restored {stats.restored_file_count} ({_n(stats.restored_token_count)} tokens)"

@@ -128,6 +128,8 @@ def context_size_json(size: ContextSize) -> dict[str, Any]:
         "difference_percent": round(diff, 1) if diff is not None else None,
         "factor": size.factor,
         "system_tokens": size.system_tokens,
+        "overhead": size.overhead,
+        "stale_usage": recorded_usage_json(size.stale) if size.stale else None,
     }
 
 
@@ -184,6 +186,8 @@ def compact_stats_json(stats: CompactStats) -> dict[str, Any]:
         "originalTokenCount": stats.original_tokens,
         "compactedTokenCount": stats.compacted_tokens,
         "compactionRatio": round(stats.compaction_ratio, 4),
+        "sizeSource": {"original": stats.size_sources[0], "compacted": stats.size_sources[1]},
+        "countedTokens": {"original": stats.counted_before, "compacted": stats.counted_after},
         "compactedMessageCount": stats.compacted_message_count,
         "retainedMessageCount": stats.retained_message_count,
         "restoredFileCount": stats.restored_file_count,

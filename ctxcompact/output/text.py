@@ -43,28 +43,35 @@ def _right(header: str, **kwargs: Any) -> Column:
 
 
 def count_report(rows: Sequence[CountRow], *, top: int) -> list[Block]:
-    """One conversation: its detail; several: a table of one row each and a total."""
+    """One conversation: its detail; several: a table of one row each and a total. The
+    headline figure is the context size ``check`` decides by; our own count stands beside it
+    when the two differ (recorded usage, rescaled, estimate)."""
     if len(rows) == 1:
         return _count_detail(rows[0], top=top)
     show_share = any(r.model for r in rows)
+    show_size = any(_sized(r) for r in rows)
     show_recorded = any(r.size is not None and r.size.recorded is not None for r in rows)
-    columns = [Column("transcript", overflow="fold"), Column("dialect"), _right("messages"), _right("tokens")]
+    columns = [Column("transcript", overflow="fold"), Column("dialect"), _right("messages")]
+    columns += [_right("context"), Column("source"), _right("counted")] if show_size else [_right("tokens")]
     columns += [_right("of window")] if show_share else []
     columns += [_right("recorded"), _right("ours vs recorded")] if show_recorded else []
     body = []
     for row in rows:
-        cells = [row.label, row.dialect, _n(row.report.message_count), _n(row.report.total)]
+        cells = [row.label, row.dialect, _n(row.report.message_count)]
+        if show_size:
+            cells += [_n(_context(row)), row.size.source if row.size else "count", _n(row.report.total)]
+        else:
+            cells.append(_n(row.report.total))
         if show_share:
-            cells.append(_pct(row.report.total, row.model.context_window) if row.model else "-")
+            cells.append(_pct(_context(row), row.model.context_window) if row.model else "-")
         if show_recorded:
             cells.extend(_recorded_cells(row))
         body.append(tuple(cells))
-    total = [
-        "total",
-        "",
-        _n(sum(r.report.message_count for r in rows)),
-        _n(sum(r.report.total for r in rows)),
-    ]
+    total = ["total", "", _n(sum(r.report.message_count for r in rows))]
+    if show_size:
+        total += [_n(sum(_context(r) for r in rows)), "", _n(sum(r.report.total for r in rows))]
+    else:
+        total.append(_n(sum(r.report.total for r in rows)))
     total += [""] * (len(columns) - len(total))
     table = Table(
         tuple(columns),
@@ -74,6 +81,15 @@ def count_report(rows: Sequence[CountRow], *, top: int) -> list[Block]:
         footer_style="bold",
     )
     return [table]
+
+
+def _sized(row: CountRow) -> bool:
+    """The context size is not simply our count (recorded usage, rescaled, estimate)."""
+    return row.size is not None and row.size.source != "count"
+
+
+def _context(row: CountRow) -> int:
+    return row.size.tokens if row.size is not None else row.report.total
 
 
 def _recorded_cells(row: CountRow) -> list[str]:
@@ -88,15 +104,18 @@ def _count_detail(row: CountRow, *, top: int) -> list[Block]:
     report = row.report
     counter = report.counter + (f" ({report.encoding})" if report.encoding else "")
     exact = " — exact total; parts approximate" if report.per_message_approximate else ""
-    total: list[Segment] = [("total ", ""), (_n(report.total), "bold"), (" tokens", "")]
+    headline = ("context ", _context(row)) if _sized(row) else ("total ", report.total)
+    total: list[Segment] = [(headline[0], ""), (_n(headline[1]), "bold"), (" tokens", "")]
     if row.model is not None:
         total.append(
             (
-                f" · {_pct(report.total, row.model.context_window)} of {row.model.model or 'default'}'s "
+                f" · {_pct(headline[1], row.model.context_window)} of {row.model.model or 'default'}'s "
                 f"{_n(row.model.context_window)}-token window",
                 "",
             )
         )
+    if _sized(row):
+        total.append((f" · our count {_n(report.total)}", ""))
     blocks: list[Block] = [
         Line(
             (

@@ -16,6 +16,7 @@ from ctxcompact.ir import Block, Message
 from ctxcompact.transcripts.dialects import DEFAULT_DIALECT
 from ctxcompact.transcripts.dialects.recorded import RecordedUsage
 from ctxcompact.transcripts.points import AppendedCompaction
+from ctxcompact.transcripts.recorded_usage import SizeNote
 
 #: ``array``, ``body``, ``jsonl``, ``collection``, or a session-log dialect's name.
 Container = str
@@ -55,6 +56,11 @@ class Conversation:
     recorded: RecordedUsage | None = None
     #: Why the agent would resume the file otherwise than it reads (``Parsed.problems``).
     problems: tuple[str, ...] = ()
+    #: Set by a rewrite whose reader needs it: the size it measured, written on every record
+    #: it creates or changes (so usage recorded before the rewrite is read as stale).
+    note: SizeNote | None = None
+    #: The records the rewrite writes drop an earlier size note (``offload --undo``).
+    unnote: bool = False
 
     @property
     def unchanged(self) -> bool:

@@ -37,7 +37,7 @@ from ctxcompact.transcripts.dialects.common import (
     split_along,
 )
 from ctxcompact.transcripts.points import AppendedCompaction, CompactionPoint, ctxcompact_field, epoch_ms
-from ctxcompact.transcripts.recorded_usage import RecordedUsage, as_recorded, token_field, written_by_us
+from ctxcompact.transcripts.recorded_usage import RecordedUsage, token_field
 
 NAME = "claude-code"
 MESSAGE_TYPES = ("user", "assistant")
@@ -226,9 +226,7 @@ def _newest_leaf(
             at = by_uuid.get(parent) if parent is not None else None
             steps += 1
     ours = [i for i in leaves if in_thread(i)]
-    return max(
-        ours, key=lambda i: (epoch_ms(records[i].get("timestamp")), i), default=None
-    )
+    return max(ours, key=lambda i: (epoch_ms(records[i].get("timestamp")), i), default=None)
 
 
 def _file_order(records: Sequence[Mapping[str, Any]], in_thread: Any) -> list[int]:
@@ -369,7 +367,8 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
         if record.get(_NEW_MARK):
             entry = {k: template[k] for k in _SESSION_FIELDS if k in template}
             entry.update({k: v for k, v in record.items() if k != _NEW_MARK})
-            entry["ctxcompact"] = ctxcompact_field()
+            mark = record.get("ctxcompact")
+            entry["ctxcompact"] = {**ctxcompact_field(), **(mark if isinstance(mark, Mapping) else {})}
             entry.setdefault("isSidechain", sidechain_thread)
             entry["parentUuid"] = last_uuid
             entry["uuid"] = _derived_uuid(last_uuid, entry.get("message"))
@@ -455,12 +454,11 @@ def recorded_usage(messages: Sequence[Message]) -> RecordedUsage | None:
     compact boundary, sidechains excluded). One response is written as several entries; the
     prompt fields come from its last entry with usage and the output is the largest any of
     them records (earlier entries hold streaming snapshots). Synthetic responses (API errors,
-    all zeros) are skipped, and so are entries we wrote (a copy's usage is the old context's)
-    and usage after a message a rewrite created or changed in memory. Usage Claude Code
-    recorded after our compaction (it resumed the session) is read."""
-    for index in range(as_recorded(messages) - 1, -1, -1):
+    all zeros) are skipped. Whether it still holds after a rewrite is decided by
+    :func:`ctxcompact.accounting.context_size.context_size`."""
+    for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
-        if message.role != "assistant" or message.source is None or written_by_us(message):
+        if message.role != "assistant" or message.source is None:
             continue
         found: tuple[Mapping[str, Any], int] | None = None
         output = 0

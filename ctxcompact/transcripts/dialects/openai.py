@@ -33,7 +33,7 @@ from ctxcompact.transcripts.dialects.common import (
     require_tool_id,
 )
 from ctxcompact.transcripts.jsontext import loads
-from ctxcompact.transcripts.recorded_usage import RecordedUsage, as_recorded, token_field, written_by_us
+from ctxcompact.transcripts.recorded_usage import RecordedUsage, token_field
 
 NAME = "openai"
 _SYSTEM_ROLES = ("system", "developer")
@@ -141,12 +141,8 @@ class OpenAIDialect(DialectDefaults):
 def response_usage(messages: Sequence[Message]) -> RecordedUsage | None:
     """mini-swe-agent trajectories keep each Chat Completions response (with its ``usage``)
     in the assistant message's ``extra.response``: the last one, with ``prompt_tokens``
-    split into uncached input and cache read (``prompt_tokens_details.cached_tokens``). A
-    message list with our compaction point holds copies of kept messages without a mark of
-    their own: usage from our summary on is stale."""
-    end = as_recorded(messages)
-    end = next((i for i in range(end) if written_by_us(messages[i])), end)
-    for index in range(end - 1, -1, -1):
+    split into uncached input and cache read (``prompt_tokens_details.cached_tokens``)."""
+    for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if message.role != "assistant" or message.source is None:
             continue

@@ -133,7 +133,9 @@ def _output(content: Any, before: Any, envelope: Any = None) -> Any:
         return [_part("user", b) if isinstance(b, Mapping) else b for b in content]
     text = "" if content is None else str(content)
     if isinstance(envelope, Mapping):  # the legacy shell tool's JSON envelope, as it was
-        return json.dumps({"output": text, "metadata": dict(envelope)}, ensure_ascii=False, separators=(",", ":"))
+        return json.dumps(
+            {"output": text, "metadata": dict(envelope)}, ensure_ascii=False, separators=(",", ":")
+        )
     if isinstance(before, Mapping) and "content" in before:
         return {**before, "content": text}
     return text
