@@ -430,3 +430,96 @@ def test_forcing_claude_code_on_a_codex_rollout_is_refused(tmp_path: Path) -> No
     result = run_cli("count", path, "--format", "claude-code")
     assert result.exit_code == 2
     assert "not a Claude Code session" in result.stderr
+
+
+# --- defect 10: text-action agents (mini-swe-agent 1.x, SWE-agent) ----------------------------------
+
+
+def _usage(prompt: int) -> dict[str, Any]:
+    return {
+        "response": {"model": "deepseek-chat", "usage": {"prompt_tokens": prompt, "completion_tokens": 40}}
+    }
+
+
+def _miniswe_text_trajectory(path: Path, *, usage: bool = True) -> Path:
+    """A mini-swe-agent 1.x trajectory: actions in fenced bash blocks, outputs as user messages."""
+    steps = [
+        ("Let me look at the module.", "cat src/app.py", 0, "def main():\n    return 1\n" * 600),
+        ("Fix the return value.", "sed -i 's/return 1/return 2/' src/app.py", 0, ""),
+        ("Run it.", "python -c 'import app; app.main()'", 1, "ModuleNotFoundError: No module named 'app'"),
+    ]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
+        {"role": "user", "content": "<pr_description>main() must return 2</pr_description> " + BIG},
+    ]
+    prompt = 3_000
+    for thought, command, code, output in steps:
+        reply = f"THOUGHT: {thought}\n\n```bash\n{command}\n```"
+        messages.append(
+            {"role": "assistant", "content": reply, **({"extra": _usage(prompt)} if usage else {})}
+        )
+        observation = f"<returncode>{code}</returncode>\n<output>\n{output}</output>"
+        messages.append({"role": "user", "content": observation})
+        prompt += 2_500
+    info = {"config": {"model": {"model_name": "deepseek/deepseek-chat"}}, "exit_status": "Submitted"}
+    body = {
+        "info": info,
+        "messages": messages,
+        "trajectory_format": "mini-swe-agent-1",
+        "instance_id": "x__y-1",
+    }
+    path.write_text(json.dumps(body, indent=2), encoding="utf-8")
+    return path
+
+
+def test_a_mini_swe_text_trajectory_is_read_as_commands_and_outputs(tmp_path: Path) -> None:
+    path = _miniswe_text_trajectory(tmp_path / "t.traj.json")
+    [row] = run_cli("count", path, "--json").json()["transcripts"]
+    assert row["dialect"] == "text-action"
+    assert row["context"]["source"] == "recorded"
+    assert row["by_type"]["tool_result"] > 1_000  # the outputs, as tool results
+    result = run_cli("compact", path, "--summarizer", "extractive", "-q")
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    summary = next(m["content"] for m in out["messages"] if "## Errors" in str(m.get("content")))
+    assert "bash(cat src/app.py)" in summary or "cat src/app.py" in summary
+    assert "`src/app.py`" in summary.split("## File Operations")[1].split("##")[0]
+    assert "ModuleNotFoundError" in summary.split("## Errors & Resolutions")[1]
+    # What the model reads stays text: no tool_calls, no content blocks.
+    assert all(isinstance(m["content"], str) and "tool_calls" not in m for m in out["messages"])
+
+
+def test_a_text_action_trajectory_prunes_its_outputs_and_restores_its_files(tmp_path: Path) -> None:
+    path = _miniswe_text_trajectory(tmp_path / "t.traj.json", usage=False)
+    result = run_cli(
+        "compact",
+        path,
+        "--strategy",
+        "prune",
+        "--include-loop",
+        "--keep",
+        "1",
+        "-w",
+        "8000",
+        "--output-reserve",
+        "1000",
+        "-q",
+    )
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    observation = out["messages"][3]["content"]
+    assert isinstance(observation, str) and "cleared" in observation and len(observation) < 200
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("def main():\n    return 2\n", encoding="utf-8")
+    restored = run_cli("restore-files", path, "--work-dir", tmp_path, "-q")
+    assert restored.exit_code == 0, restored.stderr
+    assert "return 2" in restored.stdout
+
+
+def test_swe_agent_trajectories_are_read() -> None:
+    for path in corpus_files("other"):
+        if path.suffix != ".traj":
+            continue
+        [row] = run_cli("count", path, "--json").json()["transcripts"]
+        assert row["dialect"] == "text-action" and row["total"] > 1_000
+        assert run_cli("check", path).exit_code in (0, 1)

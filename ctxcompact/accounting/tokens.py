@@ -54,7 +54,7 @@ from ctxcompact.accounting.media import IMAGE_MAX_EDGE as IMAGE_MAX_EDGE
 from ctxcompact.accounting.media import IMAGE_TOKENS_DEFAULT as IMAGE_TOKENS_DEFAULT
 from ctxcompact.accounting.media import document_pieces, image_tokens
 from ctxcompact.accounting.media import image_size as image_size
-from ctxcompact.ir import Block, Message, tool_names_by_id, tool_result_text
+from ctxcompact.ir import TEXT_ACTION, Block, Message, tool_names_by_id, tool_result_text
 from ctxcompact.transcripts.jsontext import dumps
 
 MESSAGE_OVERHEAD = 3
@@ -80,6 +80,8 @@ def block_pieces(block: Block) -> tuple[list[str], int]:
     if kind == "text":
         return [str(block.get("text") or "")], 0
     if kind == "tool_use":
+        if block.get(TEXT_ACTION):
+            return [], 0  # written in the reply's text, counted there
         raw = block.get("arguments")
         args = raw if isinstance(raw, str) else _json(block.get("input", {}))
         return [str(block.get("name") or ""), args], 0

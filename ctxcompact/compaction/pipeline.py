@@ -166,8 +166,7 @@ def compact_conversation(
     context = _context(
         conversation, options, budget, size, report, summarizer=summarizer, reader=reader, counter=counter
     )
-    messages, results, steps, warnings = _run_with_ladder(conversation.messages, options, context)
-    warnings = [*conversation.warnings, *warnings]
+    messages, results, steps, warnings = _run_with_ladder(conversation, options, context)
     if same_objects(messages, conversation.messages):
         return unchanged("no strategy changed anything", warnings, steps)
 
@@ -291,12 +290,12 @@ def _targets(
 
 
 def _run_with_ladder(
-    messages: tuple[Message, ...], options: CompactOptions, context: StrategyContext
+    conversation: Conversation, options: CompactOptions, context: StrategyContext
 ) -> tuple[tuple[Message, ...], list[StrategyResult], list[dict[str, Any]], list[str]]:
     """The strategies, then the fallback ladder when the result is still over the target
     (issue 10): the messages, the results, the steps and the warnings."""
-    messages, results, steps = _run_strategies(messages, options.strategies, context)
-    warnings = [w for r in results for w in r.warnings]
+    messages, results, steps = _run_strategies(conversation.messages, options.strategies, context)
+    warnings = [*conversation.warnings, *(w for r in results for w in r.warnings)]
     messages, ladder, missed = ladder_if_over(
         messages, target_tokens=context.message_target(), counter=context.counter, pins=options.pins
     )

@@ -84,6 +84,8 @@ class Transcript:
     container: Container
     root: Any
     conversations: tuple[Conversation, ...]
+    #: The key holding the message lists of a collection (``messages``, ``traj``), or a body's
+    #: message list when it is not ``messages`` (a SWE-agent ``.traj``'s ``history``).
     collection_key: str | None = None
     warnings: tuple[str, ...] = field(default_factory=tuple)
     #: The bytes read: written back as they are when no conversation changed.

@@ -61,7 +61,7 @@ def export_transcript(transcript: Transcript) -> tuple[bytes, tuple[ExportedConv
     if transcript.container == "jsonl":
         return dump_records(done[0].records), done
     if transcript.container == "body":
-        body = {**transcript.root, "messages": list(done[0].records)}
+        body = {**transcript.root, transcript.collection_key or "messages": list(done[0].records)}
         return _json(body), done
     if transcript.container == "collection":
         key = transcript.collection_key or "messages"

@@ -4,8 +4,9 @@ Containers (how the messages are packed in the file):
 
 ``array``        a JSON array of messages
 ``body``         a JSON object with a ``messages`` list (an Anthropic or OpenAI request body,
-                 or a wrapper like mini-swe-agent's ``{"info", "messages"}``); every other key
-                 — ``system``, ``tools``, ``model``… — is kept
+                 or a wrapper like mini-swe-agent's ``{"info", "messages"}``), or a SWE-agent
+                 ``.traj``'s ``history`` (the key is ``Transcript.collection_key``); every other
+                 key — ``system``, ``tools``, ``model``… — is kept
 ``jsonl``        one message per line
 ``claude-code``  a session-log dialect's own file (JSONL of entries), named after the dialect
 ``collection``   a JSON array of objects that each hold a message list under ``messages`` or
@@ -178,11 +179,13 @@ def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
         chosen = dialect or detect_dialect(root, None)
         return Transcript(name, "array", root, (_conversation(name, root, chosen, None),))
     if isinstance(root, Mapping):
-        messages = root.get("messages")
+        key = _body_key(root)
+        messages = root.get(key)
         if isinstance(messages, list):
             refuse_foreign_body(root)
             chosen = dialect or detect_dialect(messages, root)
-            return Transcript(name, "body", root, (_conversation(name, messages, chosen, root),))
+            conv = _conversation(name, messages, chosen, root)
+            return Transcript(name, "body", root, (conv,), collection_key=None if key == "messages" else key)
         if "role" in root:
             chosen = dialect or detect_dialect([root], None)
             return Transcript(name, "jsonl", [root], (_conversation(name, [root], chosen, None),))
@@ -203,6 +206,18 @@ def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
     raise InputError(
         f"is a JSON {json_kind(root)}; expected a message array, a request body with 'messages', JSONL or a Claude Code session."
     )
+
+
+def _body_key(root: Mapping[str, Any]) -> str:
+    """The key of an object's message list: ``messages``, or a SWE-agent ``.traj``'s
+    ``history`` (beside its ``trajectory``)."""
+    if (
+        not isinstance(root.get("messages"), list)
+        and isinstance(root.get("history"), list)
+        and "trajectory" in root
+    ):
+        return "history"
+    return "messages"
 
 
 def _collection_item(name: str, i: int, records: Any, dialect: str, item: Mapping[str, Any]) -> Conversation:
@@ -348,7 +363,7 @@ def dump_transcript(transcript: Transcript) -> bytes:
         return _dumps(conversation_records(convs[0]), indent=True) + b"\n"
     if transcript.container == "body":
         body = dict(transcript.root)
-        body["messages"] = conversation_records(convs[0])
+        body[transcript.collection_key or "messages"] = conversation_records(convs[0])
         return _dumps(body, indent=True) + b"\n"
     if transcript.container == "collection":
         key = transcript.collection_key or "messages"

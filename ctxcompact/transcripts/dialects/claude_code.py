@@ -188,23 +188,33 @@ def live_entries(records: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple
         and _only_tool_results(records[i])
     }
     visible = sorted(live)
+    thread = [i for i in range(len(records)) if in_thread(i)]
+    return visible, _chain_problems(visible, thread, chain[0], leaf, missing if boundary < 0 else None)
+
+
+def _chain_problems(
+    visible: Sequence[int], thread: Sequence[int], first: int, leaf: int, missing: str | None
+) -> tuple[str, ...]:
+    """Why Claude Code resumes the file otherwise than its lines read: its chain (from line
+    ``first`` to ``leaf``) stops at a ``missing`` parent with message entries of the thread
+    before it, or thread entries after the last one it sends are on no chain it follows."""
     problems: list[str] = []
-    first = chain[0]
-    dropped = [i for i in range(first) if in_thread(i) and i not in live]
-    if missing is not None and boundary < 0 and dropped:
+    live = set(visible)
+    dropped = [i for i in thread if i < first and i not in live]
+    if missing is not None and dropped:
         problems.append(
             f"line {first + 1}: its parentUuid {missing} is not in the file, so Claude Code resumes "
             f"from this entry and drops the {len(dropped)} message entries before it (a broken "
             "parentUuid chain: an entry was removed without relinking its children)"
         )
-    tail = [i for i in range(visible[-1] + 1 if visible else 0, len(records)) if in_thread(i)]
+    tail = [i for i in thread if i > (visible[-1] if visible else -1)]
     if tail:
         problems.append(
             f"line {tail[0] + 1}: {len(tail)} message entries from here to the end are not on the "
             f"parentUuid chain Claude Code resumes (from line {leaf + 1}): it never sends them "
             "(an unreachable tail)"
         )
-    return visible, tuple(problems)
+    return tuple(problems)
 
 
 def _newest_leaf(
