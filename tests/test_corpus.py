@@ -51,7 +51,12 @@ def test_the_corpus_has_the_expected_kinds_of_file() -> None:
 @pytest.mark.parametrize("path", READABLE, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_loads_with_the_right_dialect(path: Path) -> None:
     t = loaded(path)
-    dirs = {"anthropic": "anthropic", "openai": "openai", "claude-code": "claude-code", "other": "text-action"}
+    dirs = {
+        "anthropic": "anthropic",
+        "openai": "openai",
+        "claude-code": "claude-code",
+        "other": "text-action",
+    }
     expected = dirs[path.parent.name]
     assert {c.dialect for c in t.conversations} == {expected}
     assert all(c.messages for c in t.conversations)

@@ -180,7 +180,8 @@ def check(
     Examples:
       ctxcompact check t.json --model claude-sonnet-4-5 && echo fits
       ctxcompact check session.jsonl --threshold 0.75 --json
-      ctxcompact check t.json -m gpt-4o; [ $? -eq 1 ] && ctxcompact compact t.json -i
+      ctxcompact check t.json -m gpt-4o || [ $? -ne 1 ] || ctxcompact compact t.json -i
+      ctxcompact compact t.json -i --auto -m gpt-4o     # the same in one step
     """
     from ctxcompact.accounting.check import budget_for, check_conversation, unknown_model_warning
     from ctxcompact.output.json import check_to_json

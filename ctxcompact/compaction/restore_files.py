@@ -26,7 +26,7 @@ from ctxcompact.compaction.restore import (
     work_dir_for,
 )
 from ctxcompact.compaction.strategies.full import restored_pairs
-from ctxcompact.errors import InputError, UsageError
+from ctxcompact.errors import InputError, OptionError
 from ctxcompact.ir import Message
 from ctxcompact.transcripts.dialects import dialect_named
 from ctxcompact.transcripts.dialects.common import NativeCompaction
@@ -73,12 +73,12 @@ def restore_files(
     ``work_dir`` None: a session's own ``cwd`` when it exists, else the current directory;
     ``path_map`` re-roots the recorded paths. The transcript must hold one conversation."""
     for name, value in (
-        ("--max-files", max_files),
-        ("--max-tokens-per-file", max_tokens_per_file),
-        ("--max-tokens-total", max_tokens_total),
+        ("max_files", max_files),
+        ("max_tokens_per_file", max_tokens_per_file),
+        ("max_tokens_total", max_tokens_total),
     ):
         if value < 0:
-            raise UsageError(f"{name} must not be negative.")
+            raise OptionError.about(name, "must not be negative.")
     if len(transcript.conversations) != 1:
         raise InputError(
             f"{transcript.name} holds {len(transcript.conversations)} conversations; restore-files takes one."

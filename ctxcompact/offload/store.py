@@ -38,7 +38,7 @@ from typing import Any, Literal, Protocol
 
 import orjson
 
-from ctxcompact.errors import UsageError, WorkFailedError
+from ctxcompact.errors import OptionError, WorkFailedError
 from ctxcompact.transcripts.fileio import read_beneath, sync_files, unlink_quietly, write_temp
 from ctxcompact.transcripts.jsontext import dumps, loads
 
@@ -416,7 +416,7 @@ def clean_orphans(out_dir: str | os.PathLike[str], *, writer: OffloadWriter | No
     writer = writer or DiskWriter()
     root = Path(out_dir)
     if not root.is_dir():
-        raise UsageError(f"--out-dir {root} is not a directory; nothing to clean.")
+        raise OptionError("{out_dir} {root} is not a directory; nothing to clean.", "out_dir", root=root)
     root = root.resolve()
     removed: list[str] = []
     with writer.lock(root):

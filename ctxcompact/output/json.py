@@ -238,7 +238,7 @@ def batch_item_json(item: BatchItem, *, fail_over: float | None = None) -> dict[
     """One input of a batch: its figures once it was compacted, its output once written,
     its error and exit code when it failed (a failed write keeps the figures); ``resumed``
     when an earlier run finished it (figures from the journal, no stats)."""
-    row: dict[str, Any] = {"input": item.input, "status": item.status}
+    row: dict[str, Any] = {"input": item.input, "status": item.status, "outcome": item.outcome}
     if item.before is not None:
         row.update(before=item.before, after=item.after, ratio=item.ratio)
     if item.stats is not None:
@@ -254,17 +254,27 @@ def batch_item_json(item: BatchItem, *, fail_over: float | None = None) -> dict[
     return row
 
 
-def batch_report_json(batch: BatchResult, *, fail_over: float | None = None) -> dict[str, Any]:
+def batch_report_json(
+    batch: BatchResult, *, fail_over: float | None = None, fail_on_growth: bool = False
+) -> dict[str, Any]:
     """``compact --report`` (and ``--stats-json``) of a batch: every input, then the counts
-    and, with ``--fail-over``, the limit, the files above it and the exit code it gives."""
+    (by ``outcome`` too: a file whose tokens went up is ``grew``), the totals and, with
+    ``--fail-over``, the limit, the files above it and the exit code it gives."""
+    before, after = batch.totals
     out: dict[str, Any] = {
         "inputs": [batch_item_json(item, fail_over=fail_over) for item in batch.items],
         "compacted": batch.compacted,
         "failed": batch.failed,
+        "outcomes": {
+            k: sum(i.outcome == k for i in batch.items) for k in ("compacted", "grew", "unchanged", "failed")
+        },
+        "totals": {"before": before, "after": after, "ratio": after / before if before else None},
     }
     if fail_over is not None:
         out.update(fail_over=fail_over, over_fail_over=len(batch.over_ratio(fail_over)))
-    out["exit_code"] = int(batch.gate(fail_over))
+    if fail_on_growth:
+        out["fail_on_growth"] = True
+    out["exit_code"] = int(batch.gate(fail_over, fail_on_growth=fail_on_growth))
     return out
 
 
