@@ -523,3 +523,66 @@ def test_swe_agent_trajectories_are_read() -> None:
         [row] = run_cli("count", path, "--json").json()["transcripts"]
         assert row["dialect"] == "text-action" and row["total"] > 1_000
         assert run_cli("check", path).exit_code in (0, 1)
+
+
+# --- defect 13: lines we did not change stay byte for byte ------------------------------------------
+
+
+def test_a_rewrite_keeps_the_spelling_of_the_lines_it_did_not_change(tmp_path: Path) -> None:
+    path = _codex_reading_rollout(tmp_path)
+    # Not the compact JSON spelling: spaces after separators, non-ASCII escaped.
+    records = _lines(path)
+    records[2]["payload"]["content"][0]["text"] += " café"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert run_cli("offload", path, "-d", tmp_path / "store", "--min-chars", "100", "-o", out).exit_code == 0
+    before = path.read_bytes().splitlines()
+    after = out.read_bytes().splitlines()
+    changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    outputs = [i for i, r in enumerate(records) if r["payload"].get("type") == "function_call_output"]
+    assert changed == outputs
+
+
+def test_offload_undo_gives_back_a_minified_body_byte_for_byte(tmp_path: Path) -> None:
+    big = "line of output\n" * 400
+    messages = [
+        {"role": "user", "content": "run it"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "ls"}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": big}]},
+    ]
+    path = tmp_path / "body.json"
+    path.write_bytes(
+        json.dumps({"model": "claude-sonnet-4-5", "messages": messages}, separators=(",", ":")).encode()
+    )
+    store, lean, back = tmp_path / "store", tmp_path / "lean.json", tmp_path / "back.json"
+    assert run_cli("offload", path, "-d", store, "-o", lean).exit_code == 0
+    assert b"\n" not in lean.read_bytes().strip()
+    assert run_cli("offload", "--undo", lean, "-d", store, "-o", back).exit_code == 0
+    assert back.read_bytes() == path.read_bytes()
+
+
+def test_a_local_command_entry_is_sent_as_claude_code_sends_it(tmp_path: Path) -> None:
+    builder = SessionBuilder().user("first task").assistant("done", usage=(3, 1_000, 20_000, 30))
+    last = builder.entries[-1]
+    command = {
+        **{k: last[k] for k in ("isSidechain", "userType", "cwd", "sessionId", "version")},
+        "parentUuid": last["uuid"],
+        "type": "system",
+        "subtype": "local_command",
+        "content": "<command-name>/cost</command-name>\n<local-command-stdout>Total cost: $0.42</local-command-stdout>",
+        "level": "info",
+        "uuid": "22222222-0000-4000-8000-000000000001",
+        "timestamp": "2026-01-02T11:00:00.000Z",
+        "isMeta": False,
+    }
+    builder.entries.append(command)
+    builder._parent = command["uuid"]
+    builder.user("next task").assistant("ok")
+    path = builder.write(tmp_path / "s.jsonl")
+    [conv] = load_transcript(path).conversations
+    texts = [b.get("text", "") for m in conv.messages for b in m.content]
+    assert any("Total cost: $0.42" in t for t in texts)
+    assert [m.role for m in conv.messages] == ["user", "assistant", "user", "assistant"]

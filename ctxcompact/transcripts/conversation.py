@@ -90,6 +90,9 @@ class Transcript:
     warnings: tuple[str, ...] = field(default_factory=tuple)
     #: The bytes read: written back as they are when no conversation changed.
     raw: bytes | None = field(default=None, repr=False, compare=False)
+    #: A line-per-record file's line of each record, as spelled: a record a rewrite kept is
+    #: written back with these bytes (issue 20: lines we did not change stay byte for byte).
+    lines: tuple[bytes, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def dialect(self) -> str:

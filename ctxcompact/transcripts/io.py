@@ -114,6 +114,13 @@ def _parse(raw: bytes, *, name: str, dialect: str | None) -> Transcript:
 
 
 def _from_lines(name: str, raw: bytes, dialect: str | None) -> Transcript:
+    lines: list[bytes] = []
+    transcript = _from_line_records(name, raw, dialect, lines)
+    return replace(transcript, lines=tuple(lines))
+
+
+def _from_line_records(name: str, raw: bytes, dialect: str | None, lines: list[bytes]) -> Transcript:
+    """The transcript of a JSONL file; ``lines`` gets each record's line as spelled."""
     records: list[Any] = []
     cut: InputError | None = None
     for lineno, line in enumerate(raw.split(b"\n"), start=1):
@@ -131,6 +138,7 @@ def _from_lines(name: str, raw: bytes, dialect: str | None) -> Transcript:
             cut = error
             continue
         records.append(value)
+        lines.append(line)
     whole_file = _whole_file_dialect(records, dialect)
     if whole_file is not None:
         transcript = _whole_file(name, records, whole_file)
@@ -360,11 +368,11 @@ def dump_transcript(transcript: Transcript) -> bytes:
         raw = raw if raw.endswith(b"\n") or not raw else raw + b"\n"
         return raw + dump_records(_appended(convs[0]))
     if transcript.container == "array":
-        return _dumps(conversation_records(convs[0]), indent=True) + b"\n"
+        return _document(conversation_records(convs[0]), raw)
     if transcript.container == "body":
         body = dict(transcript.root)
         body[transcript.collection_key or "messages"] = conversation_records(convs[0])
-        return _dumps(body, indent=True) + b"\n"
+        return _document(body, raw)
     if transcript.container == "collection":
         key = transcript.collection_key or "messages"
         items = []
@@ -372,8 +380,22 @@ def dump_transcript(transcript: Transcript) -> bytes:
             new_item = dict(item)
             new_item[key] = conversation_records(conv)
             items.append(new_item)
-        return _dumps(items, indent=True) + b"\n"
-    return dump_records(conversation_records(convs[0]))
+        return _document(items, raw)
+    records = conversation_records(convs[0])
+    if transcript.lines is None or len(transcript.lines) != len(transcript.root):
+        return dump_records(records)
+    # A record kept as it is goes back as it was spelled (spacing, escapes, key order).
+    spelled = {id(r): line for r, line in zip(transcript.root, transcript.lines, strict=True)}
+    return b"".join((spelled[id(r)] if id(r) in spelled else _dumps(r)) + b"\n" for r in records)
+
+
+def _document(value: Any, raw: bytes | None) -> bytes:
+    """A JSON document in the spelling of the one read: minified when it was written on one
+    line, else indented by two spaces; ending as it ended."""
+    body = raw.strip() if raw is not None else b""
+    indent = raw is None or b"\n" in body
+    ending = raw[len(raw.rstrip()) :] if raw is not None and not indent else b"\n"
+    return _dumps(value, indent=indent) + ending
 
 
 def dump_records(records: Iterable[Any]) -> bytes:

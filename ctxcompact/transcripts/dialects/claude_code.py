@@ -92,7 +92,7 @@ def parse_records(records: Sequence[Any]) -> Parsed:
     groups: list[list[int]] = []
     for i in visible:
         entry = records[i]
-        if groups and entry.get("type") == "user" and records[groups[-1][-1]].get("type") == "user":
+        if groups and entry_role(entry) == "user" and entry_role(records[groups[-1][-1]]) == "user":
             groups[-1].append(i)
             continue
         if entry.get("type") == "assistant":
@@ -104,13 +104,12 @@ def parse_records(records: Sequence[Any]) -> Parsed:
 
     messages: list[Message] = []
     for group in groups:
-        first = records[group[0]]["message"]
-        role = first.get("role") or records[group[0]].get("type")
+        role = entry_role(records[group[0]])
         if role not in MESSAGE_TYPES:
             raise InputError(f"line {group[0] + 1}: message role {role!r} is not 'user' or 'assistant'.")
         blocks: list[Block] = []
         for i in group:
-            blocks.extend(content_blocks(records[i]["message"].get("content"), f"line {i + 1}"))
+            blocks.extend(content_blocks(entry_content(records[i]), f"line {i + 1}"))
         source = Source(tuple(records[i] for i in group), tuple(group))
         messages.append(Message(role, tuple(blocks), source))
 
@@ -150,11 +149,7 @@ def live_entries(records: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple
 
     def in_thread(i: int) -> bool:
         record = records[i]
-        return (
-            record.get("type") in MESSAGE_TYPES
-            and isinstance(record.get("message"), Mapping)
-            and bool(record.get("isSidechain")) == sidechain
-        )
+        return is_message_entry(record) and bool(record.get("isSidechain")) == sidechain
 
     linked = any(_link(records[i], "parentUuid") for i in by_uuid.values())
     leaf = _newest_leaf(records, by_uuid, in_thread) if linked else None
@@ -281,8 +276,42 @@ def _open_response(records: Sequence[Any], groups: list[list[int]], message_id: 
     return None
 
 
+def is_local_command(entry: Mapping[str, Any]) -> bool:
+    """A ``system`` entry of subtype ``local_command`` (a slash command's output): Claude Code
+    sends it to the model as a user message (unless it is ``isDisplayOnly``)."""
+    return (
+        entry.get("type") == "system"
+        and entry.get("subtype") == "local_command"
+        and isinstance(entry.get("content"), str)
+        and not entry.get("isDisplayOnly")
+    )
+
+
+def is_message_entry(entry: Mapping[str, Any]) -> bool:
+    """An entry Claude Code sends as (part of) a message."""
+    return (
+        entry.get("type") in MESSAGE_TYPES and isinstance(entry.get("message"), Mapping)
+    ) or is_local_command(entry)
+
+
+def entry_role(entry: Mapping[str, Any]) -> Any:
+    """The role an entry is sent with."""
+    if is_local_command(entry):
+        return "user"
+    inner = entry.get("message")
+    return (inner.get("role") if isinstance(inner, Mapping) else None) or entry.get("type")
+
+
+def entry_content(entry: Mapping[str, Any]) -> Any:
+    """The content an entry sends: its ``message.content``, a local command's ``content``."""
+    if is_local_command(entry):
+        return entry.get("content")
+    inner = entry.get("message")
+    return inner.get("content") if isinstance(inner, Mapping) else None
+
+
 def _only_tool_results(entry: Mapping[str, Any]) -> bool:
-    content = entry["message"].get("content")
+    content = entry_content(entry)
     return (
         isinstance(content, list)
         and bool(content)
@@ -316,7 +345,7 @@ def render_message(message: Message) -> list[Any]:
                 _NEW_MARK: True,
             }
         ]
-    originals = [content_blocks(t["message"].get("content"), "entry") for t in templates]
+    originals = [content_blocks(entry_content(t), "entry") for t in templates]
     new = list(message.content)
     slices = split_along(originals, new)
     out: list[Any] = []
@@ -327,6 +356,10 @@ def render_message(message: Message) -> list[Any]:
             out.append(template)
             continue
         entry = dict(template)
+        if is_local_command(template):
+            entry["content"] = "\n".join(str(b.get("text", "")) for b in after if b.get("type") == "text")
+            out.append(entry)
+            continue
         inner = dict(entry.get("message") or {})
         text = plain_text(tuple(after)) if isinstance(inner.get("content"), str) else None
         inner["content"] = text if text is not None else [dict(b) for b in after]
