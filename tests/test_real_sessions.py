@@ -586,3 +586,24 @@ def test_a_local_command_entry_is_sent_as_claude_code_sends_it(tmp_path: Path) -
     texts = [b.get("text", "") for m in conv.messages for b in m.content]
     assert any("Total cost: $0.42" in t for t in texts)
     assert [m.role for m in conv.messages] == ["user", "assistant", "user", "assistant"]
+
+
+def test_keep_loop_on_a_session_that_is_all_one_loop_writes_nothing(tmp_path: Path) -> None:
+    """One request, then a long tool loop: --keep-loop would summarize a sliver and append a
+    copy of the whole loop (a Codex rollout grew 78 %)."""
+    path = _codex_reading_rollout(tmp_path)
+    records = _lines(path)
+    records[2]["payload"]["content"][0]["text"] = "read the modules"
+    hello = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello"}]}
+    hi = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]}
+    records[2:2] = [_rollout_line("response_item", hello), _rollout_line("response_item", hi)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    before = path.read_bytes()
+    out = tmp_path / "out.jsonl"
+    stats = tmp_path / "stats.json"
+    result = run_cli(
+        "compact", path, "--keep-loop", "--summarizer", "extractive", "-o", out, "--stats-json", stats
+    )
+    assert result.exit_code == 0, result.stderr
+    assert any("--keep-loop leaves too little" in w for w in json.loads(stats.read_text())["warnings"])
+    assert out.read_bytes() == before
