@@ -45,6 +45,7 @@ from ctxcompact.transcripts.fileio import STDIN_NAME as STDIN_NAME
 from ctxcompact.transcripts.fileio import read_bytes as read_bytes
 from ctxcompact.transcripts.jsontext import dumps as _dumps
 from ctxcompact.transcripts.jsontext import loads as _loads
+from ctxcompact.transcripts.points import FIELD as POINT_FIELD
 from ctxcompact.transcripts.points import apply_latest_point
 from ctxcompact.transcripts.recorded_usage import stamp_note
 
@@ -366,7 +367,7 @@ def dump_transcript(transcript: Transcript) -> bytes:
     if raw is not None and transcript.line_per_record and convs[0].appended is not None:
         # Appended after the history, which stays byte for byte.
         raw = raw if raw.endswith(b"\n") or not raw else raw + b"\n"
-        return raw + dump_records(_appended(convs[0]))
+        return _note_added_newline(transcript.raw, raw + dump_records(_appended(convs[0])))
     if transcript.container == "array":
         return _document(conversation_records(convs[0]), raw)
     if transcript.container == "body":
@@ -383,10 +384,12 @@ def dump_transcript(transcript: Transcript) -> bytes:
         return _document(items, raw)
     records = conversation_records(convs[0])
     if transcript.lines is None or len(transcript.lines) != len(transcript.root):
-        return dump_records(records)
-    # A record kept as it is goes back as it was spelled (spacing, escapes, key order).
-    spelled = {id(r): line for r, line in zip(transcript.root, transcript.lines, strict=True)}
-    return b"".join((spelled[id(r)] if id(r) in spelled else _dumps(r)) + b"\n" for r in records)
+        data = dump_records(records)
+    else:
+        # A record kept as it is goes back as it was spelled (spacing, escapes, key order).
+        spelled = {id(r): line for r, line in zip(transcript.root, transcript.lines, strict=True)}
+        data = b"".join((spelled[id(r)] if id(r) in spelled else _dumps(r)) + b"\n" for r in records)
+    return _note_added_newline(transcript.raw, data) if transcript.is_session_log else data
 
 
 def _document(value: Any, raw: bytes | None) -> bytes:
@@ -396,6 +399,22 @@ def _document(value: Any, raw: bytes | None) -> bytes:
     indent = raw is None or b"\n" in body
     ending = raw[len(raw.rstrip()) :] if raw is not None and not indent else b"\n"
     return _dumps(value, indent=indent) + ending
+
+
+def _note_added_newline(raw: bytes | None, data: bytes) -> bytes:
+    """``data`` with the first line appended after ``raw`` marked ``"newlineAdded": true`` in
+    its ``"ctxcompact"`` field when ``raw`` had no final newline and one was added before it:
+    so that ``uncompact`` gives the file back byte for byte."""
+    if not raw or raw.endswith(b"\n") or not data.startswith(raw + b"\n"):
+        return data
+    head = len(raw) + 1
+    cut = data.find(b"\n", head)
+    line = data[head : cut if cut >= 0 else len(data)]
+    record, error = _loads(line)
+    if error is not None or not isinstance(record, dict) or not isinstance(record.get(POINT_FIELD), dict):
+        return data
+    record[POINT_FIELD] = {**record[POINT_FIELD], "newlineAdded": True}
+    return data[:head] + _dumps(record) + (data[cut:] if cut >= 0 else b"")
 
 
 def dump_records(records: Iterable[Any]) -> bytes:
