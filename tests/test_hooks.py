@@ -127,6 +127,20 @@ def test_pre_compact_replace_that_cannot_compact_lets_the_agent_compact(tmp_path
     assert "the agent compacts as usual" in out.stderr
 
 
+def test_replace_never_rewrites_a_session_the_agent_holds_open(tmp_path: Path) -> None:
+    """A rollout whose lines our writer would re-serialise differently (here: spaced JSON) can
+    only be compacted by rewriting it: the hook leaves it to the agent instead of renaming a
+    file the agent is writing to."""
+    session = codex_session(tmp_path)
+    session.write_text("".join(json.dumps(r) + "\n" for r in sample()), encoding="utf-8")
+    before = session.read_bytes()
+    data = payload("codex/PreCompact/auto", transcript=str(session), cwd=str(tmp_path))
+    out = hook("pre-compact", data, tmp_path, "--replace")
+    assert (out.exit_code, out.stdout) == (0, "")
+    assert "would rewrite the session rather than append" in out.stderr
+    assert session.read_bytes() == before and not list(session.parent.glob("*.bak*"))
+
+
 def test_replace_needs_a_summary_strategy(tmp_path: Path) -> None:
     session = claude_session(tmp_path)
     data = payload("claude-code/PreCompact/auto", transcript=str(session), cwd=str(tmp_path))
