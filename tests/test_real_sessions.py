@@ -607,3 +607,19 @@ def test_keep_loop_on_a_session_that_is_all_one_loop_writes_nothing(tmp_path: Pa
     assert result.exit_code == 0, result.stderr
     assert any("--keep-loop leaves too little" in w for w in json.loads(stats.read_text())["warnings"])
     assert out.read_bytes() == before
+
+
+def test_the_last_leaf_in_the_file_is_resumed_whatever_its_timestamp(tmp_path: Path) -> None:
+    """The real client resumes our second compaction, written last but stamped earlier than the
+    turn it resumed (SOURCE_DATE_EPOCH fixes our time): so does our reader."""
+    path = _reading_session(tmp_path)
+    fixed = {"SOURCE_DATE_EPOCH": "1767225600"}  # 2026-01-01, before the resumed turn below
+    archive = tmp_path / "archive"
+    args = ["compact", path, "-i", "--force", "--summarizer", "extractive", "--archive-dir", archive]
+    assert run_cli(*args, env=fixed).exit_code == 0
+    _resume_turn(path, "go on " + BIG, (7, 2_000, 9_000, 50))
+    assert run_cli(*args, env=fixed).exit_code == 0
+    [conv] = load_transcript(path).conversations
+    boundary = max(i for i, e in enumerate(_lines(path)) if e.get("subtype") == "compact_boundary")
+    assert all(i > boundary for m in conv.messages if m.source for i in m.source.indices)
+    assert "resume_chain" not in run_cli("check", path).stdout
