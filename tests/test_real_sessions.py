@@ -623,3 +623,21 @@ def test_the_last_leaf_in_the_file_is_resumed_whatever_its_timestamp(tmp_path: P
     boundary = max(i for i, e in enumerate(_lines(path)) if e.get("subtype") == "compact_boundary")
     assert all(i > boundary for m in conv.messages if m.source for i in m.source.indices)
     assert "resume_chain" not in run_cli("check", path).stdout
+
+
+def test_a_second_compaction_of_a_re_rooted_session_restores_its_files(tmp_path: Path) -> None:
+    """``--path-map /=ROOT``: the first compaction restores the files under ROOT and names them
+    so; the second must not root them twice."""
+    root = tmp_path / "root"
+    builder = SessionBuilder(cwd="/proj").user("read the modules " + BIG)
+    for n in range(2):
+        source = root / "proj" / f"m{n}.py"
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text(f"VALUE_{n} = {n}\n", encoding="utf-8")
+        builder.tool_call("Read", {"file_path": f"/proj/m{n}.py"}, source.read_text(), call_id=f"toolu_{n}")
+    builder.assistant("read them", usage=(3, 1_000, 141_000, 30))
+    path = builder.write(tmp_path / "s.jsonl")
+    for _ in range(2):
+        stats = tmp_path / "stats.json"
+        _compact(path, "--path-map", f"/={root}", "--stats-json", stats)
+        assert json.loads(stats.read_text())["restoredFileCount"] == 2
