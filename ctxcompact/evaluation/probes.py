@@ -54,7 +54,7 @@ from ctxcompact.compaction.summarize.shell_files import path_mentions, tool_file
 from ctxcompact.compaction.summarize.statements import conclusions, prose, sentences, texts
 from ctxcompact.compaction.summarize.templates import shrink_harness_instructions
 from ctxcompact.ir import Message, tool_result_text
-from ctxcompact.markers import restored_file_path
+from ctxcompact.markers import restored_file_paths
 
 CATEGORIES: Mapping[str, tuple[str, ...]] = {
     "task": ("task", "instruction", "last_request"),
@@ -268,7 +268,7 @@ def _input_text(value: object) -> str:
 
 
 def restored_paths(messages: Iterable[Message]) -> tuple[str, ...]:
-    return tuple(p for p in (restored_file_path(m) for m in messages) if p is not None)
+    return tuple(p for m in messages for p in restored_file_paths(m))
 
 
 def score_probes(probes: Sequence[Probe], context: str, *, restored: Iterable[str] = ()) -> ProbeReport:
