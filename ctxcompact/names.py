@@ -51,3 +51,36 @@ class JudgeName(StrEnum):
 
     anthropic = "anthropic"
     anthropic_batch = "anthropic-batch"
+
+
+class OutputFormat(StrEnum):
+    """How a batch reports on CI: ``text`` (its table on stderr), or ``github`` — also GitHub
+    Actions annotations on stdout and a Markdown summary in ``$GITHUB_STEP_SUMMARY``."""
+
+    text = "text"
+    github = "github"
+
+
+class BreakdownView(StrEnum):
+    """How ``count``'s picture splits the context (``--by``)."""
+
+    category = "category"
+    tool = "tool"
+    role = "role"
+    type = "type"
+
+
+class AgentName(StrEnum):
+    """The coding agents whose hooks and sessions ctxcompact works with (``hook --agent``)."""
+
+    claude_code = "claude-code"
+    codex = "codex"
+
+
+class HookEventName(StrEnum):
+    """``ctxcompact hook EVENT``: the hook to answer, or ``install`` to write the entries."""
+
+    pre_compact = "pre-compact"
+    session_start = "session-start"
+    post_compact = "post-compact"
+    install = "install"

@@ -34,7 +34,7 @@ from ctxcompact.batch.results import (
 from ctxcompact.batch.workers import DEFAULT_LLM_CONCURRENCY, run_in_workers
 from ctxcompact.compaction.pipeline import CompactOptions, CompactResult, CompactStats, compact_conversation
 from ctxcompact.compaction.summarize import Summarizer
-from ctxcompact.errors import CtxcompactError, UsageError, WorkFailedError
+from ctxcompact.errors import CtxcompactError, OptionError, UsageError, WorkFailedError
 from ctxcompact.names import LocalCounterName
 from ctxcompact.status import ExitStatus
 from ctxcompact.transcripts.fileio import make_parent_dir, same_file, write_file
@@ -156,6 +156,8 @@ def compact_transcript(
     except CtxcompactError as exc:
         if str(exc).startswith(transcript.name):
             raise
+        if isinstance(exc, OptionError):
+            raise exc.within(transcript.name) from None
         named = CtxcompactError(f"{transcript.name}: {exc}")
         named.exit_code = exc.exit_code
         raise named from None

@@ -26,7 +26,7 @@ from ctxcompact.accounting.tokens import DEFAULT_ENCODING
 from ctxcompact.accounting.windows import DEFAULT_RATIO
 from ctxcompact.batch.inputs import BatchInput, find_inputs
 from ctxcompact.cli.streams import Streams, terminal_of
-from ctxcompact.errors import CtxcompactError, InputError, UsageError
+from ctxcompact.errors import CtxcompactError, InputError, OptionError, UsageError
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 from ctxcompact.transcripts.dialects import DIALECT_NAMES
@@ -59,9 +59,12 @@ def reports_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        ctx = next((a for a in (*args, *kwargs.values()) if isinstance(a, typer.Context)), None)
+        # The lazily built commands hand click's own Context (typer.Context is a subclass of it).
+        ctx: Any = next((a for a in (*args, *kwargs.values()) if isinstance(a, typer._click.Context)), None)
         try:
             return func(*args, **kwargs)
+        except OptionError as exc:  # the core names its options; a user typed their flags
+            raise error(ctx, exc.naming(lambda option: flag_of(ctx, option)), exc.exit_code) from None
         except CtxcompactError as exc:
             raise error(ctx, str(exc), exc.exit_code) from None
         except KeyboardInterrupt:
@@ -82,6 +85,17 @@ def reports_errors(func: F) -> F:
             ) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def flag_of(ctx: typer.Context | None, option: str) -> str:
+    """The command-line flag of a core option: the command's parameter of that name (``keep``
+    is ``--keep``, ``pin`` is ``--pin``), else the option's name spelled as a flag."""
+    for param in ctx.command.params if ctx is not None else ():
+        if param.name == option:
+            flags = [o for o in param.opts if o.startswith("--")]
+            if flags:
+                return flags[0]
+    return "--" + option.replace("_", "-")
 
 
 def error(ctx: typer.Context | None, message: str, code: ExitStatus) -> typer.Exit:

@@ -7,13 +7,16 @@ from pathlib import Path
 import typer
 
 from ctxcompact.accounting.windows import validate_ratio
+from ctxcompact.batch.results import Gates
 from ctxcompact.cli.batch import (
     ARCHIVE_IN_OUT_DIR,
+    FAIL_ON_GROWTH_OPT,
     FAIL_OVER_OPT,
     FROM_OPT,
     GLOB_OPT,
     JOBS_OPT,
     LLM_CONCURRENCY_OPT,
+    OUTPUT_FORMAT_OPT,
     RESUME_OPT,
     SHARD_OPT,
     batch_inputs,
@@ -69,7 +72,7 @@ from ctxcompact.compaction.strategies.options import (
 )
 from ctxcompact.compaction.summarize.limits import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from ctxcompact.errors import UsageError
-from ctxcompact.names import LocalCounterName, OnFailure, SummarizerName
+from ctxcompact.names import LocalCounterName, OnFailure, OutputFormat, SummarizerName
 
 
 @reports_errors
@@ -116,6 +119,8 @@ def compact(
     jobs: int | None = JOBS_OPT,
     llm_concurrency: int | None = LLM_CONCURRENCY_OPT,
     fail_over: float | None = FAIL_OVER_OPT,
+    fail_on_growth: bool = FAIL_ON_GROWTH_OPT,
+    output_format: OutputFormat = OUTPUT_FORMAT_OPT,
     resume: bool = RESUME_OPT,
     shard: str | None = SHARD_OPT,
     stats_json: Path | None = STATS_JSON_OPT,
@@ -255,6 +260,10 @@ def compact(
                 "--summarizer anthropic-batch summarizes a batch of files: give --out-dir DIR or --in-place."
             )
         batch = True  # one file rewritten in place: a batch of its own requests
+    if output_format == OutputFormat.github and not batch:
+        if not in_place:
+            raise UsageError("--output-format github reports a batch: give --out-dir DIR or --in-place.")
+        batch = True  # one file rewritten in place, reported as a batch of one
     if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out-dir {out_dir} is a file, not a directory.")
     for option, target in (("--stats-json", stats_json), ("--report", report)):
@@ -285,7 +294,8 @@ def compact(
         stats_json=stats_json,
         jobs=jobs,
         llm_concurrency=llm_concurrency,
-        fail_over=fail_over,
+        gates=Gates(fail_over, fail_on_growth),
         resume=resume,
         streams=streams,
+        output_format=output_format,
     )

@@ -18,7 +18,12 @@ from ctxcompact.cli.restore import read_tools
 from ctxcompact.cli.streams import Streams
 from ctxcompact.compaction.options import CompactOptions
 from ctxcompact.compaction.restore import parse_path_map
-from ctxcompact.compaction.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, check_strategy_names
+from ctxcompact.compaction.strategies import (
+    AUTO_STRATEGIES,
+    DEFAULT_STRATEGIES,
+    StrategyRef,
+    check_strategy_names,
+)
 from ctxcompact.compaction.strategies.options import CleanToolsOptions, FullOptions, PruneOptions
 from ctxcompact.errors import UsageError
 
@@ -87,7 +92,7 @@ def file_options(p: Mapping[str, Any], *, archive_dir: Path | None) -> FileOptio
     return files_options
 
 
-def _strategies(strategy: str | None, *, auto: bool) -> tuple[str, ...]:
+def _strategies(strategy: str | None, *, auto: bool) -> tuple[StrategyRef, ...]:
     """The --strategy list, or the default: full, or hybrid under --auto."""
     chosen = (
         strategy.split(",") if strategy is not None else (AUTO_STRATEGIES if auto else DEFAULT_STRATEGIES)

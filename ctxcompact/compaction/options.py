@@ -17,6 +17,7 @@ from ctxcompact.compaction.pins import PinOptions
 from ctxcompact.compaction.strategies import (
     DEFAULT_STRATEGIES,
     STRATEGIES,
+    StrategyRef,
     check_strategy_names,
     option_owners,
 )
@@ -29,7 +30,7 @@ from ctxcompact.compaction.strategies.options import (
     PruneOptions,
     SelectiveOptions,
 )
-from ctxcompact.errors import UsageError
+from ctxcompact.errors import OptionError, UsageError
 
 OptionsT = TypeVar("OptionsT")
 
@@ -46,7 +47,9 @@ class CompactOptions:
     ``archive_dir``: where the replaced messages are archived (default: the user's
     :func:`~ctxcompact.compaction.archive.default_archive_dir`, never the work dir)."""
 
-    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
+    #: The steps, in order: table names, or a library caller's own strategies (a
+    #: :class:`~ctxcompact.compaction.strategies.Strategy` row, or a plain function).
+    strategies: tuple[StrategyRef, ...] = DEFAULT_STRATEGIES
     #: None: a session's own ``cwd`` when that folder exists, else the current directory.
     work_dir: Path | None = None
     archive_dir: Path | None = None  # default: $XDG_STATE_HOME/ctxcompact/archive
@@ -70,9 +73,11 @@ class CompactOptions:
     def __post_init__(self) -> None:
         check_strategy_names(self.strategies)
         if self.target_tokens is not None and self.target_tokens < 1:
-            raise UsageError("--target-tokens must be at least 1.")
+            raise OptionError.about("target_tokens", "must be at least 1.")
         if self.target_ratio is not None and not 0 < self.target_ratio <= 1:
-            raise UsageError(f"--target-ratio must be above 0 and at most 1, got {self.target_ratio}.")
+            raise OptionError.about(
+                "target_ratio", "must be above 0 and at most 1, got {value}.", value=self.target_ratio
+            )
 
     def aim(self, threshold: int) -> int:
         """The size this run aims at under ``threshold``: never above it."""

@@ -27,7 +27,7 @@ call (seed 000 §4.3). Steps:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from time import monotonic
@@ -46,19 +46,19 @@ from ctxcompact.accounting.tokens import TokenCounter, TokenReport, cached, make
 from ctxcompact.accounting.windows import DEFAULT_RATIO, Budget
 from ctxcompact.compaction.archive import write_archive
 from ctxcompact.compaction.options import CompactOptions as CompactOptions  # re-exported
-from ctxcompact.compaction.pins import message_tokens
 from ctxcompact.compaction.restore import FileReader, work_dir_for
 from ctxcompact.compaction.retention import RetentionReport, check_retention
 from ctxcompact.compaction.strategies import (
     AUTO_STRATEGIES,
-    STRATEGIES,
     TARGETED,
     StrategyContext,
     StrategyResult,
+    strategy_name,
 )
 from ctxcompact.compaction.strategies.ladder import auto_recent_tokens, ladder_if_over
+from ctxcompact.compaction.strategies.pipeline import PipelineOptions, run_pipeline
 from ctxcompact.compaction.summarize import Summarizer
-from ctxcompact.errors import UsageError, WorkFailedError
+from ctxcompact.errors import OptionError, WorkFailedError
 from ctxcompact.ir import Message, same_objects, text_of
 from ctxcompact.names import SummarizerName
 from ctxcompact.transcripts.appended import point_layout
@@ -66,6 +66,8 @@ from ctxcompact.transcripts.io import Conversation, conversation_records
 from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 T = TypeVar("T")
+#: The options ``auto`` needs one of (named in its error).
+NEEDS_BUDGET = ("auto", "model", "context_window")
 D = TypeVar("D")
 
 
@@ -152,14 +154,15 @@ def compact_conversation(
     # each distinct block is encoded once.
     counter = cached(counter)
     if auto and budget is None:
-        raise UsageError("--auto needs a budget: give --model or --context-window.")
+        raise OptionError("{auto} needs a budget: give {model} or {context_window}.", *NEEDS_BUDGET)
     report = measure(conversation, counter, previews=False)
     budget, options = _targets(conversation, options, budget, auto=auto)
     model = budget.model.model if budget else conversation_model(conversation)
     size = context_size(conversation, report, model=model, system_tokens=system_tokens)
     before = size.tokens
     threshold = budget.threshold if budget else None
-    unchanged = partial(_unchanged, conversation, ",".join(options.strategies), size, threshold)
+    label = ",".join(strategy_name(s) for s in options.strategies)
+    unchanged = partial(_unchanged, conversation, label, size, threshold)
     if auto and (reason := _under_threshold(size, budget)) is not None:
         return unchanged(reason)
     if auto and threshold is not None and size.overhead >= threshold:
@@ -168,7 +171,7 @@ def compact_conversation(
     context = _context(
         conversation, options, budget, size, report, summarizer=summarizer, reader=reader, counter=counter
     )
-    messages, results, steps, warnings = _run_with_ladder(conversation.messages, options, context)
+    messages, result, steps, warnings = _run_with_ladder(conversation, options, context)
     if same_objects(messages, conversation.messages):
         _auto_must_fit(auto, threshold, before, warnings)
         return unchanged("no strategy changed anything", warnings, steps)
@@ -192,9 +195,7 @@ def compact_conversation(
         conversation, messages, options, dry_run=dry_run or layout is not None, warnings=warnings
     )
     stats = replace(
-        _counters(
-            results, messages, replaced, strategy=",".join(options.strategies), before=before, after=after
-        ),
+        _counters(result, messages, replaced, strategy=label, before=before, after=after),
         archive_path=archive_path,
         appended=layout is not None,
         retention=retention,
@@ -308,7 +309,7 @@ def _targets(
 ) -> tuple[Budget | None, CompactOptions]:
     """Strategies that aim at a target get the transcript model's budget when none was given;
     ``--auto`` keeps a recent tail after a summary unless ``--keep-recent-tokens`` says."""
-    if budget is None and TARGETED.intersection(options.strategies):
+    if budget is None and TARGETED.intersection(s for s in options.strategies if isinstance(s, str)):
         budget = budget_for(conversation)
     if auto and budget is not None and options.full.keep_recent_tokens is None:
         recent = auto_recent_tokens(budget.threshold)
@@ -317,12 +318,15 @@ def _targets(
 
 
 def _run_with_ladder(
-    messages: tuple[Message, ...], options: CompactOptions, context: StrategyContext
-) -> tuple[tuple[Message, ...], list[StrategyResult], list[dict[str, Any]], list[str]]:
-    """The strategies, then the fallback ladder when the result is still over the target
-    (issue 10): the messages, the results, the steps and the warnings."""
-    messages, results, steps = _run_strategies(messages, options.strategies, context)
-    warnings = [w for r in results for w in r.warnings]
+    conversation: Conversation, options: CompactOptions, context: StrategyContext
+) -> tuple[tuple[Message, ...], StrategyResult, list[dict[str, Any]], list[str]]:
+    """The strategies (one pipeline of them), then the fallback ladder when the result is
+    still over the target: the messages, the pipeline's result, the steps and the warnings
+    (the conversation's own, read with it, first)."""
+    result = run_pipeline(conversation.messages, PipelineOptions(options.strategies), context)
+    messages = result.messages
+    steps = [dict(s) for s in result.stats["steps"]]
+    warnings = [*conversation.warnings, *result.warnings]
     messages, ladder, missed = ladder_if_over(
         messages, target_tokens=context.message_limit(), counter=context.counter, pins=options.pins
     )
@@ -330,7 +334,7 @@ def _run_with_ladder(
         raise WorkFailedError(f"{ladder['reason']}: unpin some (--pin, --no-pin-first) or raise the budget.")
     steps += [ladder] if ladder else []
     warnings += [missed] if missed else []
-    return messages, results, steps, warnings
+    return messages, result, steps, warnings
 
 
 def _unchanged(
@@ -360,7 +364,7 @@ def _unchanged(
 
 
 def _counters(
-    results: Sequence[StrategyResult],
+    result: StrategyResult,
     messages: Sequence[Message],
     replaced: Sequence[Message],
     *,
@@ -368,52 +372,26 @@ def _counters(
     before: int,
     after: int,
 ) -> CompactStats:
-    """The run's figures: each the last one a step reported, else derived from the messages."""
+    """The run's figures: each the last one a step reported (the pipeline's result carries
+    them), else derived from the messages."""
     untouched = len(messages) - sum(1 for m in messages if m.is_new or m.changed)
     return CompactStats(
         strategy=strategy,
         compacted=True,
         original_tokens=before,
         compacted_tokens=after,
-        compacted_message_count=_last_reported((r.compacted_message_count for r in results), len(replaced)),
-        retained_message_count=_last_reported((r.kept_loop_message_count for r in results), 0)
-        + _last_reported((r.retained_message_count for r in results), untouched),
-        restored_file_count=_last_reported((r.restored_file_count for r in results), 0),
-        restored_token_count=_last_reported((r.restored_token_count for r in results), 0),
-        summarizer=_last_reported((r.summarizer for r in results), None),
-        attempts=_last_reported((r.attempts for r in results), None),
+        compacted_message_count=_or(result.compacted_message_count, len(replaced)),
+        retained_message_count=_or(result.kept_loop_message_count, 0)
+        + _or(result.retained_message_count, untouched),
+        restored_file_count=_or(result.restored_file_count, 0),
+        restored_token_count=_or(result.restored_token_count, 0),
+        summarizer=result.summarizer,
+        attempts=result.attempts,
     )
 
 
-def _run_strategies(
-    messages: tuple[Message, ...], names: Sequence[str], context: StrategyContext
-) -> tuple[tuple[Message, ...], list[StrategyResult], list[dict[str, Any]]]:
-    """Run each named strategy of the table on the previous one's output: the final list,
-    every step's result, and the steps as ``--stats-json`` shows them."""
-    results: list[StrategyResult] = []
-    steps: list[dict[str, Any]] = []
-    for name in names:
-        strategy = STRATEGIES[name]
-        result = strategy.run(messages, context.options_for(strategy.options), context)
-        tokens = {
-            "before": context.fixed_tokens + sum(message_tokens(messages, context.counter)),
-            "after": context.fixed_tokens + sum(message_tokens(result.messages, context.counter)),
-        }
-        steps.append(
-            {"strategy": name, "changed": result.changed, **result.details.to_dict(), "tokens": tokens}
-        )
-        results.append(result)
-        messages = result.messages
-    return messages, results, steps
-
-
-def _last_reported(values: Iterable[T | None], default: D) -> T | D:
-    """The last figure a step reported (a later step's replaces an earlier one's)."""
-    found: T | D = default
-    for value in values:
-        if value is not None:
-            found = value
-    return found
+def _or(value: T | None, default: D) -> T | D:
+    return default if value is None else value
 
 
 def _assert_valid(original: Conversation, messages: Sequence[Message]) -> None:

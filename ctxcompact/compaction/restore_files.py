@@ -26,9 +26,10 @@ from ctxcompact.compaction.restore import (
     work_dir_for,
 )
 from ctxcompact.compaction.strategies.full import restored_pairs
-from ctxcompact.errors import InputError, UsageError
+from ctxcompact.errors import InputError, OptionError
 from ctxcompact.ir import Message
 from ctxcompact.transcripts.dialects import dialect_named
+from ctxcompact.transcripts.dialects.common import NativeCompaction
 from ctxcompact.transcripts.io import Conversation, Transcript, dump_records
 from ctxcompact.transcripts.jsontext import dumps
 
@@ -72,12 +73,12 @@ def restore_files(
     ``work_dir`` None: a session's own ``cwd`` when it exists, else the current directory;
     ``path_map`` re-roots the recorded paths. The transcript must hold one conversation."""
     for name, value in (
-        ("--max-files", max_files),
-        ("--max-tokens-per-file", max_tokens_per_file),
-        ("--max-tokens-total", max_tokens_total),
+        ("max_files", max_files),
+        ("max_tokens_per_file", max_tokens_per_file),
+        ("max_tokens_total", max_tokens_total),
     ):
         if value < 0:
-            raise UsageError(f"{name} must not be negative.")
+            raise OptionError.about(name, "must not be negative.")
     if len(transcript.conversations) != 1:
         raise InputError(
             f"{transcript.name} holds {len(transcript.conversations)} conversations; restore-files takes one."
@@ -96,7 +97,20 @@ def restore_files(
         tools=tuple(read_tools) if read_tools else read_tools_for(conv.dialect),
         reader=reader,
     )
-    return RestoreFilesResult(transcript, conv, result, tuple(restored_pairs(result)), where)
+    return RestoreFilesResult(
+        transcript, conv, result, _as_the_agent_writes(conv, restored_pairs(result)), where
+    )
+
+
+def _as_the_agent_writes(conv: Conversation, pairs: Sequence[Message]) -> tuple[Message, ...]:
+    """The restored-file messages as the session's own agent writes them: a dialect that
+    compacts natively (Claude Code) gets them in its layout — no invented acknowledgement,
+    which would be an assistant entry without the model, id and usage Claude Code needs."""
+    adapter = dialect_named(conv.dialect)
+    if not isinstance(adapter, NativeCompaction):
+        return tuple(pairs)
+    laid = adapter.compaction_layout(pairs)
+    return tuple(part for message in laid for part in message.meta.get("parts", (message,)))
 
 
 def appended_transcript(result: RestoreFilesResult) -> Transcript:

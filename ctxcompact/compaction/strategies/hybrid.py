@@ -1,6 +1,8 @@
 """``compact --strategy hybrid``, the policy of ``compact --auto``: fill a budget in priority order.
 
-The budget is the run's target (:meth:`StrategyContext.message_target`: ``--target-tokens``, or
+A pipeline (:mod:`ctxcompact.compaction.strategies.pipeline`) of two steps that stops as
+soon as the messages are under the target: :data:`MASK` (steps 1–5 below), then
+:data:`SUMMARY` (step 6). The budget is the run's target (:meth:`StrategyContext.message_target`: ``--target-tokens``, or
 ``--target-ratio`` × the threshold, half of it by default). What an agent needs to go on is
 kept first, and each later kind only while it fits (SPEC §6 "A budget, filled in priority
 order"):
@@ -36,11 +38,13 @@ from typing import Any
 
 from ctxcompact.accounting.tokens import block_tokens
 from ctxcompact.compaction.masking import is_stub, masked_result, stub_text
-from ctxcompact.compaction.pins import PinOptions, message_tokens, protected_part
+from ctxcompact.compaction.pins import message_tokens, protected_part
+from ctxcompact.compaction.strategies import Strategy
 from ctxcompact.compaction.strategies.base import StrategyContext, StrategyDetails, StrategyResult
-from ctxcompact.compaction.strategies.full import run_full, summarize_before
+from ctxcompact.compaction.strategies.full import FullSkipped, run_full, summarize_before
 from ctxcompact.compaction.strategies.options import FullOptions, PruneOptions
 from ctxcompact.compaction.strategies.options import HybridOptions as HybridOptions
+from ctxcompact.compaction.strategies.pipeline import PipelineOptions, run_pipeline
 from ctxcompact.compaction.strategies.previews import preview_tool_input
 from ctxcompact.compaction.strategies.prune import THINKING_TYPES, prune_tool_outputs, run_prune
 from ctxcompact.ir import Block, Message, leading_system_count, live_start, tool_pairs, turn_starts
@@ -63,36 +67,40 @@ RESTORE_SHARE = 1 / 3
 
 
 @dataclass(frozen=True, slots=True)
-class HybridDetails:
-    """What the policy kept, masked and summarized (its ``--stats-json`` step)."""
+class MaskDetails:
+    """What the masking step did (its ``--stats-json`` step)."""
 
     budget_tokens: int | None
-    tokens_before: int
-    tokens_after_masking: int
     results_masked: int
     thinking_turns_cleared: int
     recent_start: int
     live_start: int
-    summary: StrategyDetails | None = None
-    summary_words: int | None = None
     prune: StrategyDetails | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "budget_tokens": self.budget_tokens,
-            "tokens_before": self.tokens_before,
-            "tokens_after_masking": self.tokens_after_masking,
             "results_masked": self.results_masked,
             "thinking_turns_cleared": self.thinking_turns_cleared,
             "recent_start": self.recent_start,
             "live_start": self.live_start,
-            "summarized": self.summary is not None,
-            "summary_words": self.summary_words,
-            "summary": None if self.summary is None else self.summary.to_dict(),
         }
         if self.prune is not None:
             out["prune"] = self.prune.to_dict()
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryDetails:
+    """What the summary step did: where it cut, the words it gave the summarizer, and the
+    summary's own details (``full``'s)."""
+
+    cut: int
+    summary_words: int
+    summary: StrategyDetails
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cut": self.cut, "summary_words": self.summary_words, "summary": self.summary.to_dict()}
 
 
 @dataclass(slots=True)
@@ -112,21 +120,25 @@ def run_hybrid(
     messages: Sequence[Message], options: HybridOptions, context: StrategyContext
 ) -> StrategyResult:
     """Fill the run's budget in priority order (see the module docstring)."""
+    return run_pipeline(messages, HYBRID, context)
+
+
+def mask_to_budget(messages: Sequence[Message], options: object, context: StrategyContext) -> StrategyResult:
+    """Steps 1–5: the thinking of older turns, then older tool results as stubs, oldest first,
+    until the messages fit the target (without a target: ``prune`` with the run's options)."""
     budget = context.message_target()
     if budget is None:
-        return _without_budget(messages, context)
+        pruned = run_prune(messages, context.options_for(PruneOptions), context)
+        n = len(messages)
+        return replace(pruned, details=MaskDetails(None, 0, 0, n, n, pruned.details))
     counter = context.counter
-    pins = PinOptions(context.pins.patterns, context.pins.first_pinned(True))
     live = max(live_start(messages), leading_system_count(messages))
     recent = _recent_start(messages, live)
-    before = sum(message_tokens(messages, counter))
-    if before <= budget:
-        details = HybridDetails(budget, before, before, 0, 0, recent, live)
-        return StrategyResult(tuple(messages), False, details)
-
+    if sum(message_tokens(messages, counter)) <= budget:
+        return StrategyResult(tuple(messages), False, MaskDetails(budget, 0, 0, recent, live))
     thinned, thinking = _drop_old_thinking(messages, recent, context)
     plan = _Plan(list(thinned), message_tokens(thinned, counter))
-    guard = protected_part(messages, pins)
+    guard = protected_part(messages, context.pins)
     keep = guard.pins | guard.summaries | frozenset(range(guard.head)) | frozenset(range(live, len(messages)))
     _mask(plan, end=recent, budget=budget, keep=keep, context=context)
     floor = _summary_floor(budget)
@@ -134,29 +146,9 @@ def run_hybrid(
         # Even a summary of everything older would not make room: the newest turns' results
         # are masked too (oldest first), never the live part.
         _mask(plan, end=live, budget=budget - floor, keep=keep, context=context, counted_from=recent)
-    masked_total = plan.total
-    details = HybridDetails(budget, before, masked_total, plan.masked, thinking, recent, live)
-    if masked_total <= budget:
-        return StrategyResult(tuple(plan.messages), True, details)
-    return _summarize_oldest(
-        messages, plan, budget=budget, recent=recent, pins=pins, context=context, details=details
-    )
-
-
-def _without_budget(messages: Sequence[Message], context: StrategyContext) -> StrategyResult:
-    """No budget to weigh against: ``prune`` with the run's options, then ``full``."""
-    pruned = run_prune(messages, context.options_for(PruneOptions), context)
-    pins = PinOptions(context.pins.patterns, context.pins.first_pinned(True))
-    full = run_full(pruned.messages, context.options_for(FullOptions), replace(context, pins=pins))
-    tokens = sum(message_tokens(pruned.messages, context.counter))
-    n = len(messages)
-    details = HybridDetails(None, tokens, tokens, 0, 0, n, n, full.details, prune=pruned.details)
-    return replace(
-        full,
-        changed=full.changed or pruned.changed,
-        details=details,
-        warnings=(*pruned.warnings, *full.warnings),
-    )
+    changed = plan.masked > 0 or thinking > 0
+    details = MaskDetails(budget, plan.masked, thinking, recent, live)
+    return StrategyResult(tuple(plan.messages) if changed else tuple(messages), changed, details)
 
 
 def _recent_start(messages: Sequence[Message], live: int) -> int:
@@ -235,44 +227,53 @@ def _summary_floor(budget: int) -> int:
     return max(int(MIN_SUMMARY_WORDS / WORDS_PER_TOKEN), int(budget * SUMMARY_SHARE))
 
 
-def _summarize_oldest(
-    messages: Sequence[Message],
-    plan: _Plan,
-    *,
-    budget: int,
-    recent: int,
-    pins: PinOptions,
-    context: StrategyContext,
-    details: HybridDetails,
+def summarize_oldest(
+    messages: Sequence[Message], options: object, context: StrategyContext
 ) -> StrategyResult:
-    """Summarize the oldest turns — the original messages, not their stubs — up to the first
-    turn boundary after which the (masked) rest fits with room for the summary; the summary
-    gets the words that room holds, restored files a share of it."""
+    """Step 6: summarize the oldest turns — the messages as read, not their stubs — up to the
+    first turn boundary after which the (masked) rest fits with room for the summary; the
+    summary gets the words that room holds, restored files a share of it (without a target:
+    ``full`` with the run's options)."""
+    full = context.options_for(FullOptions)
+    budget = context.message_target()
+    if budget is None:
+        return run_full(messages, full, context)
     head = leading_system_count(messages)
+    live = max(live_start(messages), head)
+    sizes = message_tokens(messages, context.counter)
+    pinned = protected_part(messages, context.pins).pins
     floor = _summary_floor(budget)
-    live = details.live_start
-    pinned = protected_part(messages, pins).pins
 
-    def kept(cut: int) -> int:  # the masked rest, and the pins the summary leaves in place
-        return sum(plan.sizes[cut:]) + sum(plan.sizes[i] for i in pinned if head <= i < cut)
+    def kept(cut: int) -> int:  # the rest, and the pins the summary leaves in place
+        return sum(sizes[cut:]) + sum(sizes[i] for i in pinned if head <= i < cut)
 
     # A turn boundary before the live part (never past the last turn: the agent's last words
     # stay), or the live part itself when there is one.
-    cuts = sorted(
-        {t for t in turn_starts(messages) if head < t < live} | ({live} if live < len(messages) else set())
-    )
+    starts = {t for t in turn_starts(messages) if head < t < live}
+    cuts = sorted(starts | ({live} if live < len(messages) else set()))
     if not cuts:
         return StrategyResult(
-            tuple(plan.messages), plan.masked > 0 or details.thinking_turns_cleared > 0, details
+            tuple(messages), False, FullSkipped(), ("nothing to summarize before the last turn",)
         )
     cut = next((c for c in cuts if kept(c) + floor <= budget), cuts[-1])
     room = max(budget - kept(cut), 0)
-    full = context.options_for(FullOptions)
     restore = min(full.max_tokens_total, int(room * RESTORE_SHARE))
-    words = int((room - restore) * WORDS_PER_TOKEN)
-    words = max(MIN_SUMMARY_WORDS, min(words, SUMMARY_WORDS_CAP))
-    combined = (*messages[:cut], *plan.messages[cut:])
+    words = max(MIN_SUMMARY_WORDS, min(int((room - restore) * WORDS_PER_TOKEN), SUMMARY_WORDS_CAP))
+    combined = (*_as_read(messages[:cut], context), *messages[cut:])
     options = replace(full, max_tokens_total=restore, keep_loop=False, keep_recent_tokens=None)
-    result = summarize_before(combined, cut, options, replace(context, pins=pins), max_words=words)
-    out = replace(details, summary=result.details, summary_words=words)
-    return replace(result, details=out)
+    result = summarize_before(combined, cut, options, context, max_words=words)
+    return replace(result, details=SummaryDetails(cut, words, result.details))
+
+
+def _as_read(messages: Sequence[Message], context: StrategyContext) -> list[Message]:
+    """``messages`` as the transcript held them before an earlier step masked them (matched by
+    their source records), so a summary is written from the outputs, not their stubs."""
+    read = {id(m.source): m for m in context.original if m.source is not None}
+    return [read.get(id(m.source), m) if m.changed and m.source is not None else m for m in messages]
+
+
+#: The two steps, named as ``--stats-json`` lists them.
+MASK = Strategy("mask", type(None), mask_to_budget)
+SUMMARY = Strategy("summary", type(None), summarize_oldest)
+#: Mask first; summarize only while still over the target; the task pinned through both.
+HYBRID = PipelineOptions((MASK, SUMMARY), stop_under_target=True, pin_first=True)
