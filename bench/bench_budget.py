@@ -74,7 +74,9 @@ def run(
     kept = {id(m) for m in result.conversation.messages}
     replaced = [m for m in conv.messages if id(m) not in kept]
     report = score_probes(extract_probes(replaced), context_text(result.conversation.messages))
-    summarized = any(s.get("summarized") for s in result.stats.steps)
+    summarized = any(
+        s.get("strategy") == "summary" for step in result.stats.steps for s in step.get("steps", ())
+    )
     counter = make_counter()
     verbatim = sum(message_tokens([m for m in conv.messages if id(m) in kept], counter))
     whole = sum(message_tokens(conv.messages, counter)) or 1

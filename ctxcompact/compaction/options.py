@@ -34,7 +34,8 @@ from ctxcompact.errors import OptionError, UsageError
 
 OptionsT = TypeVar("OptionsT")
 
-#: The share of the threshold a compaction with a budget aims at (``--target-ratio``): what
+#: The share of the room the messages have under the threshold (the threshold less the system
+#: prompt and tools) a compaction with a budget aims at (``--target-ratio``): what
 #: ``--auto`` and the summary strategies fill in priority order (README "The budget"). Measured
 #: on the corpus (``bench/bench_budget.py``): see the README for the figures.
 DEFAULT_TARGET_RATIO = 0.5
@@ -66,7 +67,8 @@ class CompactOptions:
     #: What every strategy keeps verbatim (``--pin``, ``--pin-first``; issue 10).
     pins: PinOptions = field(default_factory=PinOptions)
     #: The size a run with a budget aims at (as ``check`` measures it): ``target_tokens``, else
-    #: ``target_ratio`` × the threshold (default :data:`DEFAULT_TARGET_RATIO`).
+    #: ``target_ratio`` of the room the messages have under the threshold (:meth:`aim`;
+    #: default :data:`DEFAULT_TARGET_RATIO`).
     target_tokens: int | None = None
     target_ratio: float | None = None
 
@@ -79,12 +81,15 @@ class CompactOptions:
                 "target_ratio", "must be above 0 and at most 1, got {value}.", value=self.target_ratio
             )
 
-    def aim(self, threshold: int) -> int:
-        """The size this run aims at under ``threshold``: never above it."""
+    def aim(self, threshold: int, *, fixed: int = 0) -> int:
+        """The size this run aims at under ``threshold``, never above it: ``target_tokens``, or
+        ``fixed`` (what no compaction of the messages changes: the system prompt and tools) plus
+        ``target_ratio`` of the room the messages have above it."""
         if self.target_tokens is not None:
             return min(self.target_tokens, threshold)
         ratio = DEFAULT_TARGET_RATIO if self.target_ratio is None else self.target_ratio
-        return int(threshold * ratio)
+        fixed = min(max(fixed, 0), threshold)
+        return int(fixed + (threshold - fixed) * ratio)
 
     @classmethod
     def from_keywords(cls, **flat: Any) -> CompactOptions:

@@ -272,14 +272,17 @@ def _context(
     counter: TokenCounter,
 ) -> StrategyContext:
     """What every strategy of this run shares; the summarizer is made once, when first asked.
-    The target (the run's aim) and the limit (the threshold) are in our count: the counts
-    whose size (``size``'s measure) is under them; the system prompt and tools (``report``)
-    are fixed."""
+    The target (the run's aim: :meth:`CompactOptions.aim`, of the room the messages have above
+    what no compaction changes — the system prompt and tools, ``report``, and the overhead the
+    recorded usage shows) and the limit (the threshold) are in our count: the counts whose size
+    (``size``'s measure) is under them."""
     work_dir = work_dir_for(conversation.dialect, conversation.records, options.work_dir, options.path_map)
+    fixed = report.total - sum(m.tokens for m in report.messages)
+    aim = options.aim(budget.threshold, fixed=size.resized(fixed)) if budget else None
     return StrategyContext(
         counter=counter,
         summarizer=(lambda: summarizer) if summarizer is not None else cache(options.full.make_summarizer),
-        target_tokens=size.counted_for(options.aim(budget.threshold)) if budget else None,
+        target_tokens=size.counted_for(aim) if aim is not None else None,
         limit_tokens=size.counted_for(budget.threshold) if budget else None,
         budget=budget,
         reader=reader,
@@ -290,7 +293,7 @@ def _context(
         path_map=options.path_map,
         work_dir_note=work_dir.note,
         pins=options.pins,
-        fixed_tokens=report.total - sum(m.tokens for m in report.messages),
+        fixed_tokens=fixed,
         include_loop=options.prune.include_loop,
     )
 
