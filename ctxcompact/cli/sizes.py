@@ -27,8 +27,11 @@ def parse_size(text: str) -> int:
     number = (
         number.replace(",", "") if re.fullmatch(r"\d{1,3}(,\d{3})+", number) else number.replace(",", ".")
     )
-    value = float(number) * _UNITS[(match["unit"] or "").lower()]
-    if value != int(value) and value < 1:
+    unit = _UNITS[(match["unit"] or "").lower()]
+    if "." not in number:
+        return int(number) * unit  # exact, however many digits (the option says if too large)
+    value = float(number) * unit
+    if value < 1:
         raise ValueError(text)
     return round(value)
 
