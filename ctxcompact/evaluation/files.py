@@ -41,6 +41,8 @@ class EvalSettings:
     max_bytes: int = DEFAULT_MAX_INPUT_BYTES
     #: Send back each run's messages too (``eval --judge`` needs them); else the figures only.
     keep_context: bool = False
+    #: ``time.monotonic()`` after which a summarizer sends nothing (``--deadline``).
+    deadline_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,7 @@ def evaluate_input(path: str | None, settings: EvalSettings) -> InputOutcome:
         summarizer=settings.summarizer,
         work_dir=settings.work_dir,
         max_conversations=settings.max_conversations,
+        deadline_at=settings.deadline_at,
     )
     if settings.keep_context:
         return InputOutcome(runs=result.runs)

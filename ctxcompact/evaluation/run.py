@@ -117,6 +117,7 @@ def evaluate_transcripts(
     max_conversations: int = DEFAULT_CONVERSATIONS,
     counter: TokenCounter | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    deadline_at: float | None = None,
 ) -> EvalResult:
     """Every strategy on the first ``max_conversations`` conversations of each transcript.
 
@@ -142,6 +143,7 @@ def evaluate_transcripts(
                             work_dir=root,
                             counter=counter,
                             clock=clock,
+                            deadline_at=deadline_at,
                         )
                     )
     return EvalResult(names, tuple(runs))
@@ -156,6 +158,7 @@ def evaluate_strategy(
     work_dir: Path,
     counter: TokenCounter,
     clock: Callable[[], float] = time.perf_counter,
+    deadline_at: float | None = None,
 ) -> StrategyRun:
     """One strategy on one conversation (see the module docstring)."""
     start = clock()
@@ -164,7 +167,7 @@ def evaluate_strategy(
             before, after, messages = _offload(conversation, counter)
         else:
             options = CompactOptions.from_keywords(
-                strategies=(strategy,), work_dir=work_dir, summarizer=summarizer
+                strategies=(strategy,), work_dir=work_dir, summarizer=summarizer, deadline_at=deadline_at
             )
             result = compact_conversation(conversation, options=options, dry_run=True, counter=counter)
             before, after = result.stats.original_tokens, result.stats.compacted_tokens
