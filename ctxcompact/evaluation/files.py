@@ -21,6 +21,7 @@ from pathlib import Path
 from ctxcompact.errors import InputError
 from ctxcompact.evaluation.run import (
     DEFAULT_CONVERSATIONS,
+    EvalBudget,
     EvalResult,
     StrategyRun,
     check_eval_strategies,
@@ -43,6 +44,8 @@ class EvalSettings:
     keep_context: bool = False
     #: ``time.monotonic()`` after which a summarizer sends nothing (``--deadline``).
     deadline_at: float | None = None
+    #: The budget every strategy runs with (``-m``, ``-w``, ``-t``… as ``compact`` takes them).
+    budget: EvalBudget = field(default_factory=EvalBudget)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,7 @@ def evaluate_input(path: str | None, settings: EvalSettings) -> InputOutcome:
         work_dir=settings.work_dir,
         max_conversations=settings.max_conversations,
         deadline_at=settings.deadline_at,
+        budget=settings.budget,
     )
     if settings.keep_context:
         return InputOutcome(runs=result.runs)

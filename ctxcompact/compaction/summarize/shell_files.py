@@ -99,12 +99,25 @@ def command_texts(tool_input: Any) -> list[str]:
         if isinstance(value, str):
             out.append(value)
         elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-            out.append(shlex.join(value) if len(value) > 1 else "".join(value))
+            out.append(argv_command(value))
     return out
 
 
-def tool_file_ops(tool: str, tool_input: Any) -> Iterator[tuple[str, str]]:
-    """``(path, operation)`` for every file a call touches; ``mentioned`` for the rest."""
+#: ``bash -lc SCRIPT``: an argv that only runs a script in a shell (Codex's legacy ``shell``
+#: tool, ``local_shell``) is that script.
+_SHELLS = frozenset({"bash", "sh", "zsh"})
+
+
+def argv_command(argv: list[str]) -> str:
+    """A command given as an argv list, as the shell line it runs."""
+    if len(argv) == 3 and argv[0].rsplit("/", 1)[-1] in _SHELLS and argv[1] in ("-c", "-lc", "-l"):
+        return argv[2]
+    return shlex.join(argv) if len(argv) > 1 else "".join(argv)
+
+
+def tool_file_ops(tool: str, tool_input: Any, *, follow_cd: bool = True) -> Iterator[tuple[str, str]]:
+    """``(path, operation)`` for every file a call touches; ``mentioned`` for the rest.
+    ``follow_cd=False``: shell paths as the command wrote them, not under a ``cd`` directory."""
     if isinstance(tool_input, Mapping):
         for key in PATH_FIELDS:
             value = tool_input.get(key)
@@ -112,10 +125,10 @@ def tool_file_ops(tool: str, tool_input: Any) -> Iterator[tuple[str, str]]:
                 yield value.strip(), file_op(tool, tool_input)
                 break
     for text in command_texts(tool_input):
-        yield from shell_file_ops(text)
+        yield from shell_file_ops(text, follow_cd=follow_cd)
 
 
-def shell_file_ops(command: str) -> Iterator[tuple[str, str]]:
+def shell_file_ops(command: str, *, follow_cd: bool = True) -> Iterator[tuple[str, str]]:
     """``(path, operation)`` pairs for one shell command or patch (see the module docstring)."""
     known: set[str] = set()
     for match in _PATCH_LINE.finditer(command):
@@ -129,7 +142,7 @@ def shell_file_ops(command: str) -> Iterator[tuple[str, str]]:
     cwd = ""
     mentions: list[str] = []
     for segment in _SEGMENT.split(body_free):
-        moved = _cd_target(segment)
+        moved = _cd_target(segment) if follow_cd else None
         if moved is not None:
             cwd = _under(cwd, moved) if moved else ""
             continue
