@@ -205,10 +205,15 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
       file the subagent's — after the thread's entry before it, never after an inline
       subagent (``isSidechain``) entry of a 1.x file; it takes that entry's session fields
       (``sessionId``, ``cwd``, ``version``, ``gitBranch``, ``isSidechain``, ``agentId``…) and
-      timestamp, and a uuid derived from its parent and content (same input, same output).
+      timestamp, and a uuid derived from its parent and content (same input, same output);
+    * new entries after the last message go to the end of the file, after the entries Claude
+      Code writes when a turn ends (``system`` stop-hook summaries and turn durations, file
+      snapshots): Claude Code resumes from the file's last entry, so entries before those
+      would be off the chain it walks, never sent.
 
     Untouched files come back unchanged: nothing is re-linked when every parent is present.
     """
+    records = _new_entries_last(records)
     present = {_link(r, "uuid") for r in records if isinstance(r, Mapping) and _link(r, "uuid")}
     parents = {
         _link(r, "uuid"): _link(r, "parentUuid")
@@ -257,6 +262,20 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
             last_uuid = _link(record, "uuid")
             template = record
     return out
+
+
+def _new_entries_last(records: list[Any]) -> list[Any]:
+    """``records`` with the new entries of its tail (after the last original message entry)
+    moved behind the other records of that tail."""
+    start = len(records)
+    while start > 0:
+        record = records[start - 1]
+        if isinstance(record, Mapping) and not record.get(_NEW_MARK) and record.get("type") in MESSAGE_TYPES:
+            break
+        start -= 1
+    tail = records[start:]
+    new = [r for r in tail if isinstance(r, Mapping) and r.get(_NEW_MARK)]
+    return [*records[:start], *(r for r in tail if not (isinstance(r, Mapping) and r.get(_NEW_MARK))), *new]
 
 
 def _link(record: Mapping[str, Any], key: str) -> str | None:
