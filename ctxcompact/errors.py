@@ -7,6 +7,8 @@ traceback so it gets reported and fixed instead of being shown as "bad input".
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ctxcompact.status import ExitStatus
 
 
@@ -31,3 +33,33 @@ class WorkFailedError(CtxcompactError):
     an archive or offload file could not be written): exit 3. The input is left unchanged."""
 
     exit_code = ExitStatus.WORK_FAILED
+
+
+class OptionError(UsageError):
+    """An option's value is out of range or contradicts another's. The message names each
+    option by its library name (``keep must not be negative.``); the command line names it by
+    its flag instead (``--keep must not be negative.``, :meth:`naming`).
+
+    ``template`` holds a ``{name}`` field for each option in ``options`` and may hold fields
+    for ``values`` (a user's text is substituted, never parsed as a template).
+    """
+
+    def __init__(self, template: str, *options: str, **values: object) -> None:
+        self.template = template
+        self.options = options
+        self.values = values
+        super().__init__(self.naming(lambda name: name))
+
+    @classmethod
+    def about(cls, option: str, problem: str, **values: object) -> OptionError:
+        """``{option} {problem}``: the common one-option message (``keep must not be negative.``)."""
+        return cls("{" + option + "} " + problem, option, **values)
+
+    def within(self, place: str) -> OptionError:
+        """The same error, said of ``place`` (``t.json: keep must not be negative.``)."""
+        escaped = place.replace("{", "{{").replace("}", "}}")
+        return OptionError(f"{escaped}: {self.template}", *self.options, **self.values)
+
+    def naming(self, name: Callable[[str], str]) -> str:
+        """The message with each option called ``name(option)``."""
+        return self.template.format(**{o: name(o) for o in self.options}, **self.values)

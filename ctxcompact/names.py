@@ -51,3 +51,11 @@ class JudgeName(StrEnum):
 
     anthropic = "anthropic"
     anthropic_batch = "anthropic-batch"
+
+
+class OutputFormat(StrEnum):
+    """How a batch reports on CI: ``text`` (its table on stderr), or ``github`` — also GitHub
+    Actions annotations on stdout and a Markdown summary in ``$GITHUB_STEP_SUMMARY``."""
+
+    text = "text"
+    github = "github"

@@ -1,7 +1,10 @@
 """One way to run the command line in tests (httpie's ``http()`` helper, Typer's CliRunner).
 
 ``run_cli`` runs the app in-process and returns what a user would see, kept apart: stdout,
-stderr and the exit code. Typer's runner keeps the two streams separate. An exception that
+stderr and the exit code. Typer's runner keeps the two streams separate. ``terminal`` sets
+the run's terminal as httpie's ``MockEnvironment`` does (``{"stdout_isatty": True, "width":
+80}``: Rich tables, 80 columns; see :meth:`ctxcompact.output.terminal.Terminal.detect`);
+by default both streams are pipes, as under CI. An exception that
 escapes the app (a bug, or one let through by ``CTXCOMPACT_TRACEBACK=1``) is re-raised so
 the test shows its traceback, unless ``keep_exception`` asks for it on the outcome instead.
 """
@@ -52,9 +55,11 @@ def run_cli(
     input: bytes | str | None = None,
     env: Mapping[str, str | None] | None = None,
     keep_exception: bool = False,
+    terminal: Mapping[str, Any] | None = None,
 ) -> CliOutcome:
-    """``ctxcompact ARGS…`` in-process, with ``input`` on stdin and ``env`` set (None unsets)."""
-    result = CliRunner().invoke(app, [str(a) for a in args], input=input, env=env)
+    """``ctxcompact ARGS…`` in-process, with ``input`` on stdin, ``env`` set (None unsets) and
+    the terminal's detected facts overridden by ``terminal``."""
+    result = CliRunner().invoke(app, [str(a) for a in args], input=input, env=env, obj=dict(terminal or {}))
     escaped = result.exception if not isinstance(result.exception, SystemExit) else None
     if escaped is not None and not keep_exception:
         raise escaped

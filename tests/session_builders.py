@@ -68,6 +68,31 @@ class SessionBuilder:
         self._entry("assistant", message=message, **fields)
         return self
 
+    def tool(
+        self,
+        name: str,
+        tool_input: dict[str, Any],
+        output: str,
+        *,
+        usage: tuple[int, int, int, int] | None = None,
+    ) -> SessionBuilder:
+        """An assistant entry calling ``name`` (with ``usage`` on it), then the user entry with
+        its result, as Claude Code writes a tool step."""
+        tool_id = f"toolu_{self._n:04d}"
+        self.assistant("", usage=usage)
+        self.entries[-1]["message"]["content"] = [
+            {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
+        ]
+        self._entry(
+            "user",
+            message={
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": output}],
+            },
+            toolUseResult={"stdout": output},
+        )
+        return self
+
     def boundary(self, pre_tokens: int = 150_000) -> SessionBuilder:
         self._entry(
             "system",

@@ -79,10 +79,14 @@ def test_dry_run_writes_nothing(tmp_path: Path, inputs: list[str | None]) -> Non
 def test_in_place_keeps_a_backup_and_never_replaces_one(tmp_path: Path, inputs: list[str | None]) -> None:
     first = str(inputs[0])
     original = Path(first).read_bytes()
-    for _ in range(2):
-        compact_files([first], options=options(tmp_path), in_place=True)
+    compact_files([first], options=options(tmp_path), in_place=True)
+    compacted = Path(first).read_bytes()
+    compact_files([first], options=options(tmp_path), in_place=True)  # nothing left to do
+    assert Path(first).read_bytes() == compacted and not Path(first + ".bak.1").exists()
+    Path(first).write_bytes(original)
+    compact_files([first], options=options(tmp_path), in_place=True)
     assert Path(first + ".bak").read_bytes() == original
-    assert Path(first + ".bak.1").is_file() and Path(first).read_bytes() != original
+    assert Path(first + ".bak.1").read_bytes() == original and Path(first).read_bytes() == compacted
 
 
 def test_a_bug_is_recorded_as_exit_70_or_raised_when_asked(
@@ -122,7 +126,7 @@ def test_compact_file_names_the_file_in_its_errors(tmp_path: Path) -> None:
     bad.write_text('[{"role": "user", "content": "hi"}]')
     with pytest.raises(CtxcompactError) as caught:
         compact_file(str(bad), options=options(tmp_path, context_window=-1))
-    assert str(caught.value).startswith(f"{bad}: --context-window must be positive")
+    assert str(caught.value).startswith(f"{bad}: context_window must be positive")
     assert caught.value.exit_code == ExitStatus.BAD_INPUT
     done = compact_file(str(SESSION), options=options(tmp_path, dry_run=True))
     assert done.input == str(SESSION) and done.status == "compacted" and len(done.stats) == 1

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from ctxcompact.output.panel import plain_panel
 from ctxcompact.output.rich import make_console
+from ctxcompact.output.terminal import Terminal
 
 _WORDS = st.sampled_from(
     [
@@ -33,7 +34,8 @@ _LINE = st.lists(st.one_of(_WORDS, st.sampled_from([" ", "  ", "   "])), max_siz
 
 def _rich(title: str, lines: list[str]) -> str:
     out = io.StringIO()
-    console = make_console(out)  # not a terminal: no colours, 100 columns
+    # not a terminal: no colours, 100 columns
+    console = make_console(Terminal.detect(stderr=out, stderr_isatty=False, environ={}).stderr)
     console.print(
         Panel(Group(*(Text(line) for line in lines)), title=title, title_align="left", expand=False)
     )

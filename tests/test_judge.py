@@ -131,15 +131,11 @@ def test_cost_line_and_consent(fake_api: FakeAnthropicServer, tmp_path: Path) ->
     assert "cost unknown" in unknown.stderr
 
 
-def test_interactive_decline_sends_nothing(
-    fake_api: FakeAnthropicServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import ctxcompact.cli.eval_judge as eval_judge
-
-    monkeypatch.setattr(eval_judge, "stdin_is_terminal", lambda: True)
+def test_interactive_decline_sends_nothing(fake_api: FakeAnthropicServer, tmp_path: Path) -> None:
     out = run_cli(
         "eval", SESSION, "--strategies", STRATEGIES, "--judge", "anthropic", "--judge-cache", tmp_path,
         input="n\n", env={"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake_api.base_url},
+        terminal={"stdin_isatty": True},
     )  # fmt: skip
     assert out.exit_code == 1 and "Continue?" in out.stderr
     assert fake_api.requests == []

@@ -16,7 +16,6 @@ from ctxcompact.evaluation.judge import QUESTION_KINDS
 from ctxcompact.evaluation.judge.ask import CachedAsker, DirectAsker
 from ctxcompact.evaluation.judge.cache import JudgeCache
 from ctxcompact.evaluation.judge.cost import cost_line, estimated_cost
-from ctxcompact.evaluation.judge.prices import model_prices
 from ctxcompact.evaluation.judge.prompts import (
     ANSWERS_SYSTEM,
     QUESTIONS_SYSTEM,
@@ -70,17 +69,14 @@ def test_parsers_never_raise(text: str) -> None:
     parse_scores(text, count=3)
 
 
-def test_prices_by_longest_prefix_batch_half_unknown_none() -> None:
-    assert model_prices("claude-sonnet-5-5") == (2.0, 10.0)
-    assert model_prices("claude-opus-4-5-20251101") == (5.0, 25.0)  # not claude-opus-4's
-    assert model_prices("claude-haiku-4-5", batch=True) == (0.5, 2.5)
-    assert model_prices("gpt-4o") is None
+def test_judge_cost_from_the_price_table_batch_half_unknown_says_so() -> None:
     plan = JudgePlan(requests=3, cached=1, input_tokens=1_000_000, output_tokens=100_000)
-    assert estimated_cost(plan, model="claude-sonnet-5-5") == pytest.approx(3.0)
-    assert "cost unknown" in cost_line(plan, model="mystery")
-    assert cost_line(plan, model="claude-sonnet-5-5", batch=True).endswith(
-        "$1.50 (Message Batches, half price)"
-    )
+    assert estimated_cost(plan, model="claude-sonnet-5-5") == pytest.approx(3.0)  # $2 in, $10 out
+    assert estimated_cost(plan, model="claude-sonnet-5-5", batch=True) == pytest.approx(1.5)
+    unknown = cost_line(plan, model="mystery")
+    assert "cost unknown" in unknown and "genai-prices" in unknown
+    assert cost_line(plan, model="claude-sonnet-5-5", batch=True).endswith("(Message Batches, half price)")
+    assert "$1.50 (list prices of genai-prices" in cost_line(plan, model="claude-sonnet-5-5", batch=True)
 
 
 def test_cache_round_trip_and_refuses_odd_keys(tmp_path: Path) -> None:

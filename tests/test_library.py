@@ -145,7 +145,7 @@ def test_bad_input_raises_the_documented_errors() -> None:
         count_message_tokens([{"content": "x"}])
     assert isinstance(info.value, CtxcompactError)
     assert info.value.exit_code == 2
-    with pytest.raises(InputError, match=r"--threshold must be between 0\.4 and 0\.9"):
+    with pytest.raises(InputError, match=r"threshold must be between 0\.4 and 0\.9"):
         check_budget(ANTHROPIC, threshold=0.95)
 
 

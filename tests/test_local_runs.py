@@ -96,11 +96,12 @@ def test_hybrid_summarizes_only_when_pruning_is_not_enough(tmp_path: Path) -> No
     roomy = compact_conversation(
         conv, options=options, budget=budget(22000), summarizer=Failing(), counter=COUNTER
     )  # pruning alone gets under: the (failing) summarizer is never called
-    assert roomy.stats.steps[0]["summarized"] is False
+    hybrid = roomy.stats.steps[0]
+    assert [s["strategy"] for s in hybrid["steps"]] == ["prune"] and hybrid["skipped"] == ["full"]
     tight = compact_conversation(
         conv, options=options, budget=budget(1000), summarizer=ExtractiveSummarizer(), counter=COUNTER
     )
-    assert tight.stats.steps[0]["summarized"] is True
+    assert [s["strategy"] for s in tight.stats.steps[0]["steps"]] == ["prune", "full"]
 
 
 PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

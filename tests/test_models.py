@@ -114,7 +114,7 @@ def test_context_window_override_wins() -> None:
 
 @pytest.mark.parametrize("bad", [0, -1])
 def test_context_window_override_must_be_positive(bad: int) -> None:
-    with pytest.raises(UsageError, match="--context-window must be positive"):
+    with pytest.raises(UsageError, match="context_window must be positive"):
         resolve_model("gpt-4o", context_window=bad)
 
 
@@ -212,7 +212,7 @@ def test_ratio_bounds_are_inclusive(ratio: float) -> None:
 
 @pytest.mark.parametrize("ratio", [0.39, 0.91, 0.0, 1.0, -0.6])
 def test_ratio_outside_04_09_is_rejected(ratio: float) -> None:
-    with pytest.raises(UsageError, match=r"--threshold must be between 0\.4 and 0\.9"):
+    with pytest.raises(UsageError, match=r"threshold must be between 0\.4 and 0\.9"):
         make_budget(resolve_model("gpt-4o"), ratio=ratio)
 
 

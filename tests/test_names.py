@@ -17,7 +17,7 @@ def test_library_strings_become_the_names() -> None:
 
 
 def test_an_unknown_name_is_refused_with_the_choices() -> None:
-    with pytest.raises(UsageError, match="unknown on-failure 'retry'; expected one of fallback, skip, error"):
+    with pytest.raises(UsageError, match="unknown on_failure 'retry'; expected one of fallback, skip, error"):
         CompactOptions.from_keywords(on_failure="retry")
 
 

@@ -58,7 +58,7 @@ def test_marker_field_and_regex_pin_whole_blocks() -> None:
 
 
 def test_bad_regex_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="--pin"):
+    with pytest.raises(UsageError, match=r"pin .* is not a valid regular expression"):
         PinOptions(patterns=("(",))
 
 

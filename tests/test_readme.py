@@ -27,6 +27,7 @@ def test_every_command_has_a_section() -> None:
         "config",
         "eval",
         "sessions",
+        "models",
     ]
     assert sorted(expected) == COMMANDS
     for name in COMMANDS:

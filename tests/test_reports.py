@@ -40,6 +40,9 @@ STATS = CompactStats(
     reason="compacted",
     warnings=("w",),
     steps=({"strategy": "prune", "changed": True, "cleared": 4},),
+    size_sources=("recorded", "rescaled"),
+    counted_before=800,
+    counted_after=260,
 )
 
 
@@ -51,6 +54,8 @@ def test_compact_stats_use_the_seed_names_in_order() -> None:
         "originalTokenCount": 1000,
         "compactedTokenCount": 333,
         "compactionRatio": 0.333,
+        "sizeSource": {"original": "recorded", "compacted": "rescaled"},
+        "countedTokens": {"original": 800, "compacted": 260},
         "compactedMessageCount": 7,
         "retainedMessageCount": 2,
         "restoredFileCount": 1,
@@ -90,16 +95,34 @@ def test_a_batch_report_lists_each_input_then_the_counts() -> None:
     # a write that failed after the work keeps the figures, and has no output
     late = BatchItem("c.json", "failed", 10, 5, (), error="cannot write", exit_code=ExitStatus.WORK_FAILED)
     report = batch_report_json(BatchResult((ok, bad, late)))
-    assert list(report) == ["inputs", "compacted", "failed", "exit_code"]
+    assert list(report) == ["inputs", "compacted", "failed", "outcomes", "totals", "exit_code"]
     assert (report["compacted"], report["failed"], report["exit_code"]) == (1, 2, 3)  # the worst
+    assert report["totals"] == {"before": 1010, "after": 338, "ratio": 338 / 1010}
     first, second, third = report["inputs"]
-    assert list(first) == ["input", "status", "before", "after", "ratio", "stats", "output"]
+    assert list(first) == ["input", "status", "outcome", "before", "after", "ratio", "stats", "output"]
     assert first["ratio"] == 0.333 and first["stats"] == [compact_stats_json(STATS)]
     written = orjson.loads(orjson.dumps(second))  # the exit code is written as a plain number
     assert same_json(
-        written, {"input": "b.json", "status": "failed", "error": "b.json: broken", "exit_code": 2}
+        written,
+        {
+            "input": "b.json",
+            "status": "failed",
+            "outcome": "failed",
+            "error": "b.json: broken",
+            "exit_code": 2,
+        },
     )
-    assert list(third) == ["input", "status", "before", "after", "ratio", "stats", "error", "exit_code"]
+    assert list(third) == [
+        "input",
+        "status",
+        "outcome",
+        "before",
+        "after",
+        "ratio",
+        "stats",
+        "error",
+        "exit_code",
+    ]
 
 
 def test_a_batch_report_with_fail_over_names_the_files_above_it_and_the_gate() -> None:

@@ -56,7 +56,7 @@ def test_appending_after_an_unanswered_tool_call_is_refused(tmp_path: Path) -> N
 
 
 def test_negative_limits_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="--max-tokens-total must not be negative"):
+    with pytest.raises(UsageError, match="max_tokens_total must not be negative"):
         restored(RECORDS, tmp_path, max_tokens_total=-1)
 
 

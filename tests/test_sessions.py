@@ -92,7 +92,7 @@ def test_cli_table_json_and_over(tmp_path: Path) -> None:
     # Piped: plain text, one line per session, whole cells.
     rows = plain_rows(table.stdout, "agent ")
     assert [row[0] for row in rows[:3]] == ["claude"] * 3 and "/home/u/app" in {row[1] for row in rows}
-    assert rows[3] == ["3 sessions", "1 over"]
+    assert rows[3] == ["3 sessions", "$0.72", "1 over"]  # the estimated cost of the three
     data = run_cli("sessions", root, "--json").json()
     assert isinstance(data, list) and len(data) == 3
     assert {Path(d["path"]).stem for d in data} == {"over", "small", "compacted"}

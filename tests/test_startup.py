@@ -44,7 +44,7 @@ COMMAND_PROBE = textwrap.dedent(
     except SystemExit:
         pass
     heavy = ("rich", "anthropic", "ctxcompact.compaction.strategies", "ctxcompact.compaction.summarize", "ctxcompact.evaluation.run",
-             "ctxcompact.cli.compact", "ctxcompact.cli.eval", "ctxcompact.offload.tool_results")
+             "ctxcompact.cli.compact", "ctxcompact.cli.eval", "ctxcompact.offload.tool_results", "genai_prices")
     print(f"LOADED {sorted(m for m in heavy if m in sys.modules)}", file=sys.stderr)
     """
 )
@@ -57,13 +57,16 @@ COMMAND_PROBE = textwrap.dedent(
         (["count"], "By role"),
         (["check"], "within budget"),  # and a warning on stderr: unknown model
         (["check", "--model", "gpt-4"], "threshold 3,686"),
+        # No usage recorded, so no cost to show: the price table is not loaded.
+        (["count", "--timeline"], "no API usage recorded"),
     ],
 )
 def test_a_command_imports_only_what_it_uses(
     tmp_path: os.PathLike[str], argv: list[str], printed: str
 ) -> None:
     # `count` and `check` build their own command only: not the strategy table, the
-    # summarizers, eval or offload; and no rich, since a pipe gets the report as plain text.
+    # summarizers, eval or offload; and no rich, since a pipe gets the report as plain text;
+    # nor the price table, which only a shown cost loads.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
     sample = os.path.join(os.path.dirname(__file__), "..", "sample_transcripts", "anthropic-session.json")
     proc = subprocess.run(

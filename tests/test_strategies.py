@@ -12,6 +12,7 @@ import pytest
 from ctxcompact import compact_messages
 from ctxcompact.accounting.tokens import EstimateCounter
 from ctxcompact.accounting.windows import make_budget, resolve_model
+from ctxcompact.compaction.pins import PinOptions
 from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
 from ctxcompact.compaction.strategies import (
     STRATEGIES,
@@ -68,17 +69,34 @@ def test_an_unknown_keyword_is_a_usage_error_naming_it() -> None:
     ("keywords", "message"),
     [
         ({"strategies": ("nope",), "keep": -1}, "unknown strategy nope; expected one or more of"),
-        ({"keep": -1}, "--keep must not be negative."),
-        ({"rounds": -1}, "--rounds must not be negative."),
-        ({"max_files": -1}, "--max-files must not be negative."),
-        ({"summary_max_words": 0}, "--summary-max-words must be at least 1."),
-        ({"timeout": 0}, "--timeout must be positive."),
+        ({"keep": -1}, "keep must not be negative."),
+        ({"rounds": -1}, "rounds must not be negative."),
+        ({"max_files": -1}, "max_files must not be negative."),
+        ({"summary_max_words": 0}, "summary_max_words must be at least 1."),
+        ({"timeout": 0}, "timeout must be positive."),
     ],
 )
 def test_each_options_type_checks_its_own_values(keywords: dict[str, Any], message: str) -> None:
+    """The library names the option as a library caller wrote it (``keep``)."""
     with pytest.raises(UsageError) as info:
         CompactOptions.from_keywords(**keywords)
     assert str(info.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--keep", "-1"], "--keep must not be negative."),
+        (["--summary-max-words", "0"], "--summary-max-words must be at least 1."),
+        (["--threshold", "0.1"], "--threshold must be between 0.4 and 0.9, got 0.1."),
+        (["--pin", "("], "--pin '(' is not a valid regular expression"),
+    ],
+)
+def test_the_command_line_names_the_same_errors_by_their_flags(argv: list[str], message: str) -> None:
+    from cli_helpers import run_cli
+
+    out = run_cli("compact", "-", "--summarizer", "extractive", "--dry-run", *argv, input="[]")
+    assert out.exit_code == 2 and out.stderr.startswith(f"ctxcompact: error: {message}"), out.stderr
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,3 +170,61 @@ def test_each_row_names_its_strategy_module_run_function() -> None:
         module = importlib.import_module(strategy.run.module)
         assert strategy.run.load() is getattr(module, f"run_{strategy.name.replace('-', '_')}")
         assert getattr(module, strategy.options.__name__) is strategy.options
+
+
+def _drop_oldest(messages: Sequence[Message], options: None, context: StrategyContext) -> StrategyResult:
+    """A library caller's own strategy: a plain function, as pydantic-ai's history processors."""
+    assert options is None
+    return StrategyResult(tuple(messages[2:]), True, ProbeDetails(context.target_tokens))
+
+
+def test_the_library_takes_a_function_as_a_strategy(tmp_path: Path) -> None:
+    records = [{"role": r, "content": f"{r} {i}"} for i in range(3) for r in ("user", "assistant")]
+    result = compact_messages(
+        records, strategies=(_drop_oldest, "prune"), archive_dir=tmp_path, counter="estimate"
+    )
+    assert [m["content"] for m in result.messages] == ["user 1", "assistant 1", "user 2", "assistant 2"]
+    assert [s["strategy"] for s in result.stats.steps] == ["_drop_oldest", "prune"]
+    assert result.stats.strategy == "_drop_oldest,prune"
+
+
+def test_a_pipeline_is_a_strategy_and_a_step_of_another(tmp_path: Path) -> None:
+    from ctxcompact.compaction.strategies.pipeline import PipelineOptions, run_pipeline
+
+    inner = PipelineOptions((_drop_oldest, "clean-tools"))
+    nested = Strategy("inner", PipelineOptions, run_pipeline)
+    records = [{"role": r, "content": f"{r} {i}"} for i in range(4) for r in ("user", "assistant")]
+    conv = load_messages(records)
+    options = CompactOptions(strategies=(nested, _drop_oldest), archive_dir=tmp_path)
+    # The row's options come from the run (none configured: the defaults, an empty pipeline) ...
+    empty = compact_conversation(conv, options=options, counter=EstimateCounter())
+    assert [s["strategy"] for s in empty.stats.steps] == ["inner", "_drop_oldest"]
+    assert empty.stats.steps[0]["steps"] == [] and len(empty.messages) == 6
+    # ... or close over their own.
+    bound = Strategy("inner", PipelineOptions, lambda m, _o, c: run_pipeline(m, inner, c))
+    result = compact_conversation(
+        conv, options=CompactOptions(strategies=(bound,), archive_dir=tmp_path), counter=EstimateCounter()
+    )
+    assert [s["strategy"] for s in result.stats.steps[0]["steps"]] == ["_drop_oldest", "clean-tools"]
+    assert len(result.messages) == 6
+
+
+def test_prune_then_full_is_the_same_pipeline_hybrid_runs(tmp_path: Path) -> None:
+    """Over its target hybrid runs both steps, as ``--strategy prune,full --pin-first`` does."""
+    records = [
+        {"role": "user", "content": "Fix the rounding bug. " * 40},
+        {"role": "assistant", "content": "Looking at invoice.py. " * 40},
+        {"role": "user", "content": "Now add a test."},
+    ]
+    conv = load_messages(records)
+    budget = make_budget(resolve_model(None, context_window=600), output_reserve=100)
+
+    def run(*strategies: str) -> Any:
+        options = CompactOptions(strategies=strategies, archive_dir=tmp_path, pins=PinOptions(pin_first=True))
+        return compact_conversation(
+            conv, options=options, budget=budget, summarizer=ExtractiveSummarizer(), counter=EstimateCounter()
+        )
+
+    listed, hybrid = run("prune", "full"), run("hybrid")
+    assert [s["strategy"] for s in hybrid.stats.steps[0]["steps"]] == ["prune", "full"]
+    assert [m["content"] for m in hybrid.messages] == [m["content"] for m in listed.messages]

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxcompact.accounting.context_size import ContextSize, context_size
+from ctxcompact.accounting.context_size import ContextSize, context_size, recorded_usage, with_size_note
 from ctxcompact.accounting.tokens import (
     TokenCounter,
     TokenReport,
@@ -32,6 +32,7 @@ from ctxcompact.ir import Message
 from ctxcompact.transcripts.dialects import DEFAULT_DIALECT
 from ctxcompact.transcripts.dialects.recorded import RecordedUsage
 from ctxcompact.transcripts.io import Conversation, load_messages
+from ctxcompact.transcripts.recorded_usage import rewrite_mark
 from ctxcompact.transcripts.validate import Violation, errors_only, validate_messages
 
 MessagesLike = Conversation | Sequence[Message] | Sequence[Mapping[str, Any]]
@@ -144,6 +145,25 @@ def measure_total(conversation: Conversation, counter: TokenCounter | Any) -> in
     return total_tokens(
         conversation.messages, counter=counter, system=conversation.system, tools=conversation.tools
     )
+
+
+def carry_size(
+    original: Conversation,
+    rewritten: Conversation,
+    counter: TokenCounter | Any,
+    *,
+    model: str | None = None,
+    system_tokens: int | None = None,
+) -> Conversation:
+    """``rewritten`` carrying its size for the next reader
+    (:func:`~ctxcompact.accounting.context_size.with_size_note`), for a rewrite that did not
+    size its input (``offload``, ``restore-files``). Counts both only when the input records
+    usage or an earlier rewrite's note: otherwise the next reader's own count is the size."""
+    if recorded_usage(original) is None and rewrite_mark(original.messages) is None:
+        return rewritten
+    model = model or conversation_model(original)
+    size = context_size(original, measure(original, counter), model=model, system_tokens=system_tokens)
+    return with_size_note(rewritten, size, size.resized(measure_total(rewritten, counter)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,19 +9,27 @@ it. Where nothing is recorded and the model is a Claude model, our offline (cl10
 scaled by a factor measured on real sessions (``bench/calibrate_usage.py``) and the system
 prompt and tools are added as ``system_tokens``; the figure is then an *estimate*.
 
+A rewrite (compact, offload, prune…) changes the messages a recorded usage describes: that
+usage is then stale. The rewrite writes down the size it measured for its output (a
+``SizeNote`` on the records it wrote); the next reader sizes from it (*rescaled*: the same
+overhead outside the messages, our count of the messages now) until the agent records a
+fresh usage after the rewrite. So ``compact --auto``, ``check``, ``count`` and ``sessions``
+give one figure for the same file (SPEC §6 "One size decides").
+
 Pure: functions take a conversation and a token report and return frozen results.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ctxcompact.accounting.tokens import TokenCounter, TokenReport, block_pieces
 from ctxcompact.transcripts.dialects import dialect_named
 from ctxcompact.transcripts.io import Conversation
 from ctxcompact.transcripts.recorded_usage import RecordedUsage as RecordedUsage  # re-exported
+from ctxcompact.transcripts.recorded_usage import SizeNote, rewrite_mark
 
 #: Claude tokens per cl100k token, measured on the real Claude Code sessions of the corpus
 #: (``bench/calibrate_usage.py``: the slope of recorded prompt tokens against our count over
@@ -35,16 +43,18 @@ CLAUDE_CODE_SYSTEM_TOKENS = 24_000
 #: prompt and tools (a request body) or holds none we could know of.
 DEFAULT_SYSTEM_TOKENS: Mapping[str, int] = {"claude-code": CLAUDE_CODE_SYSTEM_TOKENS}
 
-SizeSource = Literal["recorded", "estimate", "count"]
+SizeSource = Literal["recorded", "rescaled", "estimate", "count"]
 
 
 @dataclass(frozen=True, slots=True)
 class ContextSize:
     """How big a conversation's context is, and where the figure comes from.
 
-    ``source`` is ``recorded`` (the last recorded usage + ``after``), ``estimate`` (our
-    count × ``factor`` + ``system_tokens``) or ``count`` (our count as is). ``counted`` is our
-    own count of the whole conversation, for comparison.
+    ``source`` is ``recorded`` (the last recorded usage + ``after``), ``rescaled`` (a
+    ctxcompact rewrite came after the last recorded usage: the overhead the rewrite measured,
+    ``note``, + our count × ``factor``), ``estimate`` (our count × ``factor`` +
+    ``system_tokens``) or ``count`` (our count as is). ``counted`` is our own count of the
+    whole conversation, for comparison; ``stale`` the usage a rewrite made stale, if any.
     """
 
     tokens: int
@@ -54,6 +64,8 @@ class ContextSize:
     after: int = 0
     factor: float = 1.0
     system_tokens: int = 0
+    note: SizeNote | None = None
+    stale: RecordedUsage | None = None
 
     @property
     def difference(self) -> float | None:
@@ -65,6 +77,22 @@ class ContextSize:
         ours = self.counted - self.after
         return (ours - self.recorded.context) / self.recorded.context * 100
 
+    @property
+    def overhead(self) -> int:
+        """The part of ``tokens`` outside our count × ``factor``: the system prompt and tools a
+        session file does not hold, and what our count misses of what the API counts."""
+        return self.tokens - round(self.counted * self.factor)
+
+    def resized(self, counted: int) -> int:
+        """The size of a rewrite of this conversation that our count puts at ``counted``: the
+        same overhead, the messages scaled as here. The one measure a compaction decides by,
+        aims at and writes down (:class:`SizeNote`)."""
+        return self.overhead + round(counted * self.factor)
+
+    def counted_for(self, tokens: int) -> int:
+        """The inverse of :meth:`resized`: the largest count whose size is at most ``tokens``."""
+        return max(int((tokens - self.overhead) / self.factor), 0)
+
 
 # --- the size --------------------------------------------------------------------------------
 
@@ -75,16 +103,22 @@ class ContextSize:
 STALE_RECORD_RATIO = 0.75
 
 
-def recorded_usage(conversation: Conversation, report: TokenReport | None = None) -> RecordedUsage | None:
-    """The last usage the transcript records for its live conversation, if its dialect
-    records any: each dialect extracts its own from the messages
-    (:meth:`Dialect.recorded_usage`); a session log's usage line (Codex's ``token_count``,
-    ``Conversation.recorded``) is converted to the same record. With ``report`` (our count), a
-    log record our count of the messages it covers falls far short of is stale: None."""
-    usage = dialect_named(conversation.dialect).recorded_usage(conversation.messages)
+def recorded_usage(
+    conversation: Conversation, report: TokenReport | None = None, *, before: int | None = None
+) -> RecordedUsage | None:
+    """The last usage the transcript records for its live conversation (on a message before
+    index ``before``, when given), if its dialect records any: each dialect extracts its own
+    from the messages (:meth:`Dialect.recorded_usage`); a session log's usage line (Codex's
+    ``token_count``, ``Conversation.recorded``) is converted to the same record. With
+    ``report`` (our count), a log record our count of the messages it covers falls far short
+    of is stale: None. Whether a rewrite made it stale is :func:`context_size`'s to decide."""
+    messages = conversation.messages if before is None else conversation.messages[:before]
+    usage = dialect_named(conversation.dialect).recorded_usage(messages)
     if usage is not None or conversation.recorded is None:
         return usage
     usage = conversation.recorded.as_usage(conversation.messages)
+    if before is not None and usage.at_message_index >= before:
+        return None
     if report is not None:
         after = sum(m.tokens for m in report.messages if m.index > usage.at_message_index)
         if report.total - after < STALE_RECORD_RATIO * conversation.recorded.last.input_tokens:
@@ -103,15 +137,32 @@ def context_size(
     model: str | None,
     system_tokens: int | None = None,
 ) -> ContextSize:
-    """The context size ``check`` and ``compact --auto`` decide from (module docstring).
+    """The context size ``count``, ``check``, ``sessions`` and ``compact`` decide from (module
+    docstring).
 
     ``report`` is our count of ``conversation``; ``model`` the model it is sent to (the
     calibration applies to Claude models, and never to an exact ``count_tokens`` total);
     ``system_tokens`` overrides the dialect's default overhead for an estimate.
+
+    Recorded usage holds for the messages it describes: usage recorded before a ctxcompact
+    rewrite of the messages it covers (:func:`~ctxcompact.transcripts.recorded_usage.rewrite_mark`)
+    is stale. The size is then the one the rewrite measured and wrote down (``rescaled``:
+    its overhead + our count now), or, when it wrote none, the usage recorded before the
+    first message it touched plus our count after it, or the calibrated estimate. Usage
+    recorded after the rewrite (an agent resumed the compacted session) is the truth again.
     """
-    recorded = recorded_usage(conversation, report)
     claude = is_claude_model(model)
     factor = CLAUDE_TOKEN_FACTOR if claude and not report.exact_total else 1.0
+    mark = rewrite_mark(conversation.messages)
+    recorded = recorded_usage(conversation, report)
+    stale = None
+    if recorded is not None and mark is not None and recorded.at_message_index < mark.horizon:
+        stale, recorded = recorded, None
+    if recorded is None and mark is not None and mark.note is not None:
+        tokens = mark.note.overhead + round(report.total * factor)
+        return ContextSize(tokens, "rescaled", report.total, factor=factor, note=mark.note, stale=stale)
+    if recorded is None and mark is not None:
+        recorded = recorded_usage(conversation, report, before=mark.first)
     if recorded is not None:
         after = sum(m.tokens for m in report.messages if m.index > recorded.at_message_index)
         return ContextSize(
@@ -121,28 +172,50 @@ def context_size(
             recorded,
             after=after,
             factor=factor,
+            stale=stale,
         )
     overhead = system_tokens
     if overhead is None:
         overhead = DEFAULT_SYSTEM_TOKENS.get(conversation.dialect, 0) if claude else 0
     tokens = round(report.total * factor) + overhead
     source: SizeSource = "estimate" if factor != 1.0 or overhead else "count"
-    return ContextSize(tokens, source, report.total, factor=factor, system_tokens=overhead)
+    return ContextSize(tokens, source, report.total, factor=factor, system_tokens=overhead, stale=stale)
+
+
+def with_size_note(rewritten: Conversation, size: ContextSize, after: int) -> Conversation:
+    """``rewritten`` carrying its size (``after``, measured as ``size`` measures its input) for
+    the next reader, when the input's recorded usage does not describe it any more: every
+    record the rewrite writes carries the note (:class:`SizeNote`)."""
+    if size.source in ("recorded", "rescaled") or size.stale is not None:
+        return replace(rewritten, note=SizeNote(after, size.overhead))
+    return rewritten
 
 
 def describe_size(size: ContextSize) -> str:
     """One line saying where a context size comes from ("" for our plain count)."""
+    stale = (
+        f"; usage {size.stale.context:,} ({size.stale.source}) predates a ctxcompact rewrite"
+        if size.stale is not None
+        else ""
+    )
     if size.source == "recorded" and size.recorded is not None:
         rec = size.recorded
         after = f" + {size.after:,} counted after it" if size.after else ""
         scaled = f" (×{size.factor:g})" if size.after and size.factor != 1.0 else ""
         diff = size.difference
         ours = f"; our count {size.counted - size.after:,} ({diff:+.1f}%)" if diff is not None else ""
-        return f"source: recorded usage {rec.context:,} ({rec.source}){after}{scaled}{ours}"
+        return f"source: recorded usage {rec.context:,} ({rec.source}){after}{scaled}{ours}{stale}"
+    if size.source == "rescaled":
+        scaled = f" × {size.factor:g}" if size.factor != 1.0 else ""
+        return (
+            f"source: rescaled after a ctxcompact rewrite: our count {size.counted:,}{scaled} + "
+            f"{size.overhead:,} outside the messages, as the rewrite measured them{stale}"
+        )
     if size.source == "estimate":
         system = f" + {size.system_tokens:,} system prompt and tools" if size.system_tokens else ""
-        return f"source: estimate, no usage recorded: our count {size.counted:,} × {size.factor:g}{system}"
-    return ""
+        what = "no usage recorded" if size.stale is None else "no usage recorded since a ctxcompact rewrite"
+        return f"source: estimate, {what}: our count {size.counted:,} × {size.factor:g}{system}{stale}"
+    return f"source: our count{stale}" if stale else ""
 
 
 # --- what the live count leaves out ----------------------------------------------------------

@@ -32,9 +32,11 @@ from ctxcompact.accounting.context_size import (
     entries_tokens,
     is_claude_model,
 )
+from ctxcompact.accounting.history import HISTORY_MARKERS, UsageHistory, usage_history
+from ctxcompact.accounting.prices import Cost
 from ctxcompact.accounting.tokens import MESSAGE_OVERHEAD, TokenCounter, make_counter
 from ctxcompact.accounting.windows import DEFAULT_RATIO, make_budget, resolve_model
-from ctxcompact.errors import CtxcompactError, InputError
+from ctxcompact.errors import CtxcompactError, InputError, UsageError
 from ctxcompact.transcripts.dialects.codex.read import looks_like as codex_looks_like
 from ctxcompact.transcripts.dialects.codex.read import session_cwd
 from ctxcompact.transcripts.io import load_transcript
@@ -65,6 +67,9 @@ class SessionInfo:
     threshold: int
     error: str | None = None
     agent: Agent = "claude-code"
+    #: The estimated cost of every API call the file records (subagents' too); None when it
+    #: records none or cannot be read.
+    cost: Cost | None = None
 
     @property
     def over_threshold(self) -> bool:
@@ -111,20 +116,62 @@ def list_sessions(
     system_tokens: int | None = None,
     counter: TokenCounter | None = None,
     on_progress: ProgressCallback | None = None,
+    since: datetime | None = None,
 ) -> list[SessionInfo]:
     """Every session under ``folder`` (or each of several folders), most recent activity
-    first. The budget options are ``check``'s; ``model`` defaults to each session's own. A
+    first; with ``since``, only those active at or after it (a file not modified since is not
+    read). The budget options are ``check``'s; ``model`` defaults to each session's own. A
     file that cannot be read is listed with its ``error``, never stops the listing."""
     files = all_session_files(folder)
     options = _Options(model, context_window, output_reserve, ratio, registry, system_tokens)
     counter = counter or make_counter()
     rows: list[SessionInfo] = []
     for done, path in enumerate(files, 1):
-        rows.append(_row(path, options, counter))
+        if since is None or not _untouched_since(path, since):
+            row = _row(path, options, counter)
+            if since is None or row.error is not None or _active_since(row.last_activity, since):
+                rows.append(row)
         if on_progress is not None:
             on_progress(done, len(files))
     rows.sort(key=lambda r: r.last_activity or "", reverse=True)
     return rows
+
+
+def parse_since(text: str, *, now: datetime | None = None) -> datetime:
+    """``--since``: a date (``2026-11-01``), a date and time (``2026-11-01T12:00``, UTC unless
+    it names a zone), or a span back from now: ``30m``, ``24h``, ``7d``, ``2w``."""
+    from datetime import timedelta
+
+    value = text.strip()
+    units = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+    if value[:-1].isdigit() and value[-1:].lower() in units:
+        span = timedelta(**{units[value[-1].lower()]: int(value[:-1])})
+        return (now or datetime.now(tz=UTC)) - span
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(
+            f"--since {text!r}: expected a date (2026-11-01), a date and time, or a span such as 24h or 7d."
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _untouched_since(path: Path, since: datetime) -> bool:
+    """Whether the file was last modified before ``since`` (so no entry in it is later)."""
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC) < since
+    except OSError:
+        return False
+
+
+def _active_since(stamp: str | None, since: datetime) -> bool:
+    if not stamp:
+        return True
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return True
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) >= since
 
 
 def all_session_files(folder: Folders) -> list[Path]:
@@ -148,11 +195,15 @@ def _row(path: Path, options: _Options, counter: TokenCounter) -> SessionInfo:
     """One file's row: a Codex rollout sized as ``check`` sizes it, a Claude Code session from
     the few lines that matter."""
     agent: Agent = "claude-code"
+    history = None
     try:
         raw = path.read_bytes()
         if is_rollout(raw):
             agent = "codex"
             return _codex_row(path, raw, options, counter)
+        history = usage_history(
+            _parse(line) for line in raw.splitlines() if any(m in line for m in HISTORY_MARKERS)
+        )
         scan = scan_session(raw, counter=counter)
         if scan.tokens is None:
             scan = _estimate(
@@ -169,14 +220,19 @@ def _row(path: Path, options: _Options, counter: TokenCounter) -> SessionInfo:
         project=scan.cwd or path.parent.name,
         session_id=scan.session_id or path.stem,
         last_activity=scan.timestamp or _mtime(path),
-        model=scan.model,
+        model=scan.model or (history.model if history is not None else None),
         tokens=scan.tokens or 0,
         source=scan.source,
         compactions=scan.compactions,
         threshold=budget.threshold,
         error=scan.error,
         agent=agent,
+        cost=_cost(history) if scan.error is None else None,
     )
+
+
+def _cost(history: UsageHistory | None) -> Cost | None:
+    return history.cost() if history is not None and history.calls else None
 
 
 def is_rollout(raw: bytes) -> bool:
@@ -216,6 +272,7 @@ def _codex_row(path: Path, raw: bytes, options: _Options, counter: TokenCounter)
         compactions=sum(1 for r in records if _line_type(r) == "compacted"),
         threshold=budget.threshold,
         agent="codex",
+        cost=_cost(usage_history(records)),
     )
 
 
@@ -256,6 +313,13 @@ def scan_session(raw: bytes, *, counter: TokenCounter) -> _Scan:
     timestamp = next(
         (t for line in reversed(lines) if (t := _str(_parse(line).get("timestamp"))) is not None), None
     )
+    for line in reversed(lines):
+        if b'"compact_boundary"' in line and _is_boundary(_parse(line)):
+            break
+        if b'"ctxcompact"' in line and "ctxcompact" in _parse(line):
+            # A rewrite of ours is live: which usage still holds, and the size it wrote
+            # down, are context_size's to read (the full path).
+            return _Scan(None, "count", None, cwd, session_id, timestamp, compactions)
     after: list[Mapping[str, Any]] = []
     for line in reversed(lines):
         entry = _parse(line)
@@ -325,10 +389,9 @@ def _is_boundary(entry: Mapping[str, Any]) -> bool:
 
 
 def _usage(entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """A real recorded usage on an assistant entry (not a synthetic all-zero one, not on an
-    entry ctxcompact wrote)."""
+    """A real recorded usage on an assistant entry (not a synthetic all-zero one)."""
     inner = entry.get("message")
-    if entry.get("type") != "assistant" or not isinstance(inner, Mapping) or "ctxcompact" in entry:
+    if entry.get("type") != "assistant" or not isinstance(inner, Mapping):
         return None
     usage = inner.get("usage")
     if not isinstance(usage, Mapping):

@@ -51,6 +51,7 @@ from ctxcompact.accounting.media import IMAGE_TOKENS_DEFAULT as IMAGE_TOKENS_DEF
 from ctxcompact.accounting.media import document_pieces, image_tokens
 from ctxcompact.accounting.media import image_size as image_size
 from ctxcompact.ir import Block, Message, tool_names_by_id, tool_result_text
+from ctxcompact.transcripts.jsontext import dumps
 
 MESSAGE_OVERHEAD = 3
 
@@ -61,10 +62,8 @@ MESSAGE_OVERHEAD = 3
 def _json(value: Any) -> str:
     try:
         return orjson.dumps(value).decode()
-    except TypeError:
-        import json
-
-        return json.dumps(value, ensure_ascii=False)
+    except TypeError:  # a number kept as written (ExactFloat), a lone surrogate
+        return dumps(value).decode("utf-8", "surrogatepass")
 
 
 def block_pieces(block: Block) -> tuple[list[str], int]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ctxcompact.errors import InputError, UsageError
+from ctxcompact.errors import InputError, OptionError, UsageError
 
 DEFAULT_CONTEXT_WINDOW = 96_000
 DEFAULT_OUTPUT_RESERVE = 32_000
@@ -151,7 +151,9 @@ def resolve_model(
     """
     if context_window is not None:
         if context_window <= 0:
-            raise UsageError(f"--context-window must be positive, got {context_window}.")
+            raise OptionError(
+                "{context_window} must be positive, got {value}.", "context_window", value=context_window
+            )
         return ModelInfo(model, context_window, "override")
     if not model:
         return ModelInfo(None, DEFAULT_CONTEXT_WINDOW, "default")
@@ -227,7 +229,13 @@ class Budget:
 def validate_ratio(ratio: float) -> None:
     low, high = RATIO_RANGE
     if not low <= ratio <= high:
-        raise UsageError(f"--threshold must be between {low} and {high}, got {ratio}.")
+        raise OptionError(
+            "{threshold} must be between {low} and {high}, got {value}.",
+            "threshold",
+            low=low,
+            high=high,
+            value=ratio,
+        )
 
 
 def make_budget(
@@ -247,7 +255,9 @@ def make_budget(
     else:
         reserve = output_reserve
         if reserve < 0:
-            raise UsageError(f"--output-reserve must not be negative, got {reserve}.")
+            raise OptionError(
+                "{output_reserve} must not be negative, got {value}.", "output_reserve", value=reserve
+            )
         if reserve >= model.context_window:
             raise UsageError(
                 f"--output-reserve {reserve:,} leaves no room for input in a {model.context_window:,}-token window."

@@ -15,9 +15,8 @@ the same way as exit 70, unless ``raise_bugs`` asks for it to propagate with its
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,10 +34,11 @@ from ctxcompact.batch.results import (
 from ctxcompact.batch.workers import DEFAULT_LLM_CONCURRENCY, run_in_workers
 from ctxcompact.compaction.pipeline import CompactOptions, CompactResult, CompactStats, compact_conversation
 from ctxcompact.compaction.summarize import Summarizer
-from ctxcompact.errors import CtxcompactError, InputError, UsageError
+from ctxcompact.errors import CtxcompactError, OptionError, UsageError, WorkFailedError
 from ctxcompact.names import LocalCounterName
 from ctxcompact.status import ExitStatus
-from ctxcompact.transcripts.fileio import write_file, write_new_file
+from ctxcompact.transcripts.fileio import make_parent_dir, same_file, write_file
+from ctxcompact.transcripts.inplace import live_reason, rewrite_in_place
 from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES, Transcript, dump_transcript, load_transcript
 
 if TYPE_CHECKING:  # a journal only with --resume: its module loads then
@@ -66,6 +66,7 @@ class FileOptions:
     registry: Mapping[str, int] | None = None
     counter: LocalCounterName = LocalCounterName.tiktoken
     system_tokens: int | None = None  # --auto's estimate overhead; None: the dialect's default
+    force: bool = False  # --force: rewrite a session in place even while it looks live
 
     @property
     def wants_budget(self) -> bool:
@@ -105,6 +106,21 @@ def compact_file(
     ``on_warning`` hears each warning as it is found, so a caller keeps the warnings of a
     file whose compaction then fails."""
     transcript = load_transcript(path, dialect=options.dialect, max_bytes=options.max_input_bytes)
+    return compact_transcript(
+        transcript, path, options=options, counter=counter, summarizer=summarizer, on_warning=on_warning
+    )
+
+
+def compact_transcript(
+    transcript: Transcript,
+    path: str | None,
+    *,
+    options: FileOptions,
+    counter: TokenCounter | None = None,
+    summarizer: Summarizer | None = None,
+    on_warning: Callable[[str], None] | None = None,
+) -> FileCompaction:
+    """:func:`compact_file` of a transcript already read from ``path``."""
     counter = counter or make_counter(options.counter)
     warnings: list[str] = []
     results: list[CompactResult] = []
@@ -140,6 +156,8 @@ def compact_file(
     except CtxcompactError as exc:
         if str(exc).startswith(transcript.name):
             raise
+        if isinstance(exc, OptionError):
+            raise exc.within(transcript.name) from None
         named = CtxcompactError(f"{transcript.name}: {exc}")
         named.exit_code = exc.exit_code
         raise named from None
@@ -279,21 +297,22 @@ def _compact_item(
     done: FileCompaction | None = None
     warnings: list[str] = []
     try:
-        if path is not None and target is not None and target.resolve() == Path(path).resolve():
+        if path is not None and target is not None and same_file(target, path):
             raise UsageError(f"{target} is the input itself; use --in-place to overwrite inputs.")
-        done = compact_file(
-            path, options=options, counter=counter, summarizer=summarizer, on_warning=warnings.append
-        )
         output = None
-        if not options.dry_run:
-            data = dump_transcript(done.transcript)
-            if in_place and path is not None:
-                replace_keeping_backup(Path(path), data)
-                output = path
-            elif target is not None:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                write_file(target, data)
-                output = str(target)
+        if in_place and path is not None and not options.dry_run:
+            done = compact_in_place(
+                path, options=options, counter=counter, summarizer=summarizer, on_warning=warnings.append
+            )
+            output = path
+        else:
+            done = compact_file(
+                path, options=options, counter=counter, summarizer=summarizer, on_warning=warnings.append
+            )
+        if target is not None and not options.dry_run:
+            make_parent_dir(target)
+            write_file(target, dump_transcript(done.transcript))
+            output = str(target)
         return _item(name, done, done.status, output=output), tuple(warnings)
     except CtxcompactError as exc:
         return _item(name, done, "failed", error=str(exc), exit_code=exc.exit_code), tuple(warnings)
@@ -325,19 +344,47 @@ def _item(
     return BatchItem(name, status, before, after, done.stats, output, error, exit_code, within_budget=within)
 
 
-def replace_keeping_backup(path: Path, data: bytes) -> None:
-    """Rewrite ``path`` atomically after saving its current bytes as ``FILE.bak`` — or, when
-    that exists from an earlier run, ``FILE.bak.1``, ``.bak.2``…: a backup is never replaced."""
-    path = Path(os.path.realpath(path))  # a symlinked input: back up and rewrite its target
-    backup = path.with_name(path.name + ".bak")
-    n = 0
-    while backup.exists():
-        n += 1
-        backup = path.with_name(f"{path.name}.bak.{n}")
-    try:
-        write_new_file(backup, path.read_bytes(), mode_of=path)
-    except OSError as exc:
-        raise InputError(
-            f"{path}: cannot keep a backup at {backup} ({exc.strerror or exc}); file left unchanged."
-        ) from None
-    write_file(path, data)
+def compact_in_place(
+    path: str,
+    *,
+    options: FileOptions,
+    counter: TokenCounter | None = None,
+    summarizer: Summarizer | None = None,
+    on_warning: Callable[[str], None] | None = None,
+) -> FileCompaction:
+    """:func:`compact_file` with the result written over ``path``
+    (:func:`ctxcompact.transcripts.inplace.rewrite_in_place`: appended when it only adds to the
+    file, else replaced keeping ``FILE.bak`` / ``FILE.bak.N``; redone when another process
+    changed the file meanwhile, so nothing it wrote is lost). A session its agent is writing
+    is refused (exit 3) unless ``options.force``."""
+    done: list[FileCompaction] = []
+
+    def produce() -> tuple[bytes, bytes, bool]:
+        transcript = load_transcript(path, dialect=options.dialect, max_bytes=options.max_input_bytes)
+        raw = transcript.raw or b""
+        if not options.force:
+            reason = live_reason(path, raw, session=transcript.is_session_log)
+            if reason is not None:
+                raise WorkFailedError(
+                    f"{path}: looks live — {reason}; rewriting it now could lose what its agent "
+                    "writes next. Try again when it is idle, or pass --force."
+                )
+        done.append(
+            compact_transcript(
+                transcript,
+                path,
+                options=options,
+                counter=counter,
+                summarizer=summarizer,
+                on_warning=on_warning,
+            )
+        )
+        return raw, dump_transcript(done[-1].transcript), transcript.line_per_record
+
+    written = rewrite_in_place(path, produce)
+    if not written.warnings:
+        return done[-1]
+    if on_warning is not None:
+        for warning in written.warnings:
+            on_warning(warning)
+    return replace(done[-1], warnings=(*done[-1].warnings, *written.warnings))

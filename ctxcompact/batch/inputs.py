@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ctxcompact.errors import InputError, UsageError
+from ctxcompact.errors import InputError, OptionError
 
 TRANSCRIPT_SUFFIXES = (".json", ".jsonl")
 OFFLOAD_MANIFEST = "offload-manifest.json"  # offload's own bookkeeping, not a transcript
@@ -106,7 +106,7 @@ def parse_shard(text: str) -> tuple[int, int]:
     except ValueError:
         i = n = 0
     if not slash or n < 1 or not 1 <= i <= n:
-        raise UsageError(f"--shard takes I/N with 1 <= I <= N (e.g. 1/2), got {text!r}.")
+        raise OptionError("{shard} takes I/N with 1 <= I <= N (e.g. 1/2), got {text!r}.", "shard", text=text)
     return i, n
 
 

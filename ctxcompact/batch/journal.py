@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from ctxcompact.batch.results import BatchItem
+from ctxcompact.errors import WorkFailedError
 
 #: The journal's file name inside ``--out-dir`` (hidden: never taken as an input).
 JOURNAL_NAME = ".ctxcompact-journal.jsonl"
@@ -53,10 +54,10 @@ class BatchJournal:
         journal = cls(Path(path), options_fingerprint(options))
         if resume:
             journal.entries = journal._load()
-        path.parent.mkdir(parents=True, exist_ok=True)
         # Rewritten through a temp file: earlier entries still valid are kept, the rest dropped.
-        from ctxcompact.transcripts.fileio import write_file
+        from ctxcompact.transcripts.fileio import make_parent_dir, write_file
 
+        make_parent_dir(path)
         header = {"ctxcompact_journal": JOURNAL_VERSION, "options": journal.fingerprint}
         lines = [orjson.dumps(header), *(orjson.dumps(e) for e in journal.entries.values())]
         write_file(path, b"".join(line + b"\n" for line in lines))
@@ -112,11 +113,14 @@ class BatchJournal:
             "stamp": _stamp(path),
         }
         self.entries[key] = entry
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        from ctxcompact.transcripts.fileio import append_fully
+
         try:
-            os.write(fd, orjson.dumps(entry) + b"\n")
-        finally:
-            os.close(fd)
+            append_fully(self.path, orjson.dumps(entry) + b"\n", sync=False, create=True)
+        except OSError as exc:
+            raise WorkFailedError(
+                f"{self.path}: cannot record a finished file in the journal ({exc.strerror or exc})."
+            ) from None
 
 
 def _parse(line: bytes) -> dict[str, Any]:

@@ -14,6 +14,9 @@ from ctxcompact.status import ExitStatus
 STDIN_NAME = "<stdin>"
 
 ItemStatus = Literal["compacted", "unchanged", "failed"]
+#: What became of a file, figures read: a "compacted" file whose tokens did not go down is
+#: ``unchanged`` (as many) or ``grew`` (more) — never shown as compacted.
+Outcome = Literal["compacted", "grew", "unchanged", "failed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +43,15 @@ class BatchItem:
         """Tokens after / before (summed over the file's conversations)."""
         return self.after / self.before if self.before and self.after is not None else None
 
+    @property
+    def outcome(self) -> Outcome:
+        """``compacted`` only when the tokens went down (see :data:`Outcome`)."""
+        if self.status != "compacted":
+            return self.status
+        if self.before is not None and self.after is not None and self.after >= self.before:
+            return "grew" if self.after > self.before else "unchanged"
+        return "compacted"
+
     def over_ratio(self, limit: float) -> bool:
         """The ``--fail-over`` gate: this file's after/before ratio stayed above ``limit``
         (a file already within budget, or without figures — a failure — never counts)."""
@@ -63,6 +75,17 @@ class BatchResult:
         return sum(item.status == "failed" for item in self.items)
 
     @property
+    def grew(self) -> tuple[BatchItem, ...]:
+        """The items whose tokens went up (the ``--fail-on-growth`` gate)."""
+        return tuple(item for item in self.items if item.outcome == "grew")
+
+    @property
+    def totals(self) -> tuple[int, int]:
+        """Tokens before and after, summed over the items with figures."""
+        done = [i for i in self.items if i.before is not None and i.after is not None]
+        return sum(i.before or 0 for i in done), sum(i.after or 0 for i in done)
+
+    @property
     def exit_code(self) -> ExitStatus:
         """The worst failure's exit code, or success."""
         return max((i.exit_code for i in self.items if i.status == "failed"), default=ExitStatus.SUCCESS)
@@ -71,14 +94,28 @@ class BatchResult:
         """The items that fail ``--fail-over limit`` (see :meth:`BatchItem.over_ratio`)."""
         return tuple(item for item in self.items if item.over_ratio(limit))
 
-    def gate(self, fail_over: float | None = None) -> ExitStatus:
+    def gate(self, fail_over: float | None = None, *, fail_on_growth: bool = False) -> ExitStatus:
         """The exit code a CI job gates on: the worst failure's; else 1 when a file stayed
-        above ``fail_over``; else 0."""
+        above ``fail_over``, or with ``fail_on_growth`` when a file grew; else 0."""
         if self.failed:
             return self.exit_code
         if fail_over is not None and self.over_ratio(fail_over):
             return ExitStatus.OVER_THRESHOLD
+        if fail_on_growth and self.grew:
+            return ExitStatus.OVER_THRESHOLD
         return ExitStatus.SUCCESS
+
+
+@dataclass(frozen=True, slots=True)
+class Gates:
+    """What makes a batch exit 1 when no file failed: a file above ``--fail-over RATIO``, or
+    with ``--fail-on-growth`` a file that grew."""
+
+    fail_over: float | None = None
+    fail_on_growth: bool = False
+
+    def exit_code(self, batch: BatchResult) -> ExitStatus:
+        return batch.gate(self.fail_over, fail_on_growth=self.fail_on_growth)
 
 
 @dataclass(frozen=True, slots=True)

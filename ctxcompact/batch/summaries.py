@@ -39,7 +39,7 @@ from ctxcompact.batch.files import FileOptions, batch_targets, compact_file, com
 from ctxcompact.batch.journal import BatchJournal
 from ctxcompact.batch.results import BatchResult, ProgressCallback
 from ctxcompact.compaction.summarize.llm import LLMSummarizer
-from ctxcompact.errors import UsageError
+from ctxcompact.errors import OptionError
 from ctxcompact.llm.transport import BatchAnswer, BatchPoll, BatchRequest, TextReply, TransportFailure
 
 #: Seconds between two looks at a submitted batch (most batches end within an hour).
@@ -156,7 +156,9 @@ def compact_files_in_batches(
     Raises :class:`UsageError` for stdin among the inputs and :class:`WorkFailedError` when a
     batch cannot be submitted or read (from the backend)."""
     if any(path is None for path in paths):
-        raise UsageError("--summarizer anthropic-batch reads its inputs more than once: stdin cannot be one.")
+        raise OptionError(
+            "{summarizer} anthropic-batch reads its inputs more than once: stdin cannot be one.", "summarizer"
+        )
     counter = counter or make_counter(options.counter)
     full = options.compact.full
     answers: dict[str, BatchAnswer] = {}

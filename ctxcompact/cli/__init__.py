@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("ctxcompact.cli.export", "export"),
     "sessions": ("ctxcompact.cli.sessions", "sessions"),
     "eval": ("ctxcompact.cli.eval", "eval_command"),
+    "models": ("ctxcompact.cli.models", "models"),
     "config": ("ctxcompact.cli.config", "config"),
 }
 

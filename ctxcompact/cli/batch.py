@@ -6,23 +6,25 @@ in :mod:`ctxcompact.batch.files`, :mod:`ctxcompact.batch.inputs` and :mod:`ctxco
 
 from __future__ import annotations
 
-import sys
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
 from ctxcompact.batch.inputs import BatchInput, parse_shard, read_path_list, select_shard
-from ctxcompact.cli.common import Streams, expand_batch_inputs, traceback_wanted, write_json_file
+from ctxcompact.cli.common import expand_batch_inputs, traceback_wanted
+from ctxcompact.cli.streams import Streams
 from ctxcompact.errors import InputError, UsageError
-from ctxcompact.names import SummarizerName
+from ctxcompact.names import OutputFormat, SummarizerName
 
 if TYPE_CHECKING:
     from ctxcompact.batch.files import FileOptions
     from ctxcompact.batch.journal import BatchJournal
-    from ctxcompact.batch.results import BatchResult
+    from ctxcompact.batch.results import BatchResult, Gates
     from ctxcompact.llm.anthropic_api import AnthropicBatches
     from ctxcompact.llm.transport import BatchPoll
+    from ctxcompact.output.terminal import Terminal
 
 #: Where a batch with ``--out-dir`` archives what its rewrites replaced (hidden: never an input).
 ARCHIVE_IN_OUT_DIR = ".ctxcompact-archive"
@@ -55,6 +57,18 @@ FAIL_OVER_OPT = typer.Option(
     min=0.0,
     help="Exit 1 when any file's tokens after / before stays above RATIO (e.g. 0.5).",
 )
+FAIL_ON_GROWTH_OPT = typer.Option(
+    False,
+    "--fail-on-growth",
+    help="Exit 1 when any file has more tokens after compaction than before.",
+)
+OUTPUT_FORMAT_OPT = typer.Option(
+    OutputFormat.text,
+    "--output-format",
+    case_sensitive=False,
+    help="Batch report: text (the table on stderr), or github (also workflow annotations on stdout "
+    "and a Markdown summary appended to $GITHUB_STEP_SUMMARY).",
+)
 RESUME_OPT = typer.Option(
     False,
     "--resume",
@@ -70,6 +84,7 @@ SHARD_OPT = typer.Option(
 
 def batch_inputs(
     files: list[Path] | None,
+    terminal: Terminal,
     *,
     from_list: str | None,
     globs: list[str] | None,
@@ -82,7 +97,7 @@ def batch_inputs(
     if from_list is not None:
         source = "stdin" if from_list == "-" else from_list
         try:
-            text = sys.stdin.read() if from_list == "-" else Path(from_list).read_text(encoding="utf-8")
+            text = _read_stdin(terminal) if from_list == "-" else Path(from_list).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"--from {source}: cannot read the path list ({exc}).") from None
         listed = [Path(p) for p in read_path_list(text, source=source)]
@@ -90,10 +105,14 @@ def batch_inputs(
             raise InputError(f"--from {source}: the path list is empty.")
     if from_list == "-" and files and any(str(f) == "-" for f in files):
         raise UsageError("--from - reads the path list from stdin: no transcript can come from stdin too.")
-    inputs = expand_batch_inputs([*(files or []), *listed], globs=globs or (), exclude=exclude)
+    inputs = expand_batch_inputs([*(files or []), *listed], terminal, globs=globs or (), exclude=exclude)
     if shard is not None:
         inputs = select_shard(inputs, *parse_shard(shard))
     return inputs
+
+
+def _read_stdin(terminal: Terminal) -> str:
+    return terminal.stdin.read() if terminal.stdin is not None else ""
 
 
 def is_batch(
@@ -147,17 +166,17 @@ def run_batch(
     stats_json: Path | None,
     jobs: int | None,
     llm_concurrency: int | None,
-    fail_over: float | None,
+    gates: Gates,
     resume: bool,
     streams: Streams,
+    output_format: OutputFormat = OutputFormat.text,
 ) -> None:
     """Run the batch, render its progress and table, write its report; exit with its gate."""
     from ctxcompact.batch.files import compact_files
     from ctxcompact.batch.journal import BatchJournal
     from ctxcompact.batch.workers import DEFAULT_LLM_CONCURRENCY, default_jobs
     from ctxcompact.output.json import batch_report_json
-    from ctxcompact.output.rich import render_warnings
-    from ctxcompact.output.rich.batch import batch_progress, render_batch
+    from ctxcompact.output.rich.batch import batch_progress
 
     batches = None
     if options.compact.full.summarizer == SummarizerName.anthropic_batch:
@@ -192,13 +211,43 @@ def run_batch(
                 llm_concurrency=llm_concurrency or DEFAULT_LLM_CONCURRENCY,
                 journal=journal,
             )
-    render_warnings(result.warnings, streams.err)
-    render_batch(result, streams.err, fail_over=fail_over)
-    write_json_file(report, batch_report_json(result, fail_over=fail_over))
-    write_json_file(stats_json, batch_report_json(result, fail_over=fail_over))
-    status = result.gate(fail_over)
+    streams.warnings(result.warnings)
+    status = gates.exit_code(result)
+    _report(result, gates, streams, output_format=output_format, exit_code=status)
+    payload = batch_report_json(result, fail_over=gates.fail_over, fail_on_growth=gates.fail_on_growth)
+    streams.write_json_file(report, payload)
+    streams.write_json_file(stats_json, payload)
     if status:
         raise typer.Exit(status)
+
+
+#: Where GitHub Actions reads a step's Markdown summary from.
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+
+
+def _report(
+    result: BatchResult, gates: Gates, streams: Streams, *, output_format: OutputFormat, exit_code: int
+) -> None:
+    """The final table on stderr (unless ``-q``); for ``github``, the annotations on stdout and
+    the summary appended to ``$GITHUB_STEP_SUMMARY`` when the variable names a file."""
+    from ctxcompact.output.batch_table import batch_blocks, github_annotations, step_summary
+
+    if not streams.quiet:
+        streams.report(batch_blocks(result, gates), to_stderr=True)
+    if output_format != OutputFormat.github:
+        return
+    lines = github_annotations(result, gates)
+    if lines:
+        streams.write_text("\n".join(lines))
+    summary = os.environ.get(STEP_SUMMARY_ENV)
+    if summary:
+        try:
+            with open(summary, "a", encoding="utf-8") as file:
+                file.write(step_summary(result, gates, exit_code=exit_code) + "\n")
+        except OSError as exc:
+            streams.warnings(
+                [f"${STEP_SUMMARY_ENV} {summary}: cannot append the summary ({exc.strerror or exc})."]
+            )
 
 
 def _run_message_batches(
@@ -217,7 +266,7 @@ def _run_message_batches(
     from ctxcompact.output.rich.batch import batch_progress
 
     def on_poll(poll: BatchPoll) -> None:
-        streams.err.print(poll.describe(), markup=False, highlight=False, soft_wrap=True)
+        streams.note(poll.describe())
 
     with batch_progress(streams.err, len(inputs)) as progress:
         return compact_files_in_batches(

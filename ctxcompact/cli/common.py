@@ -1,4 +1,5 @@
-"""What every command shares: streams, input expansion, error reporting, option types.
+"""What every command shares: input expansion, error reporting, option types (its words go
+through :mod:`ctxcompact.cli.streams`).
 
 Commands stay thin: parse options, call one core function, hand the result to
 :mod:`ctxcompact.output.rich`. Errors from the core (:class:`CtxcompactError`) become a one-line
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -19,15 +19,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
-    from ctxcompact.output.table import Block
+    from ctxcompact.output.terminal import Terminal
     from ctxcompact.transcripts.io import Transcript
 
 from ctxcompact.accounting.tokens import DEFAULT_ENCODING
 from ctxcompact.accounting.windows import DEFAULT_RATIO
 from ctxcompact.batch.inputs import BatchInput, find_inputs
-from ctxcompact.errors import CtxcompactError, InputError
+from ctxcompact.cli.streams import Streams, terminal_of
+from ctxcompact.errors import CtxcompactError, InputError, OptionError, UsageError
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 from ctxcompact.transcripts.dialects import DIALECT_NAMES
@@ -48,143 +47,29 @@ else:
     Format = StrEnum("Format", [(name, name) for name in DIALECT_NAMES])
 
 
-class Streams:
-    """stdout for what a command produces, stderr for everything said about it.
-
-    The Rich consoles are made on first use, so a ``--json`` run that has nothing to say
-    never imports rich at all.
-    """
-
-    def __init__(self, *, quiet: bool = False) -> None:
-        self._quiet = quiet
-        self._out: Console | None = None
-        self._err: Console | None = None
-
-    @property
-    def quiet(self) -> bool:
-        return self._quiet
-
-    @property
-    def out(self) -> Console:
-        if self._out is None:
-            from ctxcompact.output.rich import make_console
-
-            self._out = make_console(sys.stdout)
-        return self._out
-
-    @property
-    def err(self) -> Console:
-        if self._err is None:
-            from ctxcompact.output.rich import make_console
-
-            self._err = make_console(sys.stderr)
-            self._err.quiet = self._quiet
-        return self._err
-
-
-def error_line(message: str) -> None:
-    """``ctxcompact: error: …`` on stderr, on one line (soft_wrap: whole for grep and people);
-    plain text, without importing rich, when stderr is not a terminal."""
-    if not sys.stderr.isatty():
-        write_stderr(f"ctxcompact: error: {message}\n")
-        return
-    from ctxcompact.output.rich import make_console
-
-    make_console(sys.stderr).print(
-        f"ctxcompact: error: {message}", markup=False, highlight=False, soft_wrap=True
-    )
-
-
-def error(message: str, code: ExitStatus) -> typer.Exit:
-    error_line(message)
-    return typer.Exit(code)
-
-
-def write_stdout(text: str) -> None:
-    """Print a command's product (JSON) on stdout. A reader that went away (``| head``) is
-    not an error: the rest is dropped and the command still exits with its own status."""
-    try:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _silence_stdout()
-
-
-def print_report(blocks: Sequence[Block], streams: Streams, *, to_stderr: bool = False) -> None:
-    """A report on stdout (``count``, ``check``, ``sessions``, ``config``) or, with
-    ``to_stderr``, one about the work (``restore-files``' table): Rich tables on a terminal;
-    plain aligned text on a pipe or a log (one line per row for grep and awk; rich is never
-    imported)."""
-    plain = stderr_takes_plain() if to_stderr else not sys.stdout.isatty()
-    if plain:
-        from ctxcompact.output.table import plain_text
-
-        if to_stderr:
-            write_stderr(plain_text(blocks) + "\n")
-        else:
-            write_stdout(plain_text(blocks))
-        return
-    from ctxcompact.output.rich import print_blocks
-
-    print_blocks(blocks, streams.err if to_stderr else streams.out)
-
-
-def print_panels(panels: Sequence[str | None], draw: Callable[[], None]) -> None:
-    """Stats panels on stderr: on a pipe their plain copies (:func:`ctxcompact.output.panel.plain_panel`,
-    Rich's very bytes, no rich imported) when every one has one; else ``draw()`` with Rich."""
-    if panels and all(panel is not None for panel in panels) and stderr_takes_plain():
-        write_stderr("".join(panel or "" for panel in panels))
-    else:
-        draw()
-
-
-def print_warnings(warnings: Sequence[str], streams: Streams) -> None:
-    """``warning: …`` lines on stderr, each once: yellow on a terminal, plain text otherwise."""
-    unique = list(dict.fromkeys(warnings))
-    if streams.quiet or not unique:
-        return
-    if stderr_takes_plain() and all(w.isprintable() for w in unique):
-        write_stderr("".join(f"warning: {w}\n" for w in unique))
-    else:
-        from ctxcompact.output.rich import render_warnings
-
-        render_warnings(unique, streams.err)
-
-
-def stderr_takes_plain() -> bool:
-    """Whether stderr takes plain copies of Rich's output (written without importing rich):
-    not a terminal, and UTF-8 (on another encoding Rich draws ASCII boxes)."""
-    encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
-    return not sys.stderr.isatty() and encoding.lower().startswith("utf")
-
-
-def write_stderr(text: str) -> None:
-    """Plain text on stderr; a reader that went away is no reason to fail (as Rich's console)."""
-    try:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-    except (BrokenPipeError, ValueError):
-        pass
-
-
 def traceback_wanted() -> bool:
     """Whether bugs should keep their traceback (``CTXCOMPACT_TRACEBACK=1``), not become exit 70."""
     return bool(os.environ.get(TRACEBACK_ENV))
 
 
 def reports_errors(func: F) -> F:
-    """Map core errors to messages and exit codes; keep bugs distinguishable from both."""
+    """Map core errors to messages and exit codes; keep bugs distinguishable from both.
+
+    The command's ``ctx`` parameter (every command takes one) gives the run's terminal."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = next((a for a in (*args, *kwargs.values()) if isinstance(a, typer.Context)), None)
         try:
             return func(*args, **kwargs)
+        except OptionError as exc:  # the core names its options; a user typed their flags
+            raise error(ctx, exc.naming(lambda option: flag_of(ctx, option)), exc.exit_code) from None
         except CtxcompactError as exc:
-            raise error(str(exc), exc.exit_code) from None
+            raise error(ctx, str(exc), exc.exit_code) from None
         except KeyboardInterrupt:
             raise typer.Exit(ExitStatus.INTERRUPTED) from None
         except BrokenPipeError:
-            _silence_stdout()
+            Streams(terminal_of(ctx)).silence_stdout()
             raise typer.Exit(ExitStatus.SUCCESS) from None
         except (typer.Exit, typer.Abort, SystemExit):
             raise
@@ -192,6 +77,7 @@ def reports_errors(func: F) -> F:
             if traceback_wanted():
                 raise
             raise error(
+                ctx,
                 f"internal error: {type(exc).__name__}: {exc}. This is a bug in ctxcompact; "
                 f"rerun with {TRACEBACK_ENV}=1 for the traceback and report it.",
                 ExitStatus.INTERNAL_ERROR,
@@ -200,29 +86,43 @@ def reports_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _silence_stdout() -> None:
-    # After a closed pipe, Python's final flush would raise again: point stdout at devnull.
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+def flag_of(ctx: typer.Context | None, option: str) -> str:
+    """The command-line flag of a core option: the command's parameter of that name (``keep``
+    is ``--keep``, ``pin`` is ``--pin``), else the option's name spelled as a flag."""
+    for param in ctx.command.params if ctx is not None else ():
+        if param.name == option:
+            flags = [o for o in param.opts if o.startswith("--")]
+            if flags:
+                return flags[0]
+    return "--" + option.replace("_", "-")
 
 
-def expand_inputs(paths: Sequence[Path] | None, *, exclude: Sequence[Path | None] = ()) -> list[str | None]:
+def error(ctx: typer.Context | None, message: str, code: ExitStatus) -> typer.Exit:
+    """The error line on the run's stderr, and the exit that ends the run with ``code``."""
+    Streams(terminal_of(ctx)).error(message)
+    return typer.Exit(code)
+
+
+def expand_inputs(
+    paths: Sequence[Path] | None, terminal: Terminal, *, exclude: Sequence[Path | None] = ()
+) -> list[str | None]:
     """Paths as given; a directory stands for the .json/.jsonl files below it (sorted),
     leaving out hidden files and folders (``.ctxcompact/`` archives, editor files) and anything
     under ``exclude`` (a batch's own --out-dir and --report); nothing or ``-`` means stdin,
     which must not be a terminal."""
-    return [i.path for i in expand_batch_inputs(paths, exclude=exclude)]
+    return [i.path for i in expand_batch_inputs(paths, terminal, exclude=exclude)]
 
 
 def expand_batch_inputs(
-    paths: Sequence[Path] | None, *, globs: Sequence[str] = (), exclude: Sequence[Path | None] = ()
+    paths: Sequence[Path] | None,
+    terminal: Terminal,
+    *,
+    globs: Sequence[str] = (),
+    exclude: Sequence[Path | None] = (),
 ) -> list[BatchInput]:
     """:func:`expand_inputs` with each input's name relative to its root (see batch_inputs)."""
     if not paths:
-        if sys.stdin is None or sys.stdin.isatty():
+        if not terminal.stdin_piped:
             raise InputError(
                 "no input: give a transcript file, a directory, or pipe one on stdin (see --help)."
             )
@@ -230,18 +130,22 @@ def expand_batch_inputs(
     return find_inputs([str(p) for p in paths], globs=globs, exclude=exclude)
 
 
-def write_output(data: bytes, output: Path | None) -> None:
-    """``data`` to ``output`` atomically, or to stdout for None / ``-``.
+def refuse_writing_over_inputs(
+    inputs: Sequence[str | None], outputs: Sequence[tuple[str, Path | None]], *, hint: str = ""
+) -> None:
+    """Exit 2 before any work when an output (``-o``, ``--stats-json``, ``--report``) is one of
+    the inputs — also through a symlink, ``./../`` or a hard link: writing it would destroy the
+    input with no backup. ``hint`` says what to do instead."""
+    from ctxcompact.transcripts.fileio import same_file
 
-    A failed write is exit 3 (the work could not be done); the old file, if any, is intact.
-    """
-    from ctxcompact.transcripts.fileio import write_file
-
-    if output is None or str(output) == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-        return
-    write_file(output, data)
+    for option, target in outputs:
+        if target is None or str(target) == "-":
+            continue
+        for path in inputs:
+            if path is not None and same_file(target, path):
+                raise UsageError(
+                    f"{option} {target} is the input {path} itself; it would be overwritten{hint}."
+                )
 
 
 def ensure_writable_dir(path: Path | None, option: str) -> None:
@@ -256,14 +160,6 @@ def ensure_writable_dir(path: Path | None, option: str) -> None:
         raise InputError(f"{option} {path}: directory {directory} is not writable.")
 
 
-def write_json_file(path: Path | None, payload: Any) -> None:
-    """``--stats-json`` / ``--report``: pretty JSON to ``path`` when one was given."""
-    import orjson
-
-    if path is not None:
-        write_output(orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n", path)
-
-
 @dataclass(slots=True)
 class Loaded:
     """The transcripts an inspection command could read, and whether any input could not be."""
@@ -272,12 +168,12 @@ class Loaded:
     failed: int = 0
 
 
-def load_all(paths: Sequence[Path] | None, fmt: Format | None, *, max_bytes: int) -> Loaded:
+def load_all(paths: Sequence[Path] | None, fmt: Format | None, *, max_bytes: int, streams: Streams) -> Loaded:
     """Every input read. With one input a bad one is the command's error; with several each
     bad one is reported on stderr and the others are still read (exit 2 at the end)."""
     from ctxcompact.transcripts.io import load_transcript
 
-    inputs = expand_inputs(paths)
+    inputs = expand_inputs(paths, streams.terminal)
     loaded = Loaded([])
     for path in inputs:
         try:
@@ -287,7 +183,7 @@ def load_all(paths: Sequence[Path] | None, fmt: Format | None, *, max_bytes: int
         except InputError as exc:
             if len(inputs) == 1:
                 raise
-            error_line(str(exc))
+            streams.error(str(exc))
             loaded.failed += 1
     if not loaded.transcripts:
         raise InputError(f"none of the {len(inputs)} inputs could be read (see above).")

@@ -7,13 +7,16 @@ from pathlib import Path
 import typer
 
 from ctxcompact.accounting.windows import validate_ratio
+from ctxcompact.batch.results import Gates
 from ctxcompact.cli.batch import (
     ARCHIVE_IN_OUT_DIR,
+    FAIL_ON_GROWTH_OPT,
     FAIL_OVER_OPT,
     FROM_OPT,
     GLOB_OPT,
     JOBS_OPT,
     LLM_CONCURRENCY_OPT,
+    OUTPUT_FORMAT_OPT,
     RESUME_OPT,
     SHARD_OPT,
     batch_inputs,
@@ -34,8 +37,8 @@ from ctxcompact.cli.common import (
     SYSTEM_TOKENS_OPT,
     THRESHOLD_OPT,
     Format,
-    Streams,
     ensure_writable_dir,
+    refuse_writing_over_inputs,
     reports_errors,
 )
 from ctxcompact.cli.local_options import (
@@ -57,6 +60,7 @@ from ctxcompact.cli.restore import (
     READ_TOOL_OPT,
     WORK_DIR_OPT,
 )
+from ctxcompact.cli.streams import streams_for
 from ctxcompact.compaction.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, STRATEGY_NAMES
 from ctxcompact.compaction.strategies.options import (
     DEFAULT_CLEAR_AT_LEAST,
@@ -66,11 +70,12 @@ from ctxcompact.compaction.strategies.options import (
 )
 from ctxcompact.compaction.summarize.limits import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from ctxcompact.errors import UsageError
-from ctxcompact.names import LocalCounterName, OnFailure, SummarizerName
+from ctxcompact.names import LocalCounterName, OnFailure, OutputFormat, SummarizerName
 
 
 @reports_errors
 def compact(
+    ctx: typer.Context,
     files: list[Path] | None = FILES_ARG,
     strategy: str | None = typer.Option(
         None,
@@ -84,7 +89,15 @@ def compact(
         None, "--out-dir", help="Batch mode: write each input's result here, mirroring the input tree."
     ),
     in_place: bool = typer.Option(
-        False, "--in-place", "-i", help="Rewrite each input file atomically, keeping FILE.bak."
+        False,
+        "--in-place",
+        "-i",
+        help="Rewrite each input file, keeping FILE.bak (a session compaction is appended to the session instead).",
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="With --in-place: rewrite a session even while it looks live (just modified, a half-written last line, or open for writing).",
     ),
     append: bool = typer.Option(
         False,
@@ -104,6 +117,8 @@ def compact(
     jobs: int | None = JOBS_OPT,
     llm_concurrency: int | None = LLM_CONCURRENCY_OPT,
     fail_over: float | None = FAIL_OVER_OPT,
+    fail_on_growth: bool = FAIL_ON_GROWTH_OPT,
+    output_format: OutputFormat = OUTPUT_FORMAT_OPT,
     resume: bool = RESUME_OPT,
     shard: str | None = SHARD_OPT,
     stats_json: Path | None = STATS_JSON_OPT,
@@ -223,13 +238,15 @@ def compact(
     params = dict(locals())  # every option as the command received it, by parameter name
     from ctxcompact.cli.compact_run import file_options, run_one
 
-    streams = Streams(quiet=quiet)
+    streams = streams_for(ctx, quiet=quiet)
     validate_ratio(threshold)
     if archive_dir is None and out_dir is not None:
         archive_dir = out_dir / ARCHIVE_IN_OUT_DIR
     files_options = file_options(params, archive_dir=archive_dir)
     exclude = (out_dir, report, stats_json, archive_dir)
-    found = batch_inputs(files, from_list=from_list, globs=globs, shard=shard, exclude=exclude)
+    found = batch_inputs(
+        files, streams.terminal, from_list=from_list, globs=globs, shard=shard, exclude=exclude
+    )
     inputs = [i.path for i in found]
     batch = is_batch(inputs, output=output, out_dir=out_dir, in_place=in_place, dry_run=dry_run, shard=shard)
     if summarizer == SummarizerName.anthropic_batch and not batch:
@@ -238,8 +255,19 @@ def compact(
                 "--summarizer anthropic-batch summarizes a batch of files: give --out-dir DIR or --in-place."
             )
         batch = True  # one file rewritten in place: a batch of its own requests
+    if output_format == OutputFormat.github and not batch:
+        if not in_place:
+            raise UsageError("--output-format github reports a batch: give --out-dir DIR or --in-place.")
+        batch = True  # one file rewritten in place, reported as a batch of one
+    if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"--out-dir {out_dir} is a file, not a directory.")
     for option, target in (("--stats-json", stats_json), ("--report", report)):
         ensure_writable_dir(target, option)
+    refuse_writing_over_inputs(
+        inputs,
+        [("-o", output), ("--stats-json", stats_json), ("--report", report)],
+        hint=" with no backup (--in-place rewrites an input and keeps FILE.bak)",
+    )
     if not batch:
         run_one(
             inputs[0],
@@ -261,7 +289,8 @@ def compact(
         stats_json=stats_json,
         jobs=jobs,
         llm_concurrency=llm_concurrency,
-        fail_over=fail_over,
+        gates=Gates(fail_over, fail_on_growth),
         resume=resume,
         streams=streams,
+        output_format=output_format,
     )

@@ -13,18 +13,17 @@ from typing import Any
 
 from ctxcompact.accounting.windows import load_registry
 from ctxcompact.batch.files import FileCompaction, FileOptions
-from ctxcompact.cli.common import (
-    Streams,
-    print_panels,
-    print_warnings,
-    write_json_file,
-    write_output,
-)
 from ctxcompact.cli.local_options import local_strategy_options, pin_options, render_lines, timeline
 from ctxcompact.cli.restore import read_tools
+from ctxcompact.cli.streams import Streams
 from ctxcompact.compaction.options import CompactOptions
 from ctxcompact.compaction.restore import parse_path_map
-from ctxcompact.compaction.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, check_strategy_names
+from ctxcompact.compaction.strategies import (
+    AUTO_STRATEGIES,
+    DEFAULT_STRATEGIES,
+    StrategyRef,
+    check_strategy_names,
+)
 from ctxcompact.compaction.strategies.options import CleanToolsOptions, FullOptions, PruneOptions
 from ctxcompact.errors import UsageError
 
@@ -86,11 +85,12 @@ def file_options(p: Mapping[str, Any], *, archive_dir: Path | None) -> FileOptio
         registry=load_registry(p["models_file"]),
         counter=p["counter_name"],
         system_tokens=p["system_tokens"],
+        force=p["force"],
     )
     return files_options
 
 
-def _strategies(strategy: str | None, *, auto: bool) -> tuple[str, ...]:
+def _strategies(strategy: str | None, *, auto: bool) -> tuple[StrategyRef, ...]:
     """The --strategy list, or the default: full, or hybrid under --auto."""
     chosen = (
         strategy.split(",") if strategy is not None else (AUTO_STRATEGIES if auto else DEFAULT_STRATEGIES)
@@ -135,18 +135,19 @@ def run_one(
 ) -> None:
     """One input: the transcript to stdout, -o or the file itself; stats to stderr."""
     from ctxcompact.accounting.tokens import make_counter
-    from ctxcompact.batch.files import compact_file, replace_keeping_backup
+    from ctxcompact.batch.files import compact_file, compact_in_place
     from ctxcompact.transcripts.io import dump_transcript
 
-    done = compact_file(path, options=options, counter=make_counter(options.counter.value))
-    print_warnings(done.warnings, streams)
+    counter = make_counter(options.counter.value)
     # The transcript first: stats that say "compacted" only once the output exists.
-    if not options.dry_run:
-        data = dump_transcript(done.transcript)
-        if in_place and path is not None:
-            replace_keeping_backup(Path(path), data)
-        else:
-            write_output(data, output)
+    if in_place and path is not None and not options.dry_run:
+        done = compact_in_place(path, options=options, counter=counter)
+        streams.warnings(done.warnings)
+    else:
+        done = compact_file(path, options=options, counter=counter)
+        streams.warnings(done.warnings)
+        if not options.dry_run:
+            streams.write_output(dump_transcript(done.transcript), output)
     _print_stats(done, streams)
     if verbose or options.dry_run:
         for r in done.results:
@@ -155,10 +156,10 @@ def run_one(
         return
     from ctxcompact.output.json import file_report_json, file_stats_json
 
-    write_json_file(stats_json, file_stats_json(done))
+    streams.write_json_file(stats_json, file_stats_json(done))
     if report is not None:
         shown = path if in_place else (str(output) if output else None)
-        write_json_file(report, file_report_json(done, output=shown))
+        streams.write_json_file(report, file_report_json(done, output=shown))
 
 
 def _print_stats(done: FileCompaction, streams: Streams) -> None:
@@ -174,10 +175,11 @@ def _print_stats(done: FileCompaction, streams: Streams) -> None:
         plain_panel(
             compact_stats_title(r.stats, r.conversation.label if several else None),
             [line.text for line in compact_stats_lines(r.stats)],
+            width=streams.terminal.stderr.width,
         )
         for r in done.results
     ]
-    print_panels(panels, lambda: _render_file_stats(done, streams))
+    streams.panels(panels, lambda: _render_file_stats(done, streams))
 
 
 def _render_file_stats(done: FileCompaction, streams: Streams) -> None:

@@ -8,7 +8,8 @@ from typing import Any
 
 import typer
 
-from ctxcompact.cli.common import Streams, error, print_report, reports_errors
+from ctxcompact.cli.common import error, reports_errors
+from ctxcompact.cli.streams import streams_for
 from ctxcompact.config import Config, OptionSpec, find_config_file, load_config
 from ctxcompact.errors import CtxcompactError
 
@@ -23,6 +24,7 @@ NOT_SETTINGS = frozenset(
         "shard",
         "undo",
         "in-place",
+        "force",  # rewriting a live session is decided per run, never by a config file
         "dry-run",
         "report",
         "stats-json",
@@ -72,7 +74,7 @@ def apply_config(ctx: typer.Context) -> None:
     try:
         found = load_config(specs).default_map(specs)
     except CtxcompactError as exc:  # the root callback is not a command: report it here
-        raise error(str(exc), exc.exit_code) from None
+        raise error(ctx, str(exc), exc.exit_code) from None
     if found:
         ctx.default_map = {**(ctx.default_map or {}), **found}
 
@@ -103,10 +105,8 @@ def config(
     rows = effective_settings(loaded, specs)
     payload = config_json(rows, file=loaded.file)
     if as_json:
-        import orjson
-
-        typer.echo(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode())
+        streams_for(ctx).write_json(payload)
         return
     from ctxcompact.output.text import config_report
 
-    print_report(config_report(payload), Streams())
+    streams_for(ctx).report(config_report(payload))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,14 +14,11 @@ from ctxcompact.cli.common import (
     JSON_OPT,
     MAX_INPUT_BYTES_OPT,
     Format,
-    Streams,
     ensure_writable_dir,
-    error_line,
     expand_batch_inputs,
     reports_errors,
-    write_output,
-    write_stdout,
 )
+from ctxcompact.cli.streams import Streams, streams_for
 from ctxcompact.evaluation.judge import DEFAULT_JUDGE_MODEL, DEFAULT_QUESTIONS_PER_KIND
 from ctxcompact.evaluation.run import DEFAULT_CONVERSATIONS, default_strategies
 from ctxcompact.names import JudgeName
@@ -36,6 +32,7 @@ if TYPE_CHECKING:
 
 @reports_errors
 def eval_command(
+    ctx: typer.Context,
     files: list[Path] | None = FILES_ARG,
     strategies: str | None = typer.Option(
         None,
@@ -139,8 +136,8 @@ def eval_command(
         from ctxcompact.cli.eval_judge import check_judge_key
 
         check_judge_key(judge)  # exit 2 before any work
-    paths = [i.path for i in expand_batch_inputs(files, globs=globs or ())]
-    streams = Streams()
+    streams = streams_for(ctx)
+    paths = [i.path for i in expand_batch_inputs(files, streams.terminal, globs=globs or ())]
     with files_progress(streams.err, len(paths), "evaluating") as advance:
         batch = evaluate_inputs(
             paths,
@@ -150,7 +147,7 @@ def eval_command(
         )
     if len(paths) > 1:
         for error in batch.errors:
-            error_line(error)
+            streams.error(error)
     fatal = batch.fatal_error()
     if fatal is not None:
         raise fatal
@@ -160,14 +157,20 @@ def eval_command(
         from ctxcompact.cli.eval_judge import run_judge
 
         judged = run_judge(
-            result, judge=judge, model=judge_model, per_kind=questions, yes=yes, cache_dir=judge_cache
+            result,
+            streams,
+            judge=judge,
+            model=judge_model,
+            per_kind=questions,
+            yes=yes,
+            cache_dir=judge_cache,
         )
     if html is not None:
-        write_output(_html(result, judged, show_lost=show_lost or 20).encode(), html)
-    _print_result(result, as_json=as_json, show_lost=show_lost, judged=judged)
+        streams.write_output(_html(result, judged, show_lost=show_lost or 20).encode(), html)
+    _print_result(result, streams, as_json=as_json, show_lost=show_lost, judged=judged)
     for run in result.runs:
         if run.skipped:
-            streams.err.print(f"{run.source}: {run.strategy} skipped: {run.skipped}", markup=False)
+            streams.note(f"{run.source}: {run.strategy} skipped: {run.skipped}")
     if batch.failed:
         raise typer.Exit(ExitStatus.BAD_INPUT)
 
@@ -183,14 +186,14 @@ def _html(result: EvalResult, judged: JudgeResult | None, *, show_lost: int) -> 
     return html_page(result, show_lost=show_lost, table=table, extra=judge_html(judged, result.strategies))
 
 
-def _print_result(result: EvalResult, *, as_json: bool, show_lost: int, judged: JudgeResult | None) -> None:
+def _print_result(
+    result: EvalResult, streams: Streams, *, as_json: bool, show_lost: int, judged: JudgeResult | None
+) -> None:
     """JSON, or the table (Rich on a terminal, plain text when piped) and the lost probes."""
     from ctxcompact.output.eval_table import lost_lines, summary_table
     from ctxcompact.output.table import plain_table
 
     if as_json:
-        import orjson
-
         from ctxcompact.output.json import eval_json
 
         data = eval_json(result, show_lost=show_lost)
@@ -198,20 +201,20 @@ def _print_result(result: EvalResult, *, as_json: bool, show_lost: int, judged: 
             from ctxcompact.output.judge import add_judge_json
 
             data = add_judge_json(data, judged)
-        write_stdout(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+        streams.write_json(data)
         return
     table = summary_table(result)
     if judged is not None:
         from ctxcompact.output.judge import judge_table
 
         table = judge_table(table, result, judged)
-    if sys.stdout.isatty():
-        _print_rich(Streams(), table)
+    if streams.terminal.stdout.is_terminal:
+        _print_rich(streams, table)
     else:
-        write_stdout(plain_table(table))
+        streams.write_text(plain_table(table))
     lost = lost_lines(result, show_lost)
     if lost:
-        write_stdout("\n" + lost)
+        streams.write_text("\n" + lost)
 
 
 def _print_rich(streams: Streams, table: Table) -> None:

@@ -3,13 +3,12 @@ judge (:mod:`ctxcompact.evaluation.judge`) and hand its scores to the reports. N
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from ctxcompact.cli.common import Streams
+from ctxcompact.cli.streams import Streams
 from ctxcompact.errors import InputError, UsageError
 from ctxcompact.names import JudgeName
 
@@ -18,10 +17,6 @@ if TYPE_CHECKING:
     from ctxcompact.evaluation.judge.result import JudgeResult
     from ctxcompact.evaluation.run import EvalResult
     from ctxcompact.llm.transport import BatchPoll
-
-
-def stdin_is_terminal() -> bool:
-    return sys.stdin.isatty()
 
 
 def check_judge_key(judge: JudgeName) -> None:
@@ -43,7 +38,7 @@ def make_asker(judge: JudgeName, streams: Streams) -> Asker:
         from ctxcompact.llm.anthropic_api import AnthropicBatches
 
         def on_poll(poll: BatchPoll) -> None:
-            streams.err.print(poll.describe(), markup=False, highlight=False, soft_wrap=True)
+            streams.note(poll.describe())
 
         return BatchAsker(AnthropicBatches(), on_poll=on_poll)
     from ctxcompact.evaluation.judge.ask import DirectAsker
@@ -54,6 +49,7 @@ def make_asker(judge: JudgeName, streams: Streams) -> Asker:
 
 def run_judge(
     result: EvalResult,
+    streams: Streams,
     *,
     judge: JudgeName,
     model: str,
@@ -69,7 +65,6 @@ def run_judge(
     from ctxcompact.evaluation.judge.run import JudgeSettings, judge_eval, plan_judge
     from ctxcompact.output.judge import judge_notes
 
-    streams = Streams()
     asker = make_asker(judge, streams)
     cache = JudgeCache(cache_dir or default_cache_dir())
     cache.check_writable()
@@ -77,11 +72,9 @@ def run_judge(
     settings = JudgeSettings(model=model, per_kind=per_kind)
     plan = plan_judge(result, cache=cache, counter=counter, settings=settings)
     batch = judge == JudgeName.anthropic_batch
-    streams.err.print(
-        cost_line(plan, model=model, batch=batch), markup=False, highlight=False, soft_wrap=True
-    )
+    streams.note(cost_line(plan, model=model, batch=batch))
     if plan.uncached and not yes:
-        if not stdin_is_terminal():
+        if not streams.terminal.stdin_isatty:
             raise UsageError(
                 "eval --judge would send requests to the Anthropic API and cannot ask first "
                 "(stdin is not a terminal): pass --yes to go ahead."
@@ -90,5 +83,5 @@ def run_judge(
             raise typer.Abort()
     judged = judge_eval(result, asker=CachedAsker(asker, cache), counter=counter, settings=settings)
     for line in judge_notes(judged):
-        streams.err.print(line, markup=False, highlight=False, soft_wrap=True)
+        streams.note(line)
     return judged

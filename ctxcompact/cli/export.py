@@ -12,14 +12,15 @@ from ctxcompact.cli.common import (
     OUTPUT_OPT,
     QUIET_OPT,
     Format,
-    Streams,
+    refuse_writing_over_inputs,
     reports_errors,
-    write_output,
 )
+from ctxcompact.cli.streams import streams_for
 
 
 @reports_errors
 def export(
+    ctx: typer.Context,
     file: Path | None = typer.Argument(
         None, help="The transcript; '-' or nothing reads stdin.", show_default=False
     ),
@@ -49,17 +50,20 @@ def export(
     from ctxcompact.transcripts.export import export_transcript
     from ctxcompact.transcripts.io import load_transcript
 
-    streams = Streams(quiet=quiet)
+    streams = streams_for(ctx, quiet=quiet)
+    refuse_writing_over_inputs(
+        [None if file is None else str(file)], [("-o", output)], hint=" with no backup: write elsewhere"
+    )
     transcript = load_transcript(file, dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)
     data, done = export_transcript(transcript)
     if points:
         listing = [{"conversation": d.label, "points": [p.to_json() for p in d.points]} for d in done]
         data = orjson.dumps(listing if len(listing) > 1 else listing[0], option=orjson.OPT_INDENT_2) + b"\n"
-    write_output(data, output)
+    streams.write_output(data, output)
     for d in done:
         where = (
             f"the context after the latest of {len(d.points)} compaction point(s)"
             if d.points
             else "no compaction point: the whole conversation"
         )
-        streams.err.print(f"{d.label}: {len(d.records)} records, {where}", markup=False, highlight=False)
+        streams.note(f"{d.label}: {len(d.records)} records, {where}")

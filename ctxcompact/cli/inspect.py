@@ -22,13 +22,10 @@ from ctxcompact.cli.common import (
     SYSTEM_TOKENS_OPT,
     THRESHOLD_OPT,
     Format,
-    Streams,
     load_all,
-    print_report,
-    print_warnings,
     reports_errors,
-    write_stdout,
 )
+from ctxcompact.cli.streams import Streams, streams_for
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 
@@ -45,6 +42,7 @@ def _counter(name: CounterName, encoding: str, model: str | None) -> Any:
 
 @reports_errors
 def count(
+    ctx: typer.Context,
     files: list[Path] | None = FILES_ARG,
     fmt: Format | None = FORMAT_OPT,
     max_input_bytes: int = MAX_INPUT_BYTES_OPT,
@@ -57,6 +55,15 @@ def count(
     as_json: bool = JSON_OPT,
     models_file: Path | None = MODELS_FILE_OPT,
     system_tokens: int | None = SYSTEM_TOKENS_OPT,
+    timeline: bool = typer.Option(
+        False,
+        "--timeline",
+        help="Instead: the context size at every call the session recorded (Claude Code, Codex), "
+        "its compactions and estimated cost; a chart on a terminal, a table on a pipe.",
+    ),
+    html: Path | None = typer.Option(
+        None, "--html", help="With --timeline: also write the chart and the calls as an HTML page here."
+    ),
 ) -> None:
     """Where do my tokens go? Totals per role and block type, the largest messages and tool results.
 
@@ -70,19 +77,21 @@ def count(
       ctxcompact count sessions/ --json | jq .total
       cat request.json | ctxcompact count --counter estimate
       ctxcompact count t.json --model claude-sonnet-4-5     # adds the share of the window
+      ctxcompact count session.jsonl --timeline --html growth.html
     """
-    import orjson
-
     from ctxcompact.accounting.check import conversation_model, measure, unknown_model_warning
     from ctxcompact.accounting.context_size import context_size, side_entries
     from ctxcompact.accounting.tokens import make_counter
     from ctxcompact.output.json import CountRow, count_to_json
 
-    streams = Streams()
+    streams = streams_for(ctx)
+    if timeline or html is not None:
+        _timeline(files, fmt, max_input_bytes, model, models_file, as_json, html, streams)
+        return
     registry = load_registry(models_file)
     rows: list[CountRow] = []
     warnings: list[str] = []
-    loaded = load_all(files, fmt, max_bytes=max_input_bytes)
+    loaded = load_all(files, fmt, max_bytes=max_input_bytes, streams=streams)
     info = resolve_model(model, registry=registry) if model is not None else None
     warning = unknown_model_warning(info) if info is not None else None
     if warning:
@@ -107,19 +116,40 @@ def count(
                     conv.label, conv.dialect, report, row_info, size=size, side=side, recorded=conv.recorded
                 )
             )
-    print_warnings(warnings, streams)
+    streams.warnings(warnings)
     if as_json:
-        write_stdout(orjson.dumps(count_to_json(rows, top=top), option=orjson.OPT_INDENT_2).decode())
+        streams.write_json(count_to_json(rows, top=top))
     else:
         from ctxcompact.output.text import count_report
 
-        print_report(count_report(rows, top=top), streams)
+        streams.report(count_report(rows, top=top))
     if loaded.failed:
+        raise typer.Exit(ExitStatus.BAD_INPUT)
+
+
+def _timeline(
+    files: list[Path] | None,
+    fmt: Format | None,
+    max_input_bytes: int,
+    model: str | None,
+    models_file: Path | None,
+    as_json: bool,
+    html: Path | None,
+    streams: Streams,
+) -> None:
+    from ctxcompact.cli.timeline import print_timelines, timelines
+
+    items, failed = timelines(
+        files, fmt, max_bytes=max_input_bytes, model=model, models_file=models_file, streams=streams
+    )
+    print_timelines(items, streams, as_json=as_json, html=html)
+    if failed:
         raise typer.Exit(ExitStatus.BAD_INPUT)
 
 
 @reports_errors
 def check(
+    ctx: typer.Context,
     files: list[Path] | None = FILES_ARG,
     model: str | None = MODEL_OPT,
     context_window: int | None = CONTEXT_WINDOW_OPT,
@@ -150,19 +180,18 @@ def check(
     Examples:
       ctxcompact check t.json --model claude-sonnet-4-5 && echo fits
       ctxcompact check session.jsonl --threshold 0.75 --json
-      ctxcompact check t.json -m gpt-4o; [ $? -eq 1 ] && ctxcompact compact t.json -i
+      ctxcompact check t.json -m gpt-4o || [ $? -ne 1 ] || ctxcompact compact t.json -i
+      ctxcompact compact t.json -i --auto -m gpt-4o     # the same in one step
     """
-    import orjson
-
     from ctxcompact.accounting.check import budget_for, check_conversation, unknown_model_warning
     from ctxcompact.output.json import check_to_json
 
-    streams = Streams()
+    streams = streams_for(ctx)
     registry = load_registry(models_file)
     results = []
     budget = None
     warnings: list[str] = []
-    loaded = load_all(files, fmt, max_bytes=max_input_bytes)
+    loaded = load_all(files, fmt, max_bytes=max_input_bytes, streams=streams)
     for transcript in loaded.transcripts:
         for conv in transcript.conversations:
             budget = budget_for(
@@ -184,13 +213,13 @@ def check(
                 )
             )
     assert budget is not None
-    print_warnings(warnings, streams)
+    streams.warnings(warnings)
     if as_json:
-        write_stdout(orjson.dumps(check_to_json(results, budget), option=orjson.OPT_INDENT_2).decode())
+        streams.write_json(check_to_json(results, budget))
     else:
         from ctxcompact.output.text import check_report
 
-        print_report(check_report(results, budget), streams)
+        streams.report(check_report(results, budget))
     if loaded.failed or any(r.errors for r in results):
         raise typer.Exit(ExitStatus.BAD_INPUT)
     if any(r.needs_compaction for r in results):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,13 +16,11 @@ from ctxcompact.cli.common import (
     QUIET_OPT,
     STATS_JSON_OPT,
     Format,
-    Streams,
     expand_inputs,
-    print_panels,
+    refuse_writing_over_inputs,
     reports_errors,
-    write_json_file,
-    write_output,
 )
+from ctxcompact.cli.streams import Streams, streams_for
 from ctxcompact.errors import UsageError
 from ctxcompact.names import LocalCounterName
 from ctxcompact.offload.tool_results import DEFAULT_MIN_CHARS, DEFAULT_OUT_DIR
@@ -75,6 +74,7 @@ LOCAL_COUNTER_OPT = typer.Option(
 
 @reports_errors
 def offload(
+    ctx: typer.Context,
     files: list[Path] | None = FILES_ARG,
     out_dir: Path = OUT_DIR_OPT,
     min_chars: int = MIN_CHARS_OPT,
@@ -110,22 +110,26 @@ def offload(
       ctxcompact offload session.jsonl --preview 200 --protect-loop -q > lean.jsonl
       ctxcompact offload --clean-orphans --out-dir .ctx/offload
     """
+    from ctxcompact.accounting.check import carry_size
     from ctxcompact.accounting.tokens import make_counter
     from ctxcompact.offload.session import offload_duplicates, reference_dir_for
     from ctxcompact.offload.tool_results import discard_offload, offload_tool_results
     from ctxcompact.output.json import offload_stats_json
     from ctxcompact.transcripts.io import dump_transcript, load_transcript
 
-    streams = Streams(quiet=quiet)
+    streams = streams_for(ctx, quiet=quiet)
     if clean_orphans:
         _clean_orphans(files, out_dir=out_dir, undo=undo, stats_json=stats_json, streams=streams)
         return
-    inputs = expand_inputs(files)
+    inputs = expand_inputs(files, streams.terminal)
     if len(inputs) != 1:
         raise UsageError(
             f"offload rewrites one transcript per run, got {len(inputs)} inputs; run it once per file "
             '(e.g. for f in sessions/*.jsonl; do ctxcompact offload "$f" -o "lean/${f##*/}"; done).'
         )
+    refuse_writing_over_inputs(
+        inputs, [("-o", output), ("--stats-json", stats_json)], hint=" with no backup: write elsewhere"
+    )
     transcript = load_transcript(inputs[0], dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)
 
     if undo:
@@ -158,15 +162,16 @@ def offload(
                 result.messages, result, out_dir=out_dir, reference_dir=where
             )
             duplicates.append(moved)
-            convs.append(conv.with_messages(messages) if result.changed else conv)
-        write_output(dump_transcript(transcript.with_conversations(convs)), output)
+            rewritten = conv.with_messages(messages)
+            convs.append(carry_size(conv, rewritten, chosen) if result.changed else conv)
+        streams.write_output(dump_transcript(transcript.with_conversations(convs)), output)
     except BaseException:
         # Nothing emitted: take back the files this run wrote, so a failure leaves no trace.
         discard_offload([*results, *duplicates])
         raise
     if not quiet:
         _print_stats(transcript.name, results, streams, min_chars=min_chars)
-    write_json_file(stats_json, offload_stats_json(transcript.name, results))
+    streams.write_json_file(stats_json, offload_stats_json(transcript.name, results))
 
 
 def _print_stats(label: str, results: list[OffloadResult], streams: Streams, *, min_chars: int) -> None:
@@ -176,8 +181,10 @@ def _print_stats(label: str, results: list[OffloadResult], streams: Streams, *, 
     from ctxcompact.output.panel import plain_panel
 
     lines = offload_stats_lines(offload_stats_json(label, results), min_chars=min_chars)
-    panel = plain_panel(offload_stats_title(label), [line.text for line in lines])
-    print_panels([panel], lambda: _render_stats(label, results, streams, min_chars=min_chars))
+    panel = plain_panel(
+        offload_stats_title(label), [line.text for line in lines], width=streams.terminal.stderr.width
+    )
+    streams.panels([panel], lambda: _render_stats(label, results, streams, min_chars=min_chars))
 
 
 def _render_stats(label: str, results: list[OffloadResult], streams: Streams, *, min_chars: int) -> None:
@@ -200,10 +207,12 @@ def _undo(
     convs = []
     for conv, result in zip(transcript.conversations, undone, strict=True):
         messages, copies = undo_duplicates(result.messages, out_dir=out_dir)  # a session's toolUseResult
-        convs.append(conv.with_messages(messages) if result.changed or copies.changed else conv)
-    write_output(dump_transcript(transcript.with_conversations(convs)), output)
+        # The records go back as they were read before the offload: without its size note.
+        undone_conv = replace(conv.with_messages(messages), unnote=True)
+        convs.append(undone_conv if result.changed or copies.changed else conv)
+    streams.write_output(dump_transcript(transcript.with_conversations(convs)), output)
     render_undo_stats(transcript.name, undone, streams.err)
-    write_json_file(stats_json, undo_stats_json(transcript.name, undone))
+    streams.write_json_file(stats_json, undo_stats_json(transcript.name, undone))
 
 
 def _clean_orphans(
@@ -218,4 +227,4 @@ def _clean_orphans(
         raise UsageError("--clean-orphans works on --out-dir alone: give it no transcript and no --undo.")
     result = clean_orphans(out_dir)
     render_orphan_cleanup(result, streams.err)
-    write_json_file(stats_json, orphan_cleanup_stats_json(result))
+    streams.write_json_file(stats_json, orphan_cleanup_stats_json(result))

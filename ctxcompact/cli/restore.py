@@ -17,13 +17,10 @@ from ctxcompact.cli.common import (
     QUIET_OPT,
     STATS_JSON_OPT,
     Format,
-    Streams,
-    print_report,
-    print_warnings,
+    refuse_writing_over_inputs,
     reports_errors,
-    write_json_file,
-    write_output,
 )
+from ctxcompact.cli.streams import streams_for
 from ctxcompact.compaction.restore import (
     DEFAULT_MAX_FILES,
     DEFAULT_MAX_TOKENS_PER_FILE,
@@ -67,6 +64,7 @@ def read_tools(specs: list[str] | None) -> tuple[ReadTool, ...] | None:
 
 @reports_errors
 def restore_files(
+    ctx: typer.Context,
     file: Path | None = typer.Argument(
         None, help="The transcript; '-' or nothing reads stdin.", show_default=False
     ),
@@ -104,7 +102,12 @@ def restore_files(
     from ctxcompact.output.text import restore_report
     from ctxcompact.transcripts.io import dump_transcript, load_transcript
 
-    streams = Streams(quiet=quiet)
+    streams = streams_for(ctx, quiet=quiet)
+    refuse_writing_over_inputs(
+        [None if file is None else str(file)],
+        [("-o", output), ("--stats-json", stats_json)],
+        hint=" with no backup: write elsewhere",
+    )
     transcript = load_transcript(file, dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)
     result = restore(
         transcript,
@@ -116,10 +119,10 @@ def restore_files(
         max_tokens_total=max_tokens_total,
     )
     if not quiet:
-        print_report(restore_report(result.restore), streams, to_stderr=True)
-    print_warnings(result.warnings, streams)
-    write_json_file(stats_json, restore_files_stats_json(result.restore))
+        streams.report(restore_report(result.restore), to_stderr=True)
+    streams.warnings(result.warnings)
+    streams.write_json_file(stats_json, restore_files_stats_json(result.restore))
     if append:
-        write_output(dump_transcript(appended_transcript(result)), output)
+        streams.write_output(dump_transcript(appended_transcript(result)), output)
     else:
-        write_output(dump_pairs(result), output)
+        streams.write_output(dump_pairs(result), output)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
@@ -16,11 +15,9 @@ from ctxcompact.cli.common import (
     OUTPUT_RESERVE_OPT,
     SYSTEM_TOKENS_OPT,
     THRESHOLD_OPT,
-    Streams,
-    print_report,
     reports_errors,
-    write_stdout,
 )
+from ctxcompact.cli.streams import streams_for
 
 DIR_ARG = typer.Argument(
     None,
@@ -34,6 +31,7 @@ PROGRESS_FROM = 20
 
 @reports_errors
 def sessions(
+    ctx: typer.Context,
     folder: Path | None = DIR_ARG,
     model: str | None = MODEL_OPT,
     context_window: int | None = CONTEXT_WINDOW_OPT,
@@ -42,9 +40,14 @@ def sessions(
     models_file: Path | None = MODELS_FILE_OPT,
     system_tokens: int | None = SYSTEM_TOKENS_OPT,
     over: bool = typer.Option(False, "--over", help="List only the sessions over the threshold."),
+    since: str | None = typer.Option(
+        None,
+        "--since",
+        help="Only sessions active since then: a date (2026-11-01), a date and time, or a span back from now (24h, 7d, 2w).",
+    ),
     as_json: bool = JSON_OPT,
 ) -> None:
-    """Which sessions are due? Agent, project, last activity, live tokens, compactions, verdict.
+    """Which sessions are due? Agent, project, model, last activity, live tokens, compactions, cost, verdict.
 
     Claude Code sessions and Codex rollouts. Live tokens are the session's last recorded usage plus our count of what came after it
     (as check decides), else an estimate. Most recent first.
@@ -54,14 +57,14 @@ def sessions(
       ctxcompact sessions
       ctxcompact sessions ~/.claude/projects --threshold 0.75
       ctxcompact sessions ~/.codex/sessions
+      ctxcompact sessions --since 7d
       ctxcompact sessions --over --json | jq -r '.[].path' | ctxcompact compact --from - --in-place
     """
-    import orjson
-
-    from ctxcompact.accounting.sessions import all_session_files, default_folders, list_sessions
+    from ctxcompact.accounting.prices import price_source
+    from ctxcompact.accounting.sessions import all_session_files, default_folders, list_sessions, parse_since
     from ctxcompact.output.json import sessions_to_json
 
-    streams = Streams()
+    streams = streams_for(ctx)
     root = [folder] if folder is not None else default_folders()
     options = {
         "model": model,
@@ -70,9 +73,10 @@ def sessions(
         "ratio": threshold,
         "registry": load_registry(models_file),
         "system_tokens": system_tokens,
+        "since": parse_since(since) if since is not None else None,
     }
     total = len(all_session_files(root))
-    if total >= PROGRESS_FROM and sys.stderr.isatty():
+    if total >= PROGRESS_FROM and streams.terminal.stderr.is_terminal:
         from ctxcompact.output.rich.sessions import sessions_progress
 
         with sessions_progress(streams.err, total) as update:
@@ -82,8 +86,8 @@ def sessions(
     if over:
         rows = [r for r in rows if r.over_threshold]
     if as_json:
-        write_stdout(orjson.dumps(sessions_to_json(rows), option=orjson.OPT_INDENT_2).decode())
+        streams.write_json(sessions_to_json(rows))
         return
     from ctxcompact.output.text import sessions_report
 
-    print_report(sessions_report(rows), streams)
+    streams.report(sessions_report(rows, cost_source=price_source()))

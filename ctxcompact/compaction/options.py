@@ -17,6 +17,7 @@ from ctxcompact.compaction.pins import PinOptions
 from ctxcompact.compaction.strategies import (
     DEFAULT_STRATEGIES,
     STRATEGIES,
+    StrategyRef,
     check_strategy_names,
     option_owners,
 )
@@ -41,7 +42,9 @@ class CompactOptions:
     ``archive_dir``: where the replaced messages are archived (default: the user's
     :func:`~ctxcompact.compaction.archive.default_archive_dir`, never the work dir)."""
 
-    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
+    #: The steps, in order: table names, or a library caller's own strategies (a
+    #: :class:`~ctxcompact.compaction.strategies.Strategy` row, or a plain function).
+    strategies: tuple[StrategyRef, ...] = DEFAULT_STRATEGIES
     #: None: a session's own ``cwd`` when that folder exists, else the current directory.
     work_dir: Path | None = None
     archive_dir: Path | None = None  # default: $XDG_STATE_HOME/ctxcompact/archive

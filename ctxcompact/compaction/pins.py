@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ctxcompact.accounting.tokens import TokenCounter, message_totals
-from ctxcompact.errors import UsageError
+from ctxcompact.errors import OptionError
 from ctxcompact.ir import (
     Message,
     current_loop_start,
@@ -56,7 +56,12 @@ class PinOptions:
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise UsageError(f"--pin {pattern!r} is not a valid regular expression: {exc}.") from None
+                raise OptionError(
+                    "{pin} {pattern!r} is not a valid regular expression: {error}.",
+                    "pin",
+                    pattern=pattern,
+                    error=exc,
+                ) from None
 
 
 #: Pins by default: the first real user message only.

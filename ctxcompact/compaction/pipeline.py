@@ -3,7 +3,9 @@
 ``compact_conversation`` is what the CLI calls; ``compact_messages`` is the library's one
 call (seed 000 §4.3). Steps:
 
-1. count the conversation (system prompt and tools included);
+1. count the conversation (system prompt and tools included) and size it as ``check`` does
+   (:func:`~ctxcompact.accounting.context_size.context_size`: recorded usage when the
+   transcript has it) — the one measure the run decides by, aims at and reports;
 2. with ``auto``, stop here when it is under the threshold: the output is the input;
 3. run the strategies in order, each found by name in the table
    (:data:`ctxcompact.compaction.strategies.STRATEGIES`) and given its own options and one shared
@@ -11,8 +13,12 @@ call (seed 000 §4.3). Steps:
    ``("prune", "full")`` masks old tool output, then summarizes what is left — masking first
    makes the summary cheaper. The run's figures are the steps' typed counters;
 4. validate the result: a rewrite that breaks an API invariant is a bug, never output;
-5. count again; with ``auto``, a result that is not smaller is dropped (never emit a larger
-   transcript); the stats always say plainly when the result is not smaller or still over;
+5. count again and size the result by the same measure (the input's overhead outside the
+   messages, our count of the messages now: :meth:`ContextSize.resized`), written on the
+   records the rewrite made (:class:`~ctxcompact.transcripts.recorded_usage.SizeNote`) where
+   the transcript records usage, so ``check`` reads the same figure; with ``auto``, a result
+   that is not smaller is dropped (never emit a larger transcript); the stats always say
+   plainly when the result is not smaller or still over;
 6. archive the raw records of every message that was replaced or removed (F-007) — unless
    ``dry_run``, or when written as a compaction point after the history (a session's summary
    compaction, ``append``: :mod:`ctxcompact.transcripts.points`) — before anything is emitted:
@@ -21,31 +27,38 @@ call (seed 000 §4.3). Steps:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from time import monotonic
 from typing import Any, TypeVar
 
-from ctxcompact.accounting.check import MessagesLike, as_conversation, budget_for, measure, measure_total
-from ctxcompact.accounting.context_size import context_size
+from ctxcompact.accounting.check import (
+    MessagesLike,
+    as_conversation,
+    budget_for,
+    conversation_model,
+    measure,
+    measure_total,
+)
+from ctxcompact.accounting.context_size import ContextSize, context_size, with_size_note
 from ctxcompact.accounting.tokens import TokenCounter, TokenReport, cached, make_counter
 from ctxcompact.accounting.windows import DEFAULT_RATIO, Budget
 from ctxcompact.compaction.archive import write_archive
 from ctxcompact.compaction.options import CompactOptions as CompactOptions  # re-exported
-from ctxcompact.compaction.pins import message_tokens
 from ctxcompact.compaction.restore import FileReader, work_dir_for
 from ctxcompact.compaction.retention import RetentionReport, check_retention
 from ctxcompact.compaction.strategies import (
     AUTO_STRATEGIES,
-    STRATEGIES,
     TARGETED,
     StrategyContext,
     StrategyResult,
+    strategy_name,
 )
 from ctxcompact.compaction.strategies.ladder import auto_recent_tokens, ladder_if_over
+from ctxcompact.compaction.strategies.pipeline import PipelineOptions, run_pipeline
 from ctxcompact.compaction.summarize import Summarizer
-from ctxcompact.errors import UsageError, WorkFailedError
+from ctxcompact.errors import OptionError, WorkFailedError
 from ctxcompact.ir import Message, same_objects, text_of
 from ctxcompact.names import SummarizerName
 from ctxcompact.transcripts.appended import point_layout
@@ -53,12 +66,19 @@ from ctxcompact.transcripts.io import Conversation, conversation_records
 from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 T = TypeVar("T")
+#: The options ``auto`` needs one of (named in its error).
+NEEDS_BUDGET = ("auto", "model", "context_window")
 D = TypeVar("D")
 
 
 @dataclass(frozen=True, slots=True)
 class CompactStats:
-    """What happened (seed 000 F-009 fields, plus what a user needs to trust the result)."""
+    """What happened (seed 000 F-009 fields, plus what a user needs to trust the result).
+
+    ``original_tokens`` and ``compacted_tokens`` are the context size ``check`` decides by
+    (``size_sources``: recorded usage, rescaled, estimate or our count); ``counted_*`` our own
+    count of the messages, system prompt and tools, for comparison.
+    """
 
     strategy: str
     compacted: bool
@@ -77,6 +97,10 @@ class CompactStats:
     reason: str = ""
     warnings: tuple[str, ...] = ()
     steps: tuple[Mapping[str, Any], ...] = ()
+    #: Where the size before and after comes from (``check``'s sources: recorded, rescaled…).
+    size_sources: tuple[str, str] = ("count", "count")
+    counted_before: int | None = None
+    counted_after: int | None = None
 
     @property
     def compaction_ratio(self) -> float:
@@ -130,18 +154,22 @@ def compact_conversation(
     # each distinct block is encoded once.
     counter = cached(counter)
     if auto and budget is None:
-        raise UsageError("--auto needs a budget: give --model or --context-window.")
+        raise OptionError("{auto} needs a budget: give {model} or {context_window}.", *NEEDS_BUDGET)
     report = measure(conversation, counter, previews=False)
-    before = report.total
     budget, options = _targets(conversation, options, budget, auto=auto)
+    model = budget.model.model if budget else conversation_model(conversation)
+    size = context_size(conversation, report, model=model, system_tokens=system_tokens)
+    before = size.tokens
     threshold = budget.threshold if budget else None
-    unchanged = partial(_unchanged, conversation, ",".join(options.strategies), before, threshold)
-    if auto and (reason := _under_threshold(conversation, report, budget, system_tokens)) is not None:
+    label = ",".join(strategy_name(s) for s in options.strategies)
+    unchanged = partial(_unchanged, conversation, label, size, threshold)
+    if auto and (reason := _under_threshold(size, budget)) is not None:
         return unchanged(reason)
 
-    context = _context(conversation, options, budget, summarizer=summarizer, reader=reader, counter=counter)
-    context = replace(context, fixed_tokens=before - sum(m.tokens for m in report.messages))
-    messages, results, steps, warnings = _run_with_ladder(conversation.messages, options, context)
+    context = _context(
+        conversation, options, budget, size, report, summarizer=summarizer, reader=reader, counter=counter
+    )
+    messages, result, steps, warnings = _run_with_ladder(conversation.messages, options, context)
     if same_objects(messages, conversation.messages):
         return unchanged("no strategy changed anything", warnings, steps)
 
@@ -149,27 +177,25 @@ def compact_conversation(
     messages = layout.messages if layout else messages
     _assert_valid(conversation, messages)
     rewritten = conversation.with_messages(messages)
-    after = measure_total(rewritten, counter)
+    counted = measure_total(rewritten, counter)
+    after = size.resized(counted)
+    rewritten = with_size_note(rewritten, size, after)
     if layout:
         rewritten = layout.mark(rewritten, auto=auto, before=before, after=after, started=started)
-    if after >= before:
+    if counted >= report.total:
         warnings.append(f"the result is not smaller than the input ({after:,} ≥ {before:,} tokens)")
         if auto:
             return unchanged(
                 "compaction did not make the transcript smaller: input passed through", warnings, steps
             )
-    if budget is not None and after >= budget.threshold:
-        warnings.append(
-            f"still over the threshold after compaction ({after:,} ≥ {budget.threshold:,} tokens)"
-        )
+    if threshold is not None and after >= threshold:
+        warnings.append(f"still over the threshold after compaction ({after:,} ≥ {threshold:,} tokens)")
 
     replaced, retention, archive_path = _check_and_archive(
         conversation, messages, options, dry_run=dry_run or layout is not None, warnings=warnings
     )
     stats = replace(
-        _counters(
-            results, messages, replaced, strategy=",".join(options.strategies), before=before, after=after
-        ),
+        _counters(result, messages, replaced, strategy=label, before=before, after=after),
         archive_path=archive_path,
         appended=layout is not None,
         retention=retention,
@@ -177,6 +203,9 @@ def compact_conversation(
         reason="dry run: nothing written" if dry_run else "compacted",
         warnings=tuple(warnings),
         steps=tuple(steps),
+        size_sources=(size.source, "rescaled" if rewritten.note is not None else size.source),
+        counted_before=report.total,
+        counted_after=counted,
     )
     return CompactResult(rewritten, stats, replaced)
 
@@ -211,17 +240,21 @@ def _context(
     conversation: Conversation,
     options: CompactOptions,
     budget: Budget | None,
+    size: ContextSize,
+    report: TokenReport,
     *,
     summarizer: Summarizer | None,
     reader: FileReader | None,
     counter: TokenCounter,
 ) -> StrategyContext:
-    """What every strategy of this run shares; the summarizer is made once, when first asked."""
+    """What every strategy of this run shares; the summarizer is made once, when first asked.
+    The target is the threshold in our count: the count whose size (``size``'s measure) is
+    under it; the system prompt and tools (``report``) are fixed."""
     work_dir = work_dir_for(conversation.dialect, conversation.records, options.work_dir, options.path_map)
     return StrategyContext(
         counter=counter,
         summarizer=(lambda: summarizer) if summarizer is not None else cache(options.full.make_summarizer),
-        target_tokens=budget.threshold if budget else None,
+        target_tokens=size.counted_for(budget.threshold) if budget else None,
         budget=budget,
         reader=reader,
         original=conversation.messages,
@@ -231,18 +264,14 @@ def _context(
         path_map=options.path_map,
         work_dir_note=work_dir.note,
         pins=options.pins,
+        fixed_tokens=report.total - sum(m.tokens for m in report.messages),
     )
 
 
-def _under_threshold(
-    conversation: Conversation, report: TokenReport, budget: Budget | None, system_tokens: int | None
-) -> str | None:
+def _under_threshold(size: ContextSize, budget: Budget | None) -> str | None:
     """Why ``--auto`` leaves the conversation alone, or None when it is due. Decided from the
     real context size (recorded usage when the transcript has it), as ``check`` does."""
-    if budget is None:
-        return None
-    size = context_size(conversation, report, model=budget.model.model, system_tokens=system_tokens)
-    if size.tokens >= budget.threshold:
+    if budget is None or size.tokens >= budget.threshold:
         return None
     source = "" if size.source == "count" else f" by {size.source} size"
     return f"under the threshold ({size.tokens:,} < {budget.threshold:,} tokens{source}): nothing to do"
@@ -253,7 +282,7 @@ def _targets(
 ) -> tuple[Budget | None, CompactOptions]:
     """Strategies that aim at a target get the transcript model's budget when none was given;
     ``--auto`` keeps a recent tail after a summary unless ``--keep-recent-tokens`` says."""
-    if budget is None and TARGETED.intersection(options.strategies):
+    if budget is None and TARGETED.intersection(s for s in options.strategies if isinstance(s, str)):
         budget = budget_for(conversation)
     if auto and budget is not None and options.full.keep_recent_tokens is None:
         recent = auto_recent_tokens(budget.threshold)
@@ -263,11 +292,13 @@ def _targets(
 
 def _run_with_ladder(
     messages: tuple[Message, ...], options: CompactOptions, context: StrategyContext
-) -> tuple[tuple[Message, ...], list[StrategyResult], list[dict[str, Any]], list[str]]:
-    """The strategies, then the fallback ladder when the result is still over the target
-    (issue 10): the messages, the results, the steps and the warnings."""
-    messages, results, steps = _run_strategies(messages, options.strategies, context)
-    warnings = [w for r in results for w in r.warnings]
+) -> tuple[tuple[Message, ...], StrategyResult, list[dict[str, Any]], list[str]]:
+    """The strategies (one pipeline of them), then the fallback ladder when the result is
+    still over the target: the messages, the pipeline's result, the steps and the warnings."""
+    result = run_pipeline(messages, PipelineOptions(options.strategies), context)
+    messages = result.messages
+    steps = [dict(s) for s in result.stats["steps"]]
+    warnings = list(result.warnings)
     messages, ladder, missed = ladder_if_over(
         messages, target_tokens=context.message_target(), counter=context.counter, pins=options.pins
     )
@@ -275,13 +306,13 @@ def _run_with_ladder(
         raise WorkFailedError(f"{ladder['reason']}: unpin some (--pin, --no-pin-first) or raise the budget.")
     steps += [ladder] if ladder else []
     warnings += [missed] if missed else []
-    return messages, results, steps, warnings
+    return messages, result, steps, warnings
 
 
 def _unchanged(
     conversation: Conversation,
     label: str,
-    before: int,
+    size: ContextSize,
     threshold: int | None,
     reason: str,
     warnings: Sequence[str] = (),
@@ -291,18 +322,21 @@ def _unchanged(
     stats = CompactStats(
         label,
         False,
-        before,
-        before,
+        size.tokens,
+        size.tokens,
         threshold=threshold,
         reason=reason,
         warnings=tuple(warnings),
         steps=tuple(steps),
+        size_sources=(size.source, size.source),
+        counted_before=size.counted,
+        counted_after=size.counted,
     )
     return CompactResult(conversation, stats)
 
 
 def _counters(
-    results: Sequence[StrategyResult],
+    result: StrategyResult,
     messages: Sequence[Message],
     replaced: Sequence[Message],
     *,
@@ -310,52 +344,26 @@ def _counters(
     before: int,
     after: int,
 ) -> CompactStats:
-    """The run's figures: each the last one a step reported, else derived from the messages."""
+    """The run's figures: each the last one a step reported (the pipeline's result carries
+    them), else derived from the messages."""
     untouched = len(messages) - sum(1 for m in messages if m.is_new or m.changed)
     return CompactStats(
         strategy=strategy,
         compacted=True,
         original_tokens=before,
         compacted_tokens=after,
-        compacted_message_count=_last_reported((r.compacted_message_count for r in results), len(replaced)),
-        retained_message_count=_last_reported((r.kept_loop_message_count for r in results), 0)
-        + _last_reported((r.retained_message_count for r in results), untouched),
-        restored_file_count=_last_reported((r.restored_file_count for r in results), 0),
-        restored_token_count=_last_reported((r.restored_token_count for r in results), 0),
-        summarizer=_last_reported((r.summarizer for r in results), None),
-        attempts=_last_reported((r.attempts for r in results), None),
+        compacted_message_count=_or(result.compacted_message_count, len(replaced)),
+        retained_message_count=_or(result.kept_loop_message_count, 0)
+        + _or(result.retained_message_count, untouched),
+        restored_file_count=_or(result.restored_file_count, 0),
+        restored_token_count=_or(result.restored_token_count, 0),
+        summarizer=result.summarizer,
+        attempts=result.attempts,
     )
 
 
-def _run_strategies(
-    messages: tuple[Message, ...], names: Sequence[str], context: StrategyContext
-) -> tuple[tuple[Message, ...], list[StrategyResult], list[dict[str, Any]]]:
-    """Run each named strategy of the table on the previous one's output: the final list,
-    every step's result, and the steps as ``--stats-json`` shows them."""
-    results: list[StrategyResult] = []
-    steps: list[dict[str, Any]] = []
-    for name in names:
-        strategy = STRATEGIES[name]
-        result = strategy.run(messages, context.options_for(strategy.options), context)
-        tokens = {
-            "before": context.fixed_tokens + sum(message_tokens(messages, context.counter)),
-            "after": context.fixed_tokens + sum(message_tokens(result.messages, context.counter)),
-        }
-        steps.append(
-            {"strategy": name, "changed": result.changed, **result.details.to_dict(), "tokens": tokens}
-        )
-        results.append(result)
-        messages = result.messages
-    return messages, results, steps
-
-
-def _last_reported(values: Iterable[T | None], default: D) -> T | D:
-    """The last figure a step reported (a later step's replaces an earlier one's)."""
-    found: T | D = default
-    for value in values:
-        if value is not None:
-            found = value
-    return found
+def _or(value: T | None, default: D) -> T | D:
+    return default if value is None else value
 
 
 def _assert_valid(original: Conversation, messages: Sequence[Message]) -> None:

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ctxcompact.accounting.tokens import TokenCounter, estimate_tokens
-from ctxcompact.errors import UsageError
+from ctxcompact.errors import OptionError, UsageError
 from ctxcompact.ir import READ_PATHS, Message
 from ctxcompact.markers import restored_file_path, restored_text
 from ctxcompact.transcripts.dialects import dialect_named
@@ -251,7 +251,9 @@ def parse_path_map(specs: Sequence[str]) -> PathMap:
     for spec in specs:
         old, sep, new = spec.partition("=")
         if not sep or not old.strip() or not new.strip():
-            raise UsageError(f"--path-map takes OLD=NEW (two path prefixes), got {spec!r}.")
+            raise OptionError(
+                "{path_map} takes OLD=NEW (two path prefixes), got {spec!r}.", "path_map", spec=spec
+            )
         pairs.append((old.strip().rstrip("/") or "/", new.strip().rstrip("/") or "/"))
     return tuple(pairs)
 

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
 from ctxcompact.compaction.restore import (
     DEFAULT_MAX_FILES,
     DEFAULT_MAX_TOKENS_PER_FILE,
@@ -28,10 +26,11 @@ from ctxcompact.compaction.restore import (
     work_dir_for,
 )
 from ctxcompact.compaction.strategies.full import restored_pairs
-from ctxcompact.errors import InputError, UsageError
+from ctxcompact.errors import InputError, OptionError
 from ctxcompact.ir import Message
 from ctxcompact.transcripts.dialects import dialect_named
 from ctxcompact.transcripts.io import Conversation, Transcript, dump_records
+from ctxcompact.transcripts.jsontext import dumps
 
 _CURRENT_DIR = WorkDir(Path("."))
 
@@ -73,12 +72,12 @@ def restore_files(
     ``work_dir`` None: a session's own ``cwd`` when it exists, else the current directory;
     ``path_map`` re-roots the recorded paths. The transcript must hold one conversation."""
     for name, value in (
-        ("--max-files", max_files),
-        ("--max-tokens-per-file", max_tokens_per_file),
-        ("--max-tokens-total", max_tokens_total),
+        ("max_files", max_files),
+        ("max_tokens_per_file", max_tokens_per_file),
+        ("max_tokens_total", max_tokens_total),
     ):
         if value < 0:
-            raise UsageError(f"{name} must not be negative.")
+            raise OptionError.about(name, "must not be negative.")
     if len(transcript.conversations) != 1:
         raise InputError(
             f"{transcript.name} holds {len(transcript.conversations)} conversations; restore-files takes one."
@@ -127,4 +126,4 @@ def dump_pairs(result: RestoreFilesResult) -> bytes:
     records = adapter.finalize([*original, *rendered], original)[len(original) :]
     if result.transcript.line_per_record:
         return dump_records(records)
-    return orjson.dumps(records, option=orjson.OPT_INDENT_2) + b"\n"
+    return dumps(records, indent=True) + b"\n"

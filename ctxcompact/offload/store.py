@@ -38,8 +38,9 @@ from typing import Any, Literal, Protocol
 
 import orjson
 
-from ctxcompact.errors import UsageError, WorkFailedError
+from ctxcompact.errors import OptionError, WorkFailedError
 from ctxcompact.transcripts.fileio import read_beneath, sync_files, unlink_quietly, write_temp
+from ctxcompact.transcripts.jsontext import dumps, loads
 
 try:
     import fcntl
@@ -67,7 +68,7 @@ _UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 #: The files offload writes, and the temp files it writes them through (``fileio.write_temp``).
 OFFLOAD_FILE_RE = re.compile(r"tool-result-[A-Za-z0-9_.-]+\.md")
 _TEMP_FILE_RE = re.compile(
-    r"\.(?:tool-result-[A-Za-z0-9_.-]+\.md|offload-manifest\.json)\.[A-Za-z0-9_]+\.tmp"
+    r"\.(?:tool-result-[A-Za-z0-9_.-]+\.md|offload-manifest\.json)\.(?:\d+-)?[A-Za-z0-9_]+\.tmp"
 )
 
 
@@ -293,16 +294,18 @@ def encode_content(content: Any) -> tuple[bytes, StoredAs]:
             return content.encode("utf-8"), "text"
         except UnicodeEncodeError:
             pass
-    try:
-        return json.dumps(content, ensure_ascii=False, indent=2).encode("utf-8"), "json"
-    except UnicodeEncodeError:
-        return json.dumps(content, ensure_ascii=True, indent=2).encode("ascii"), "json"
+    # Numbers as they were read (an integer past 64 bits, NaN); a lone surrogate as \u escapes.
+    return dumps(content, indent=True), "json"
 
 
 def decode_content(data: bytes, stored_as: str) -> Any:
+    """The content :func:`encode_content` stored; ``ValueError`` for bytes that do not hold one."""
     if stored_as == "text":
         return data.decode("utf-8")
-    return json.loads(data.decode("utf-8"))
+    value, error = loads(data)
+    if error is not None:
+        raise ValueError(str(error))
+    return value
 
 
 def sha256_hex(data: bytes) -> str:
@@ -353,11 +356,10 @@ def read_manifest(writer: OffloadWriter, root: Path) -> dict[str, dict[str, Any]
 
 
 def _load_manifest(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        # What only the stdlib reads (a BOM, NaN, huge integers) is read as it always was.
-        return json.loads(raw.decode("utf-8"))
+    value, error = loads(raw)  # what only the stdlib reads (a BOM) too; bounded depth
+    if error is not None:
+        raise ValueError(str(error))
+    return value
 
 
 def manifest_bytes(files: Mapping[str, Mapping[str, Any]]) -> bytes:
@@ -414,7 +416,7 @@ def clean_orphans(out_dir: str | os.PathLike[str], *, writer: OffloadWriter | No
     writer = writer or DiskWriter()
     root = Path(out_dir)
     if not root.is_dir():
-        raise UsageError(f"--out-dir {root} is not a directory; nothing to clean.")
+        raise OptionError("{out_dir} {root} is not a directory; nothing to clean.", "out_dir", root=root)
     root = root.resolve()
     removed: list[str] = []
     with writer.lock(root):

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxcompact.accounting.tokens import CachedCounter, TokenCounter, block_tokens, cached
-from ctxcompact.errors import UsageError, WorkFailedError
+from ctxcompact.errors import OptionError, WorkFailedError
 from ctxcompact.ir import Block, Message, current_loop_start, replace_blocks, tool_result_text
 from ctxcompact.offload.store import (
     MANIFEST_NAME,
@@ -199,7 +199,12 @@ def offload_tool_results(
     names ``out_dir`` in the references (seed: ``./``; a session: a path from its cwd).
     """
     if min_chars < 0 or keep_recent < 0 or preview < 0:
-        raise UsageError("--min-chars, --keep-recent and --preview must be 0 or more.")
+        raise OptionError(
+            "{min_chars}, {keep_recent} and {preview} must be 0 or more.",
+            "min_chars",
+            "keep_recent",
+            "preview",
+        )
     writer = writer or DiskWriter()
     root = resolved_dir(writer, out_dir)
     plans = _plan_offload(messages, min_chars=min_chars, keep_recent=keep_recent, protect_loop=protect_loop)

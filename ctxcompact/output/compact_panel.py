@@ -20,6 +20,21 @@ def compact_stats_title(stats: Any, label: str | None = None) -> str:
     return f"ctxcompact compact · {stats.strategy}" + (f" · {label}" if label else "")
 
 
+def _counted_line(stats: Any) -> list[Line]:
+    """Our own count beside the context size, when the size is not our count as is."""
+    if set(stats.size_sources) == {"count"} or stats.counted_before is None:
+        return []
+    before, after = stats.size_sources
+    sources = before if before == after else f"{before} → {after}"
+    return [
+        Line.of(
+            f"size as check measures it ({sources}); our count "
+            f"{_n(stats.counted_before)} → {_n(stats.counted_after)}",
+            "dim",
+        )
+    ]
+
+
 def compact_stats_lines(stats: Any) -> list[Line]:
     """The panel's lines (``stats`` is a :class:`ctxcompact.compaction.pipeline.CompactStats`)."""
     if not stats.compacted:
@@ -39,6 +54,7 @@ def compact_stats_lines(stats: Any) -> list[Line]:
                 (f"  ({stats.compaction_ratio:.1%} of the original)", ""),
             )
         ),
+        *_counted_line(stats),
         Line.of(
             f"messages compacted {stats.compacted_message_count}, retained {stats.retained_message_count}; "
             f"files restored {stats.restored_file_count} ({_n(stats.restored_token_count)} tokens)"
@@ -47,17 +63,7 @@ def compact_stats_lines(stats: Any) -> list[Line]:
     if stats.summarizer:
         retries = max(0, (stats.attempts or 1) - 1)
         lines.append(Line.of(f"summarizer {stats.summarizer}" + (f", {retries} retries" if retries else "")))
-    for step in stats.steps:
-        extra = {
-            k: v
-            for k, v in step.items()
-            if k not in ("strategy", "changed") and isinstance(v, int | float) and not isinstance(v, bool)
-        }
-        if step["strategy"] != "full" and extra:
-            shown = ", ".join(
-                f"{k.replace('_', ' ')} {_n(v) if isinstance(v, int) else v}" for k, v in extra.items()
-            )
-            lines.append(Line.of(f"{step['strategy']}: {shown}"))
+    lines.extend(Line.of(line) for line in _step_lines(stats.steps))
     if stats.retention is not None:
         lines.append(Line.of(f"retention check: {stats.retention.summary_line()}"))
     if stats.archive_path:
@@ -71,4 +77,23 @@ def compact_stats_lines(stats: Any) -> list[Line]:
     if stats.reason and stats.reason != "compacted":
         lines.append(Line.of(stats.reason, "yellow"))
     lines.extend(Line.of(f"warning: {w}", "yellow") for w in stats.warnings)
+    return lines
+
+
+def _step_lines(steps: Any) -> list[str]:
+    """One line per step with figures of its own (``prune: cleared 12``); a pipeline's steps
+    (``hybrid``) each get theirs."""
+    lines: list[str] = []
+    for step in steps:
+        extra = {
+            k: v
+            for k, v in step.items()
+            if k not in ("strategy", "changed") and isinstance(v, int | float) and not isinstance(v, bool)
+        }
+        if step["strategy"] != "full" and extra:
+            shown = ", ".join(
+                f"{k.replace('_', ' ')} {_n(v) if isinstance(v, int) else v}" for k, v in extra.items()
+            )
+            lines.append(f"{step['strategy']}: {shown}")
+        lines.extend(_step_lines(step.get("steps", ())))
     return lines

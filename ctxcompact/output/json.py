@@ -23,6 +23,9 @@ from ctxcompact.transcripts.dialects.recorded import RecordedUsage
 from ctxcompact.transcripts.recorded_usage import RecordedUsage as ApiUsage
 
 if TYPE_CHECKING:
+    from ctxcompact.accounting.history import Call
+    from ctxcompact.accounting.models_table import KnownModel
+    from ctxcompact.accounting.prices import Cost
     from ctxcompact.accounting.sessions import SessionInfo
     from ctxcompact.batch.files import BatchItem, BatchResult, FileCompaction
     from ctxcompact.compaction.pipeline import CompactStats
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     from ctxcompact.evaluation.run import EvalResult, StrategyRun, StrategySummary
     from ctxcompact.offload.store import OrphanCleanup
     from ctxcompact.offload.tool_results import OffloadResult, UndoResult
+    from ctxcompact.output.timeline import Timeline
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +128,8 @@ def context_size_json(size: ContextSize) -> dict[str, Any]:
         "difference_percent": round(diff, 1) if diff is not None else None,
         "factor": size.factor,
         "system_tokens": size.system_tokens,
+        "overhead": size.overhead,
+        "stale_usage": recorded_usage_json(size.stale) if size.stale else None,
     }
 
 
@@ -180,6 +186,8 @@ def compact_stats_json(stats: CompactStats) -> dict[str, Any]:
         "originalTokenCount": stats.original_tokens,
         "compactedTokenCount": stats.compacted_tokens,
         "compactionRatio": round(stats.compaction_ratio, 4),
+        "sizeSource": {"original": stats.size_sources[0], "compacted": stats.size_sources[1]},
+        "countedTokens": {"original": stats.counted_before, "compacted": stats.counted_after},
         "compactedMessageCount": stats.compacted_message_count,
         "retainedMessageCount": stats.retained_message_count,
         "restoredFileCount": stats.restored_file_count,
@@ -230,7 +238,7 @@ def batch_item_json(item: BatchItem, *, fail_over: float | None = None) -> dict[
     """One input of a batch: its figures once it was compacted, its output once written,
     its error and exit code when it failed (a failed write keeps the figures); ``resumed``
     when an earlier run finished it (figures from the journal, no stats)."""
-    row: dict[str, Any] = {"input": item.input, "status": item.status}
+    row: dict[str, Any] = {"input": item.input, "status": item.status, "outcome": item.outcome}
     if item.before is not None:
         row.update(before=item.before, after=item.after, ratio=item.ratio)
     if item.stats is not None:
@@ -246,17 +254,27 @@ def batch_item_json(item: BatchItem, *, fail_over: float | None = None) -> dict[
     return row
 
 
-def batch_report_json(batch: BatchResult, *, fail_over: float | None = None) -> dict[str, Any]:
+def batch_report_json(
+    batch: BatchResult, *, fail_over: float | None = None, fail_on_growth: bool = False
+) -> dict[str, Any]:
     """``compact --report`` (and ``--stats-json``) of a batch: every input, then the counts
-    and, with ``--fail-over``, the limit, the files above it and the exit code it gives."""
+    (by ``outcome`` too: a file whose tokens went up is ``grew``), the totals and, with
+    ``--fail-over``, the limit, the files above it and the exit code it gives."""
+    before, after = batch.totals
     out: dict[str, Any] = {
         "inputs": [batch_item_json(item, fail_over=fail_over) for item in batch.items],
         "compacted": batch.compacted,
         "failed": batch.failed,
+        "outcomes": {
+            k: sum(i.outcome == k for i in batch.items) for k in ("compacted", "grew", "unchanged", "failed")
+        },
+        "totals": {"before": before, "after": after, "ratio": after / before if before else None},
     }
     if fail_over is not None:
         out.update(fail_over=fail_over, over_fail_over=len(batch.over_ratio(fail_over)))
-    out["exit_code"] = int(batch.gate(fail_over))
+    if fail_on_growth:
+        out["fail_on_growth"] = True
+    out["exit_code"] = int(batch.gate(fail_over, fail_on_growth=fail_on_growth))
     return out
 
 
@@ -333,7 +351,10 @@ def _recorded_json(result: CheckResult) -> dict[str, Any]:
 
 def sessions_to_json(rows: Sequence[SessionInfo]) -> list[dict[str, Any]]:
     """``sessions --json``: one object per session, most recent first (``.[].path`` feeds
-    ``compact --from -``)."""
+    ``compact --from -``); ``cost`` is an estimate (:func:`cost_json`)."""
+    from ctxcompact.accounting.prices import price_source
+
+    source = price_source()
     return [
         {
             "path": r.path,
@@ -347,6 +368,7 @@ def sessions_to_json(rows: Sequence[SessionInfo]) -> list[dict[str, Any]]:
             "compactions": r.compactions,
             "threshold": r.threshold,
             "over_threshold": r.over_threshold,
+            "cost": cost_json(r.cost, source) if r.cost is not None else None,
             "error": r.error,
         }
         for r in rows
@@ -439,3 +461,95 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     return str(value)
+
+
+# --- count --timeline, models ----------------------------------------------------------------
+
+
+def timeline_json(timelines: Sequence[Timeline]) -> dict[str, Any]:
+    """``count --timeline --json``: per session every main-thread call (context, tokens by
+    kind), the subagent calls apart, the compactions with the context before and after, and
+    the estimated cost with its source."""
+    return {"timelines": [_timeline_json(t) for t in timelines]}
+
+
+def _timeline_json(t: Timeline) -> dict[str, Any]:
+    history = t.history
+    return {
+        "label": t.label,
+        "agent": history.agent,
+        "model": history.model,
+        "context_window": t.window,
+        "threshold": t.threshold,
+        "calls": [_call_json(c) for c in history.main],
+        "subagent_calls": [_call_json(c) for c in history.calls if c.sidechain],
+        "compactions": [
+            {
+                "line": p.line,
+                "timestamp": p.timestamp,
+                "trigger": p.trigger,
+                "after_call": p.calls_before,
+                "tokens_before": p.pre_tokens,
+                "tokens_after": after,
+            }
+            for p, after in history.drops()
+        ],
+        "cost": cost_json(t.cost, t.cost_source),
+    }
+
+
+def _call_json(call: Call) -> dict[str, Any]:
+    u = call.tokens
+    return {
+        "line": call.line,
+        "timestamp": call.timestamp,
+        "model": call.model,
+        "context": call.context,
+        "input_tokens": u.input,
+        "cache_write_tokens": u.cache_write,
+        "cache_read_tokens": u.cache_read,
+        "output_tokens": u.output,
+    }
+
+
+def cost_json(cost: Cost | None, source: str) -> dict[str, Any] | None:
+    """An estimated cost: USD at list prices, the calls it covers, and where prices came from."""
+    if cost is None:
+        return None
+    return {
+        "usd": round(cost.dollars, 6),
+        "estimate": True,
+        "priced_calls": cost.priced_calls,
+        "unpriced_calls": cost.unpriced_calls,
+        "priced_as": list(cost.priced_as),
+        "source": source,
+        "prices_at": "each call's date",
+    }
+
+
+def models_json(rows: Sequence[KnownModel], *, source: str) -> dict[str, Any]:
+    """``models --json``: each known model's window and its source, and its list prices (USD
+    per million tokens) with the table they come from."""
+    return {
+        "price_source": source,
+        "models": [
+            {
+                "model": r.model,
+                "context_window": r.context_window,
+                "window_source": r.window_source,
+                "price": None
+                if r.price is None
+                else {
+                    "priced_as": r.price.priced_as,
+                    "provider": r.price.provider,
+                    "input_per_mtok": r.price.input,
+                    "output_per_mtok": r.price.output,
+                    "cache_read_per_mtok": r.price.cache_read,
+                    "cache_write_per_mtok": r.price.cache_write,
+                    "tiered": r.price.tiered,
+                    "at": r.price.at.isoformat(),
+                },
+            }
+            for r in rows
+        ],
+    }

@@ -1,7 +1,7 @@
 """Rich's stats panels, written without ``rich`` when stderr is a pipe.
 
 :func:`plain_panel` writes the very bytes Rich's ``Panel`` (``expand=False``, title on the
-left, a 100-column piped console) would, so a piped ``compact`` or ``offload`` never imports
+left, on a piped console of the run's width) would, so a piped ``compact`` or ``offload`` never imports
 ``rich`` (~30 ms of its start-up). It covers printable ASCII (and "→", "·", "…") only and
 says None for anything else (wide or combining characters, tabs, markup in the title), where
 the caller lets Rich draw.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-#: The width of a piped Rich console (:func:`ctxcompact.output.rich.make_console`).
-PIPED_WIDTH = 100
+from ctxcompact.output.terminal import PIPED_WIDTH
+
 _WORD = re.compile(r"\s*\S+\s*")  # Rich's word: leading and trailing whitespace included
 #: Printable ASCII and the other characters the panels themselves write ("→", "·", "…"): one
 #: terminal cell each, so lengths are widths.

@@ -17,6 +17,7 @@ from ctxcompact.output.table import Block, Column, Line, Panel, Segment, Table
 
 if TYPE_CHECKING:
     from ctxcompact.accounting.check import CheckResult
+    from ctxcompact.accounting.models_table import KnownModel
     from ctxcompact.accounting.sessions import SessionInfo
     from ctxcompact.accounting.windows import Budget
 
@@ -42,28 +43,35 @@ def _right(header: str, **kwargs: Any) -> Column:
 
 
 def count_report(rows: Sequence[CountRow], *, top: int) -> list[Block]:
-    """One conversation: its detail; several: a table of one row each and a total."""
+    """One conversation: its detail; several: a table of one row each and a total. The
+    headline figure is the context size ``check`` decides by; our own count stands beside it
+    when the two differ (recorded usage, rescaled, estimate)."""
     if len(rows) == 1:
         return _count_detail(rows[0], top=top)
     show_share = any(r.model for r in rows)
+    show_size = any(_sized(r) for r in rows)
     show_recorded = any(r.size is not None and r.size.recorded is not None for r in rows)
-    columns = [Column("transcript", overflow="fold"), Column("dialect"), _right("messages"), _right("tokens")]
+    columns = [Column("transcript", overflow="fold"), Column("dialect"), _right("messages")]
+    columns += [_right("context"), Column("source"), _right("counted")] if show_size else [_right("tokens")]
     columns += [_right("of window")] if show_share else []
     columns += [_right("recorded"), _right("ours vs recorded")] if show_recorded else []
     body = []
     for row in rows:
-        cells = [row.label, row.dialect, _n(row.report.message_count), _n(row.report.total)]
+        cells = [row.label, row.dialect, _n(row.report.message_count)]
+        if show_size:
+            cells += [_n(_context(row)), row.size.source if row.size else "count", _n(row.report.total)]
+        else:
+            cells.append(_n(row.report.total))
         if show_share:
-            cells.append(_pct(row.report.total, row.model.context_window) if row.model else "-")
+            cells.append(_pct(_context(row), row.model.context_window) if row.model else "-")
         if show_recorded:
             cells.extend(_recorded_cells(row))
         body.append(tuple(cells))
-    total = [
-        "total",
-        "",
-        _n(sum(r.report.message_count for r in rows)),
-        _n(sum(r.report.total for r in rows)),
-    ]
+    total = ["total", "", _n(sum(r.report.message_count for r in rows))]
+    if show_size:
+        total += [_n(sum(_context(r) for r in rows)), "", _n(sum(r.report.total for r in rows))]
+    else:
+        total.append(_n(sum(r.report.total for r in rows)))
     total += [""] * (len(columns) - len(total))
     table = Table(
         tuple(columns),
@@ -73,6 +81,15 @@ def count_report(rows: Sequence[CountRow], *, top: int) -> list[Block]:
         footer_style="bold",
     )
     return [table]
+
+
+def _sized(row: CountRow) -> bool:
+    """The context size is not simply our count (recorded usage, rescaled, estimate)."""
+    return row.size is not None and row.size.source != "count"
+
+
+def _context(row: CountRow) -> int:
+    return row.size.tokens if row.size is not None else row.report.total
 
 
 def _recorded_cells(row: CountRow) -> list[str]:
@@ -87,15 +104,18 @@ def _count_detail(row: CountRow, *, top: int) -> list[Block]:
     report = row.report
     counter = report.counter + (f" ({report.encoding})" if report.encoding else "")
     exact = " — exact total; parts approximate" if report.per_message_approximate else ""
-    total: list[Segment] = [("total ", ""), (_n(report.total), "bold"), (" tokens", "")]
+    headline = ("context ", _context(row)) if _sized(row) else ("total ", report.total)
+    total: list[Segment] = [(headline[0], ""), (_n(headline[1]), "bold"), (" tokens", "")]
     if row.model is not None:
         total.append(
             (
-                f" · {_pct(report.total, row.model.context_window)} of {row.model.model or 'default'}'s "
+                f" · {_pct(headline[1], row.model.context_window)} of {row.model.model or 'default'}'s "
                 f"{_n(row.model.context_window)}-token window",
                 "",
             )
         )
+    if _sized(row):
+        total.append((f" · our count {_n(report.total)}", ""))
     blocks: list[Block] = [
         Line(
             (
@@ -272,48 +292,72 @@ def _check_table(results: Sequence[CheckResult]) -> list[Block]:
 # --- sessions, config ------------------------------------------------------------------------
 
 
-def sessions_report(rows: Sequence[SessionInfo]) -> list[Block]:
-    """Most recent first: agent, project, session, last activity, live tokens and their
-    source, compactions so far, and the verdict against the threshold."""
-    columns = tuple(
-        Column(h, justify=j, overflow="fold")  # type: ignore[arg-type]
-        for h, j in (
-            ("agent", "left"),
-            ("project", "left"),
-            ("session", "left"),
-            ("last activity", "left"),
-            ("tokens", "right"),
-            ("source", "left"),
-            ("compactions", "right"),
-            ("threshold", "right"),
-            ("verdict", "left"),
-        )
+def sessions_report(rows: Sequence[SessionInfo], *, cost_source: str = "") -> list[Block]:
+    """Most recent first: agent, project, session, model, last activity, live tokens and their
+    source, compactions so far, the estimated cost and the verdict against the threshold; a
+    footer with the totals, and a line saying where the prices come from."""
+    from ctxcompact.output.timeline import dollars
+
+    headers = (
+        ("agent", "left"),
+        ("project", "left"),
+        ("session", "left"),
+        ("model", "left"),
+        ("last activity", "left"),
+        ("tokens", "right"),
+        ("source", "left"),
+        ("compactions", "right"),
+        ("threshold", "right"),
+        ("cost", "right"),
+        ("verdict", "left"),
     )
+    columns = tuple(Column(h, justify=j, overflow="fold") for h, j in headers)  # type: ignore[arg-type]
+    verdict_at = len(headers) - 1
     body = []
     styles: dict[tuple[int, int], str] = {}
     for i, row in enumerate(rows):
         if row.error is not None:
-            verdict, styles[i, 8] = f"unreadable: {row.error}", "red"
+            verdict, styles[i, verdict_at] = f"unreadable: {row.error}", "red"
         elif row.over_threshold:
-            verdict, styles[i, 8] = "over", "bold red"
+            verdict, styles[i, verdict_at] = "over", "bold red"
         else:
-            verdict, styles[i, 8] = "within", "green"
+            verdict, styles[i, verdict_at] = "within", "green"
         body.append(
             (
                 _AGENTS.get(row.agent, row.agent),
                 row.project,
                 row.session_id[:8],
+                row.model or "-",
                 (row.last_activity or "-")[:19].replace("T", " "),
                 f"{row.tokens:,}",
                 row.source,
                 str(row.compactions),
                 f"{row.threshold:,}",
+                _cost_cell(row),
                 verdict,
             )
         )
     over = sum(r.over_threshold for r in rows)
-    footer = ("", f"{len(rows)} sessions", "", "", "", "", "", "", f"{over} over")
-    return [Table(columns, tuple(body), styles=styles, footer=(footer,))]
+    costs = [r.cost for r in rows if r.cost is not None and r.cost.priced_calls]
+    total_cost = dollars(sum(c.dollars for c in costs)) if costs else "-"
+    footer = ("", f"{len(rows)} sessions", "", "", "", "", "", "", "", total_cost, f"{over} over")
+    blocks: list[Block] = [Table(columns, tuple(body), styles=styles, footer=(footer,))]
+    if costs and cost_source:
+        blocks.append(
+            Line.of(f"cost: estimated at the list prices of {cost_source} on each call's date", "dim")
+        )
+    return blocks
+
+
+def _cost_cell(row: SessionInfo) -> str:
+    from ctxcompact.output.timeline import dollars
+
+    cost = row.cost
+    if cost is None:
+        return "-"
+    if not cost.priced_calls:
+        return "?"
+    return dollars(cost.dollars) + ("+" if cost.unpriced_calls else "")
 
 
 def config_report(payload: dict[str, Any]) -> list[Block]:
@@ -343,3 +387,45 @@ def restore_report(result: Any) -> list[Block]:
         rows = [("(no file reads found)", "", "")]
     columns = (Column("path", overflow="fold"), _right("tokens"), Column("status"))
     return [Table(columns, tuple(rows), title="restore-files", styles=styles)]
+
+
+def models_report(rows: Sequence[KnownModel], *, source: str) -> list[Block]:
+    """``ctxcompact models``: id, window and its source, list prices per million tokens."""
+
+    def price(value: float | None, tiered: bool) -> str:
+        return "-" if value is None else f"{value:g}" + ("*" if tiered else "")
+
+    body = []
+    for row in rows:
+        p = row.price
+        cells = (
+            (
+                price(p.input, p.tiered),
+                price(p.output, p.tiered),
+                price(p.cache_read, p.tiered),
+                price(p.cache_write, p.tiered),
+                p.priced_as,
+            )
+            if p is not None
+            else ("-", "-", "-", "-", "-")
+        )
+        body.append((row.model, _n(row.context_window), row.window_source, *cells))
+    columns = (
+        Column("model"),
+        _right("window"),
+        Column("window from"),
+        _right("input $"),
+        _right("output $"),
+        _right("cache read $"),
+        _right("cache write $"),
+        Column("priced as"),
+    )
+    today = next((r.price.at for r in rows if r.price is not None), None)
+    return [
+        Table(columns, tuple(body), title="Known models"),
+        Line.of(
+            f"prices: USD per million tokens, list prices of {source} in force on {today or 'today'} "
+            "(standard API; * a long prompt costs more); estimates, not a bill",
+            "dim",
+        ),
+    ]

@@ -16,6 +16,7 @@ from ctxcompact.ir import Block, Message
 from ctxcompact.transcripts.dialects import DEFAULT_DIALECT
 from ctxcompact.transcripts.dialects.recorded import RecordedUsage
 from ctxcompact.transcripts.points import AppendedCompaction
+from ctxcompact.transcripts.recorded_usage import SizeNote
 
 #: ``array``, ``body``, ``jsonl``, ``collection``, or a session-log dialect's name.
 Container = str
@@ -53,6 +54,11 @@ class Conversation:
     appended: AppendedCompaction | None = None
     #: The usage the API reported for the newest call, when the session log records it.
     recorded: RecordedUsage | None = None
+    #: Set by a rewrite whose reader needs it: the size it measured, written on every record
+    #: it creates or changes (so usage recorded before the rewrite is read as stale).
+    note: SizeNote | None = None
+    #: The records the rewrite writes drop an earlier size note (``offload --undo``).
+    unnote: bool = False
 
     @property
     def unchanged(self) -> bool:
@@ -89,6 +95,11 @@ class Transcript:
     def line_per_record(self) -> bool:
         """Written one record per line (JSONL, a session log) rather than as one document."""
         return self.container not in _DOCUMENT_CONTAINERS
+
+    @property
+    def is_session_log(self) -> bool:
+        """An agent's own session file (Claude Code, Codex), which its agent may still append to."""
+        return self.line_per_record and self.container != "jsonl"
 
     @property
     def messages(self) -> tuple[Message, ...]:

@@ -14,12 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from ctxcompact.ir import Message
 from ctxcompact.transcripts.dialects import DEFAULT_DIALECT, dialect_named
 from ctxcompact.transcripts.dialects.common import NativeCompaction
 from ctxcompact.transcripts.io import Conversation, Transcript, dump_records
+from ctxcompact.transcripts.jsontext import dumps
 from ctxcompact.transcripts.points import CompactionPoint, message_points, strip_field
 
 
@@ -72,4 +71,4 @@ def export_transcript(transcript: Transcript) -> tuple[bytes, tuple[ExportedConv
 
 
 def _json(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"
+    return dumps(value, indent=True) + b"\n"

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path, PurePath
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ctxcompact.errors import InputError, WorkFailedError
 
@@ -73,7 +75,8 @@ def write_temp(target: Path, data: bytes, *, mode_of: Path | None = None, sync: 
     ``sync=False`` skips the fsync: the caller makes a batch durable with :func:`sync_files`.
     """
     directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    clean_dead_temps(directory)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}-", suffix=".tmp", dir=directory)
     try:
         try:
             mode = os.stat(mode_of or target).st_mode & 0o7777
@@ -89,6 +92,164 @@ def write_temp(target: Path, data: bytes, *, mode_of: Path | None = None, sync: 
         unlink_quietly(tmp)
         raise
     return tmp
+
+
+#: A temp file of :func:`write_temp`: ``.NAME.PID-RANDOM.tmp`` (``mkstemp``'s 8 random characters).
+TEMP_FILE_RE = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)-[a-z0-9_]{8}\.tmp")
+#: A temp file is left alone this long after its last write even when its process is gone (a
+#: process in another PID namespace sharing the directory may still be writing it).
+STALE_TEMP_SECONDS = 60.0
+_cleaned_dirs: set[str] = set()
+
+
+def clean_dead_temps(directory: Path) -> list[str]:
+    """Remove the temp files that a process killed mid-write (``kill -9``, a power cut) left in
+    ``directory``: regular files named as :func:`write_temp` names them whose process no longer
+    exists and which were last written :data:`STALE_TEMP_SECONDS` ago or more. Done once per
+    directory and process, before the first write there; best effort (errors are ignored).
+    Returns the names removed."""
+    key = os.path.abspath(directory)
+    if key in _cleaned_dirs:
+        return []
+    _cleaned_dirs.add(key)
+    removed: list[str] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    now = time.time()
+    for name in names:
+        match = TEMP_FILE_RE.fullmatch(name)
+        if match is None or _process_alive(int(match.group("pid"))):
+            continue
+        try:
+            info = os.lstat(os.path.join(directory, name))
+            if stat.S_ISREG(info.st_mode) and now - info.st_mtime >= STALE_TEMP_SECONDS:
+                os.unlink(os.path.join(directory, name))
+                removed.append(name)
+        except OSError:
+            continue
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # someone else's process (or a pid we cannot ask about): keep its file
+    return True
+
+
+def write_fully(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte of ``data`` is written: a short write (a full disk, a
+    quota) continues where it stopped, so the error it leads to is raised, never swallowed."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[written:]
+
+
+def append_fully(
+    path: str | os.PathLike[str], data: bytes, *, sync: bool = True, create: bool = False
+) -> None:
+    """Append ``data`` to ``path`` with ``O_APPEND`` in one write, whole or not at all: the rest
+    of the file is never touched, and what another process appends at the same time is kept
+    (each ``write`` lands at the end). On failure what was appended of ``data`` is cut off again
+    (when nobody appended after it) and the ``OSError`` re-raised. ``sync`` False skips the
+    fsync (a journal line that a power cut loses only means redoing a file); ``create`` makes
+    the file when it is missing (else that is ``FileNotFoundError``)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | _flag("O_NOFOLLOW") | (os.O_CREAT if create else 0)
+    fd = os.open(path, flags, 0o666)
+    try:
+        start = os.fstat(fd).st_size
+        try:
+            write_fully(fd, data)
+            if sync:
+                os.fsync(fd)
+        except OSError:
+            _take_back(fd, start, len(data), appending=True)
+            raise
+    finally:
+        os.close(fd)
+
+
+def write_stream(stream: Any, data: bytes, *, name: str = "stdout") -> None:
+    """All of ``data`` to ``stream`` (``sys.stdout``), through its fd when it has one.
+
+    A write that cannot finish (a full disk under a redirect, a quota) is
+    :class:`WorkFailedError` (exit 3) naming the stream and the file behind it; when that is
+    a regular file the part written is taken back (truncated to where it stood), so no
+    partial output is left. A closed pipe stays ``BrokenPipeError`` (the caller's quiet exit).
+    """
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = None  # an in-memory stream (tests): its buffer takes everything or raises
+    if fd is None:
+        target = getattr(stream, "buffer", stream)
+        target.write(data)
+        target.flush()
+        return
+    stream.flush()
+    where = _stream_mark(fd)
+    try:
+        write_fully(fd, data)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        undone = where is not None and _take_back(fd, where[0], len(data), appending=where[1])
+        behind = _fd_path(fd)
+        raise WorkFailedError(
+            f"{name}{f' ({behind})' if behind else ''}: cannot write the output "
+            f"({exc.strerror or exc}); "
+            + ("nothing of it was left there." if undone else "what reached it is incomplete.")
+        ) from None
+
+
+def _stream_mark(fd: int) -> tuple[int, bool] | None:
+    """Where a regular file behind ``fd`` ends before we write, and whether it is appended to
+    (``>>``); None for a pipe, a terminal or a file we write into the middle of."""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        import fcntl
+
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND:
+            return info.st_size, True
+        offset = os.lseek(fd, 0, os.SEEK_CUR)
+    except (OSError, ImportError):
+        return None
+    return (offset, False) if offset >= info.st_size else None
+
+
+def _take_back(fd: int, start: int, length: int, *, appending: bool) -> bool:
+    """Cut the file behind ``fd`` back to ``start`` after a failed write of ``length`` bytes
+    from there; when appending, only if nobody else appended since (its size is at most
+    ``start + length``). True when it was cut."""
+    try:
+        if appending and os.fstat(fd).st_size > start + length:
+            return False
+        os.ftruncate(fd, start)
+        if not appending:
+            os.lseek(fd, start, os.SEEK_SET)
+    except OSError:
+        return False
+    return True
+
+
+def _fd_path(fd: int) -> str | None:
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    return target if target.startswith("/") else None
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
@@ -157,6 +318,25 @@ def write_file(path: str | os.PathLike[str], data: bytes) -> None:
         write_atomic(path, data)
     except OSError as exc:
         raise WorkFailedError(f"{path}: cannot write it ({exc.strerror or exc}).") from None
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether ``a`` and ``b`` name one existing file (through symlinks, ``..`` or hard links)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def make_parent_dir(path: Path) -> None:
+    """Create ``path``'s directory (and parents); :class:`WorkFailedError` naming it when that
+    cannot be done (a read-only file system, a file in the way)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WorkFailedError(
+            f"{path}: cannot create its directory {path.parent} ({exc.strerror or exc})."
+        ) from None
 
 
 def unlink_quietly(path: str | os.PathLike[str]) -> None:

@@ -45,6 +45,7 @@ from ctxcompact.transcripts.fileio import read_bytes as read_bytes
 from ctxcompact.transcripts.jsontext import dumps as _dumps
 from ctxcompact.transcripts.jsontext import loads as _loads
 from ctxcompact.transcripts.points import apply_latest_point
+from ctxcompact.transcripts.recorded_usage import stamp_note
 
 # --- reading ---------------------------------------------------------------------------------
 
@@ -245,10 +246,10 @@ def conversation_records(conversation: Conversation) -> list[Any]:
     their message order.
     """
     if conversation.appended is not None:
-        from ctxcompact.transcripts.appended import appended_records
-
-        return [*conversation.records, *appended_records(conversation)]
+        return [*conversation.records, *_appended(conversation)]
     adapter = dialect_named(conversation.dialect)
+    note = conversation.note if adapter.size_notes else None
+    stamp = note is not None or (conversation.unnote and adapter.size_notes)
     render = adapter.render
     items: list[tuple[tuple[int, int, int, int], Any]] = [
         ((i, 0, 0, 0), conversation.records[i]) for i in conversation.passthrough
@@ -291,7 +292,24 @@ def conversation_records(conversation: Conversation) -> list[Any]:
                 items.append(((cursor, 1, n, seq), record))
     items.sort(key=lambda item: item[0])
     records = [record for _, record in items]
+    if stamp:  # on what the rewrite wrote: the records it did not keep as read
+        kept = {id(r) for r in conversation.records}
+        note = note and replace(note, records=len(records))
+        records = [r if id(r) in kept else stamp_note(r, note) for r in records]
     return adapter.finalize(records, conversation.records)
+
+
+def _appended(conversation: Conversation) -> list[Any]:
+    """The records an appended compaction writes after the history, each carrying the
+    conversation's size note when it has one."""
+    from ctxcompact.transcripts.appended import appended_records
+
+    appended = appended_records(conversation)
+    note = conversation.note if dialect_named(conversation.dialect).size_notes else None
+    if note is None:
+        return appended
+    note = replace(note, records=len(conversation.records) + len(appended))
+    return [stamp_note(r, note) for r in appended]
 
 
 def dump_transcript(transcript: Transcript) -> bytes:
@@ -305,12 +323,10 @@ def dump_transcript(transcript: Transcript) -> bytes:
         return transcript.raw
     if transcript.raw is not None and transcript.line_per_record and convs[0].appended is not None:
         # Appended after the history, which stays byte for byte.
-        from ctxcompact.transcripts.appended import appended_records
-
         raw = (
             transcript.raw if transcript.raw.endswith(b"\n") or not transcript.raw else transcript.raw + b"\n"
         )
-        return raw + dump_records(appended_records(convs[0]))
+        return raw + dump_records(_appended(convs[0]))
     if transcript.container == "array":
         return _dumps(conversation_records(convs[0]), indent=True) + b"\n"
     if transcript.container == "body":

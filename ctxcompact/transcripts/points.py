@@ -42,9 +42,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ctxcompact.ir import Message
+from ctxcompact.transcripts.recorded_usage import FIELD as FIELD  # re-exported
 
-#: The field naming ctxcompact on the records it writes.
-FIELD = "ctxcompact"
 TRIGGER_MANUAL = "manual"
 TRIGGER_AUTO = "auto"
 

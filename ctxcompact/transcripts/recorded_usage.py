@@ -3,7 +3,9 @@
 A leaf module (it imports only :mod:`ctxcompact.ir`): each dialect's ``recorded_usage``
 builds a :class:`RecordedUsage` from its own fields (Claude Code ``message.usage``,
 mini-swe-agent ``extra.response.usage``, Codex ``token_count`` events), and
-:mod:`ctxcompact.accounting.context_size` decides from it.
+:mod:`ctxcompact.accounting.context_size` decides from it. A rewrite makes the usage recorded
+before it stale: :func:`rewrite_mark` finds the trace it left (a :class:`SizeNote` on the
+records it wrote, :func:`stamp_note`), so the next reader knows which usage still holds.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxcompact.ir import Message
+
+#: The field naming ctxcompact on the records it writes (also :data:`ctxcompact.transcripts.points.FIELD`).
+FIELD = "ctxcompact"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,16 +47,108 @@ class RecordedUsage:
         return self.prompt + self.output
 
 
-def as_recorded(messages: Sequence[Message]) -> int:
-    """How many leading messages are as the API saw them: none created or changed by a
-    rewrite (in memory) or written by ctxcompact (an entry carrying a ``ctxcompact`` field).
-    Usage recorded at or after the first other one describes a conversation we no longer have."""
+#: The key of a record's ``"ctxcompact"`` field that carries a rewrite's :class:`SizeNote`.
+NOTE_KEY = "context"
+
+
+@dataclass(frozen=True, slots=True)
+class SizeNote:
+    """The context size a rewrite measured for its output, written on every record it created
+    or changed (``"ctxcompact": {"context": {...}}``) so that the next reader measures the
+    output exactly as the rewrite did (one size everywhere, SPEC §6).
+
+    ``tokens`` is that size; ``overhead`` the part of it outside our count of the messages
+    (× the model's factor): the system prompt and tool definitions a session file does not
+    hold, as the usage recorded before the rewrite showed them (or the calibrated default);
+    ``records`` how many records the output had — usage recorded on a later record was
+    recorded after the rewrite (an agent resumed the session), and is the truth again.
+    """
+
+    tokens: int
+    overhead: int
+    records: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {"tokens": self.tokens, "overhead": self.overhead, "records": self.records}
+
+    @classmethod
+    def from_json(cls, value: Any) -> SizeNote | None:
+        if not isinstance(value, Mapping):
+            return None
+        tokens, overhead, records = (value.get(k) for k in ("tokens", "overhead", "records"))
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (tokens, overhead, records)):
+            return None
+        return cls(int(tokens or 0), int(overhead or 0), int(records or 0))
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteMark:
+    """Where the latest rewrite of a conversation left its trace.
+
+    ``first``: the first message it created or changed (usage recorded on an earlier message
+    describes messages the rewrite left alone); ``horizon``: the messages before this index
+    existed when it ran, so usage recorded on them predates it (stale) and usage on a later
+    one is fresh; ``note``: the size it measured, when it wrote one.
+    """
+
+    first: int
+    horizon: int
+    note: SizeNote | None = None
+
+
+def rewrite_mark(messages: Sequence[Message]) -> RewriteMark | None:
+    """The trace rewrites left on ``messages``, or None when none did.
+
+    A message a rewrite created or changed in memory (not yet written) puts the horizon at the
+    end of the list: nothing has been sent since. A written one carries a ``"ctxcompact"``
+    field on a record; the horizon is past it and past every record its note says the output
+    had (a message ctxcompact copied may carry the usage of the one it copies: stale too). The
+    note of the last such message counts.
+    """
+    first: int | None = None
+    horizon = 0
+    records = 0
+    note: SizeNote | None = None
     for index, message in enumerate(messages):
         if message.source is None or message.changed:
-            return index
-        if any(isinstance(r, Mapping) and "ctxcompact" in r for r in message.source.records):
-            return index
-    return len(messages)
+            first = index if first is None else first
+            horizon = len(messages)
+            continue
+        marks = [
+            r[FIELD]
+            for r in message.source.records
+            if isinstance(r, Mapping) and isinstance(r.get(FIELD), Mapping)
+        ]
+        if not marks:
+            continue
+        first = index if first is None else first
+        horizon = max(horizon, index + 1)
+        for mark in marks:
+            found = SizeNote.from_json(mark.get(NOTE_KEY))
+            if found is not None:
+                note, records = found, max(records, found.records)
+    if first is None:
+        return None
+    if records:
+        later = (i for i, m in enumerate(messages) if m.source is not None and m.source.indices[0] >= records)
+        horizon = max(horizon, next(later, len(messages)))
+    return RewriteMark(first, horizon, note)
+
+
+def stamp_note(record: Any, note: SizeNote | None) -> Any:
+    """``record`` (one a rewrite wrote) with ``note`` in its ``"ctxcompact"`` field, or, with
+    None, without any (``offload --undo`` gives the records back as they were)."""
+    if not isinstance(record, Mapping):
+        return record
+    mark = record.get(FIELD)
+    base = {k: v for k, v in mark.items() if k != NOTE_KEY} if isinstance(mark, Mapping) else {}
+    if note is not None:
+        return {**record, FIELD: {**base, NOTE_KEY: note.to_json()}}
+    if not isinstance(mark, Mapping) or NOTE_KEY not in mark:
+        return record
+    if base:
+        return {**record, FIELD: base}
+    return {k: v for k, v in record.items() if k != FIELD}
 
 
 def token_field(value: Any) -> int:

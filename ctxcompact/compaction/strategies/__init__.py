@@ -1,8 +1,10 @@
 """Compaction strategies: one module each, found by name in :data:`STRATEGIES`.
 
 Each row is a strategy's name, its options type and its function (the contract is in
-:mod:`ctxcompact.compaction.strategies.base`). The pipeline (:mod:`ctxcompact.compaction.pipeline`) looks every
-``--strategy`` name up here and runs them in order; nothing else names a strategy by hand.
+:mod:`ctxcompact.compaction.strategies.base`). A run's steps are a pipeline
+(:mod:`ctxcompact.compaction.strategies.pipeline`, itself a strategy) of table names, rows or plain
+functions (:data:`StrategyRef`, resolved by :func:`strategy_for`); nothing else names a strategy
+by hand.
 Adding one: its options in :mod:`ctxcompact.compaction.strategies.options`, a module with its details and
 ``run_<name>`` function, a row below, a field for its options in
 :class:`~ctxcompact.compaction.pipeline.CompactOptions`, its CLI options, README and tests.
@@ -83,10 +85,33 @@ AUTO_STRATEGIES: tuple[str, ...] = ("hybrid",)
 TARGETED = frozenset({"selective", "key-messages", "hybrid"})
 
 
-def check_strategy_names(names: Iterable[str]) -> tuple[str, ...]:
-    """``names`` as a tuple, or a :class:`UsageError` naming the unknown ones (or none given)."""
+#: What a run may name as a step: a table name, a row, or a plain function
+#: ``(messages, options, context) -> StrategyResult`` (given ``None`` as its options).
+StrategyRef = str | Strategy | Run
+
+
+def strategy_for(step: StrategyRef) -> Strategy:
+    """The row a step stands for: the table's row of a name, the row itself, or a function
+    wrapped in a row of its own (named after it, with no options: ``None``)."""
+    if isinstance(step, Strategy):
+        return step
+    if isinstance(step, str):
+        check_strategy_names((step,))
+        return STRATEGIES[step]
+    if callable(step):
+        return Strategy(getattr(step, "__name__", "custom"), type(None), step)
+    raise UsageError(f"a strategy is a name, a Strategy or a function, got {type(step).__name__}.")
+
+
+def strategy_name(step: StrategyRef) -> str:
+    return step if isinstance(step, str) else strategy_for(step).name
+
+
+def check_strategy_names(names: Iterable[StrategyRef]) -> tuple[StrategyRef, ...]:
+    """``names`` as a tuple, or a :class:`UsageError` naming the unknown ones (or none given).
+    A row or a function stands for itself."""
     chosen = tuple(names)
-    unknown = [s for s in chosen if s not in STRATEGIES]
+    unknown = [s for s in chosen if isinstance(s, str) and s not in STRATEGIES]
     if unknown or not chosen:
         raise UsageError(
             f"unknown strategy {', '.join(unknown) or '(none)'}; expected one or more of "
@@ -109,7 +134,10 @@ __all__ = [
     "LazyRun",
     "Strategy",
     "StrategyContext",
+    "StrategyRef",
     "StrategyResult",
     "check_strategy_names",
     "option_owners",
+    "strategy_for",
+    "strategy_name",
 ]

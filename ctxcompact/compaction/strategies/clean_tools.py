@@ -29,7 +29,7 @@ from typing import Any
 from ctxcompact.compaction.strategies.base import StrategyContext, StrategyResult
 from ctxcompact.compaction.strategies.options import DEFAULT_ROUNDS as DEFAULT_ROUNDS
 from ctxcompact.compaction.strategies.options import CleanToolsOptions as CleanToolsOptions
-from ctxcompact.errors import UsageError
+from ctxcompact.errors import OptionError
 from ctxcompact.ir import Block, Message, Span, round_starts, tool_interaction_blocks, tool_pairs
 
 _INVISIBLE = ("thinking", "redacted_thinking")
@@ -63,7 +63,7 @@ def clean_tool_calls(messages: Sequence[Message], *, rounds: int = DEFAULT_ROUND
     change are returned as the same objects.
     """
     if rounds < 0:
-        raise UsageError("--rounds must be 0 or more.")
+        raise OptionError("{rounds} must be 0 or more.", "rounds")
     starts = round_starts(messages)
     if len(starts) <= rounds:
         return StrategyResult(tuple(messages), False, CleanToolsDetails())

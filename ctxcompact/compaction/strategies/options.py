@@ -21,7 +21,7 @@ from ctxcompact.compaction.restore import (
 )
 from ctxcompact.compaction.summarize.limits import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from ctxcompact.compaction.summarize.prompt import SUMMARY_MAX_WORDS
-from ctxcompact.errors import UsageError
+from ctxcompact.errors import OptionError, UsageError
 from ctxcompact.names import OnFailure, SummarizerName
 
 if TYPE_CHECKING:
@@ -63,13 +63,22 @@ class FullOptions:
 
     def __post_init__(self) -> None:
         if (self.keep_recent_tokens or 0) < 0 or (self.keep_user_tokens or 0) < 0:
-            raise UsageError("--keep-recent-tokens and --keep-user-tokens must not be negative.")
+            raise OptionError(
+                "{keep_recent_tokens} and {keep_user_tokens} must not be negative.",
+                "keep_recent_tokens",
+                "keep_user_tokens",
+            )
         # Library callers pass plain strings: take them as the enum, or refuse them clearly.
         for name, kind in (("summarizer", SummarizerName), ("on_failure", OnFailure)):
             value = getattr(self, name)
             if value not in set(kind):
                 choices = ", ".join(kind)
-                raise UsageError(f"unknown {name.replace('_', '-')} {value!r}; expected one of {choices}.")
+                raise OptionError(
+                    "unknown {" + name + "} {value!r}; expected one of {choices}.",
+                    name,
+                    value=value,
+                    choices=choices,
+                )
             object.__setattr__(self, name, kind(value))
         for name in (
             "summary_max_words",
@@ -79,11 +88,11 @@ class FullOptions:
             "max_retries",
         ):
             if getattr(self, name) < 0:
-                raise UsageError(f"--{name.replace('_', '-')} must not be negative.")
+                raise OptionError.about(name, "must not be negative.")
         if self.summary_max_words < 1:
-            raise UsageError("--summary-max-words must be at least 1.")
+            raise OptionError("{summary_max_words} must be at least 1.", "summary_max_words")
         if self.timeout <= 0:
-            raise UsageError("--timeout must be positive.")
+            raise OptionError("{timeout} must be positive.", "timeout")
 
     def make_summarizer(self) -> Summarizer:
         """The summarizer these options name (nothing is sent until it summarizes)."""
@@ -115,7 +124,7 @@ class PruneOptions:
     def __post_init__(self) -> None:
         for name, value in (("keep", self.keep), ("clear_at_least", self.clear_at_least)):
             if value < 0:
-                raise UsageError(f"--{name.replace('_', '-')} must not be negative.")
+                raise OptionError.about(name, "must not be negative.")
 
 
 # --- clean-tools --------------------------------------------------------------------------------
@@ -131,7 +140,7 @@ class CleanToolsOptions:
 
     def __post_init__(self) -> None:
         if self.rounds < 0:
-            raise UsageError("--rounds must not be negative.")
+            raise OptionError("{rounds} must not be negative.", "rounds")
 
 
 # --- selective ----------------------------------------------------------------------------------
@@ -218,12 +227,16 @@ class KeyMessageOptions:
 
     def __post_init__(self) -> None:
         if not 0 < self.target_usage <= 1:
-            raise UsageError(f"--target-usage must be above 0 and at most 1, got {self.target_usage}.")
+            raise OptionError(
+                "{target_usage} must be above 0 and at most 1, got {value}.",
+                "target_usage",
+                value=self.target_usage,
+            )
         for name in ("min_recent_messages", "fallback_rounds", "result_preview_tokens", "long_text_tokens"):
             if getattr(self, name) < 0:
-                raise UsageError(f"--{name.replace('_', '-')} must be 0 or more.")
+                raise OptionError.about(name, "must be 0 or more.")
         if self.token_budget is not None and self.token_budget < 1:
-            raise UsageError("--token-budget must be at least 1.")
+            raise OptionError("{token_budget} must be at least 1.", "token_budget")
 
     def target_tokens(self, model_budget: int | None = None) -> int:
         """``floor(token_budget × target_usage)`` (seed 004 ``getTargetTokens``); the budget is

@@ -41,7 +41,7 @@ from ctxcompact.compaction.strategies.base import StrategyContext, StrategyResul
 from ctxcompact.compaction.strategies.options import DEFAULT_CLEAR_AT_LEAST as DEFAULT_CLEAR_AT_LEAST
 from ctxcompact.compaction.strategies.options import DEFAULT_KEEP as DEFAULT_KEEP
 from ctxcompact.compaction.strategies.options import PruneOptions as PruneOptions
-from ctxcompact.errors import UsageError
+from ctxcompact.errors import OptionError
 from ctxcompact.ir import (
     Block,
     Message,
@@ -133,7 +133,12 @@ def prune_tool_outputs(
     ``messages``.
     """
     if keep < 0 or clear_at_least < 0 or (keep_thinking is not None and keep_thinking < 0):
-        raise UsageError("--keep, --clear-at-least and --keep-thinking must be 0 or more.")
+        raise OptionError(
+            "{keep}, {clear_at_least} and {keep_thinking} must be 0 or more.",
+            "keep",
+            "clear_at_least",
+            "keep_thinking",
+        )
     counter = counter or make_counter()
     loop_start = current_loop_start(messages) if protect_loop else len(messages)
     replaced: dict[tuple[int, int], Block | None] = {}  # None: block removed (thinking)

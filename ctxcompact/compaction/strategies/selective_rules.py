@@ -18,7 +18,7 @@ from ctxcompact.compaction.strategies.options import Action as Action
 from ctxcompact.compaction.strategies.options import ItemType as ItemType
 from ctxcompact.compaction.strategies.options import Rule as Rule
 from ctxcompact.compaction.strategies.options import SelectiveOptions as SelectiveOptions
-from ctxcompact.errors import UsageError
+from ctxcompact.errors import OptionError
 
 
 def load_rules(path: Path, base: SelectiveOptions = DEFAULT_OPTIONS) -> SelectiveOptions:
@@ -33,46 +33,66 @@ def load_rules(path: Path, base: SelectiveOptions = DEFAULT_OPTIONS) -> Selectiv
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise UsageError(f"--rules {path}: cannot read it ({exc.strerror}).") from None
+        raise OptionError(
+            "{rules} {path}: cannot read it ({error}).", "rules", path=path, error=exc.strerror
+        ) from None
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"--rules {path}: not valid TOML ({exc}).") from None
+        raise OptionError(
+            "{rules} {path}: not valid TOML ({error}).", "rules", path=path, error=exc
+        ) from None
     unknown = set(data) - {"rules", "fields"}
     if unknown:
-        raise UsageError(f"--rules {path}: unknown table {sorted(unknown)[0]!r} (expected rules, fields).")
+        raise OptionError(
+            "{rules} {path}: unknown table {table!r} (expected rules, fields).",
+            "rules",
+            path=path,
+            table=sorted(unknown)[0],
+        )
     rules: dict[str, Rule] = {r.item_type: r for r in base.rules}
     for name, table in _table(data.get("rules", {}), path, "rules").items():
         if name not in ITEM_TYPES:
-            raise UsageError(
-                f"--rules {path}: unknown item type {name!r}; expected one of {', '.join(ITEM_TYPES)}."
+            raise OptionError(
+                "{rules} {path}: unknown item type {name!r}; expected one of {types}.",
+                "rules",
+                path=path,
+                name=name,
+                types=", ".join(ITEM_TYPES),
             )
         rules[name] = _rule(rules[name], _table(table, path, f"rules.{name}"), path)
     fields = _table(data.get("fields", {}), path, "fields")
     allowed = {"tool_input_threshold", "tool_result_threshold", "preview_tokens"}
     for key, value in fields.items():
         if key not in allowed or not isinstance(value, int) or isinstance(value, bool):
-            raise UsageError(
-                f"--rules {path}: fields.{key} is not one of {', '.join(sorted(allowed))} as an integer."
+            raise OptionError(
+                "{rules} {path}: fields.{key} is not one of {allowed} as an integer.",
+                "rules",
+                path=path,
+                key=key,
+                allowed=", ".join(sorted(allowed)),
             )
     return replace(base, rules=tuple(rules.values()), **fields)
 
 
 def _table(value: Any, path: Path, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise UsageError(f"--rules {path}: {where} must be a table.")
+        raise OptionError("{rules} {path}: {where} must be a table.", "rules", path=path, where=where)
     return value
 
 
 def _rule(rule: Rule, table: Mapping[str, Any], path: Path) -> Rule:
-    where = f"--rules {path}: rules.{rule.item_type}"
+    def refuse(problem: str, **values: object) -> OptionError:
+        where = f"rules.{rule.item_type}"
+        return OptionError("{rules} {path}: {where}: " + problem, "rules", path=path, where=where, **values)
+
     unknown = set(table) - {"action", "keep_recent", "priority"}
     if unknown:
-        raise UsageError(f"{where}: unknown key {sorted(unknown)[0]!r}.")
+        raise refuse("unknown key {key!r}.", key=sorted(unknown)[0])
     action = table.get("action", rule.action)
     if action not in ACTIONS:
-        raise UsageError(f"{where}: action must be one of {', '.join(ACTIONS)}.")
+        raise refuse("action must be one of {actions}.", actions=", ".join(ACTIONS))
     if rule.item_type in NEVER and action != "none":
-        raise UsageError(f"{where}: {rule.item_type} is never compacted.")
+        raise refuse("{item} is never compacted.", item=rule.item_type)
     values = {k: table.get(k, getattr(rule, k)) for k in ("keep_recent", "priority")}
     if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in values.values()):
-        raise UsageError(f"{where}: keep_recent and priority must be integers, 0 or more.")
+        raise refuse("keep_recent and priority must be integers, 0 or more.")
     return Rule(rule.item_type, action, values["keep_recent"], values["priority"])

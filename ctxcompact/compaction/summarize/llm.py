@@ -42,7 +42,7 @@ from ctxcompact.compaction.summarize.limits import DEFAULT_MAX_RETRIES as DEFAUL
 from ctxcompact.compaction.summarize.limits import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from ctxcompact.compaction.summarize.prompt import SUMMARY_MAX_WORDS, build_merge_prompt, build_prompt
 from ctxcompact.compaction.summarize.serialize import clip_middle, serialize_for_prompt, split_into_chunks
-from ctxcompact.errors import UsageError
+from ctxcompact.errors import OptionError
 from ctxcompact.ir import Message
 from ctxcompact.llm.retry import MAX_RETRY_AFTER as MAX_RETRY_AFTER
 from ctxcompact.llm.retry import GaveUp, Prompt, complete_with_retries
@@ -91,9 +91,9 @@ class LLMSummarizer:
         jitter: Callable[[], float] = random.random,
     ) -> None:
         if max_retries < 0:
-            raise UsageError("max_retries must not be negative.")
+            raise OptionError.about("max_retries", "must not be negative.")
         if timeout <= 0:
-            raise UsageError("timeout must be positive.")
+            raise OptionError.about("timeout", "must be positive.")
         self.transport = transport
         self.model = model
         self.timeout = timeout

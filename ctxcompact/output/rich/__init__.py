@@ -23,6 +23,7 @@ from ctxcompact.output.table import Table as TextTable
 
 if TYPE_CHECKING:
     from ctxcompact.batch.files import FileCompaction
+    from ctxcompact.output.terminal import Stream
 
 
 class _PipeSafeConsole(Console):
@@ -42,15 +43,17 @@ class _PipeSafeConsole(Console):
             pass
 
 
-def make_console(file: Any) -> Console:
-    """A console on ``file``: colours only on a terminal; a stable width when piped."""
-    is_tty = bool(getattr(file, "isatty", lambda: False)())
+def make_console(stream: Stream) -> Console:
+    """A console on one of the run's streams (:mod:`ctxcompact.output.terminal`): drawn for a
+    terminal or not, coloured or not, and its width, all as the terminal decided — Rich's own
+    guesses (``NO_COLOR``, ``FORCE_COLOR``, ``COLUMNS``) are already in it."""
     return _PipeSafeConsole(
-        file=file,
+        file=stream.file,
         highlight=False,
         soft_wrap=False,
-        no_color=not is_tty,
-        width=None if is_tty else 100,
+        force_terminal=stream.is_terminal,
+        no_color=not stream.color,
+        width=stream.width,
     )
 
 

@@ -1,5 +1,6 @@
-"""How a batch looks: its progress (a Rich bar on a terminal, a line per file otherwise) and
-its final table. Rich is imported here and in :mod:`ctxcompact.output.rich` only."""
+"""How a batch's progress looks: a Rich bar on a terminal, a line per file otherwise (its
+final table is :mod:`ctxcompact.output.batch_table`'s). Rich is imported here and in
+:mod:`ctxcompact.output.rich` only."""
 
 from __future__ import annotations
 
@@ -9,14 +10,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from ctxcompact.batch.results import BatchProgress, BatchResult, ProgressCallback
-
-
-def _n(value: int) -> str:
-    return f"{value:,}"
+from ctxcompact.batch.results import BatchProgress, ProgressCallback
 
 
 @contextmanager
@@ -71,52 +66,11 @@ def _progress_line(console: Console, event: BatchProgress) -> None:
     note = f": {item.error}" if item.error else (" (done earlier)" if item.resumed else "")
     width = len(str(event.total))
     console.print(
-        f"[{event.index + 1:>{width}}/{event.total}] {item.input}: {item.status}{figures}{note}",
+        f"[{event.index + 1:>{width}}/{event.total}] {item.input}: {item.outcome}{figures}{note}",
         markup=False,
         highlight=False,
         soft_wrap=True,
     )
-
-
-def render_batch(batch: BatchResult, console: Console, *, fail_over: float | None = None) -> None:
-    """The final table: file, tokens before → after, ratio, strategy, status, output or error;
-    then a line naming the files above ``fail_over`` when there are any."""
-    if console.quiet:  # -q: a quiet console would build the whole table only to drop it
-        return
-    table = Table(title="Batch compaction", title_justify="left")
-    for column, justify in (
-        ("file", "left"),
-        ("tokens", "right"),
-        ("ratio", "right"),
-        ("strategy", "left"),
-        ("status", "left"),
-        ("output", "left"),
-    ):
-        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for item in batch.items:
-        over = fail_over is not None and item.over_ratio(fail_over)
-        style = "red" if item.status == "failed" or over else ("green" if item.status == "compacted" else "")
-        status = item.status + (" (earlier run)" if item.resumed else "") + (" > fail-over" if over else "")
-        tokens = (
-            f"{_n(item.before)} → {_n(item.after)}"
-            if item.before is not None and item.after is not None
-            else "-"
-        )
-        table.add_row(
-            item.input,
-            tokens,
-            f"{item.ratio:.1%}" if item.ratio is not None else "-",
-            ",".join(dict.fromkeys(s.strategy for s in item.stats)) if item.stats else "-",
-            Text(status, style=style),
-            item.output or item.error or "",
-        )
-    console.print(table)
-    if fail_over is not None and (above := batch.over_ratio(fail_over)):
-        console.print(
-            f"{len(above)} file(s) still above --fail-over {fail_over:g} (tokens after / before).",
-            markup=False,
-            highlight=False,
-        )
 
 
 @contextmanager

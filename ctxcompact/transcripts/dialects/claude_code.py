@@ -37,7 +37,7 @@ from ctxcompact.transcripts.dialects.common import (
     split_along,
 )
 from ctxcompact.transcripts.points import AppendedCompaction, CompactionPoint, ctxcompact_field
-from ctxcompact.transcripts.recorded_usage import RecordedUsage, as_recorded, token_field
+from ctxcompact.transcripts.recorded_usage import RecordedUsage, token_field
 
 NAME = "claude-code"
 MESSAGE_TYPES = ("user", "assistant")
@@ -240,7 +240,8 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
         if record.get(_NEW_MARK):
             entry = {k: template[k] for k in _SESSION_FIELDS if k in template}
             entry.update({k: v for k, v in record.items() if k != _NEW_MARK})
-            entry["ctxcompact"] = ctxcompact_field()
+            mark = record.get("ctxcompact")
+            entry["ctxcompact"] = {**ctxcompact_field(), **(mark if isinstance(mark, Mapping) else {})}
             entry.setdefault("isSidechain", sidechain_thread)
             entry["parentUuid"] = last_uuid
             entry["uuid"] = _derived_uuid(last_uuid, entry.get("message"))
@@ -340,8 +341,9 @@ def recorded_usage(messages: Sequence[Message]) -> RecordedUsage | None:
     compact boundary, sidechains excluded). One response is written as several entries; the
     prompt fields come from its last entry with usage and the output is the largest any of
     them records (earlier entries hold streaming snapshots). Synthetic responses (API errors,
-    all zeros) are skipped, and so is usage after a message a rewrite created or changed."""
-    for index in range(as_recorded(messages) - 1, -1, -1):
+    all zeros) are skipped. Whether it still holds after a rewrite is decided by
+    :func:`ctxcompact.accounting.context_size.context_size`."""
+    for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if message.role != "assistant" or message.source is None:
             continue

@@ -98,6 +98,11 @@ class Dialect(Protocol):
     #: The tools the agent reads files with, as ``(tool name, input field with the path)``:
     #: what ``restore-files`` scans when the user names none.
     read_tools: tuple[tuple[str, str], ...]
+    #: A rewritten record may carry ctxcompact's size note (``"ctxcompact": {"context": …}``,
+    #: :class:`~ctxcompact.transcripts.recorded_usage.SizeNote`), so the next reader sizes it
+    #: as the rewrite did; False where the agent's own reader might refuse a field it does not
+    #: know (Codex rollout lines).
+    size_notes: bool
 
     def looks_like(self, records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
         """True when ``records`` (and the request ``body`` holding them, if any) are written
@@ -126,9 +131,9 @@ class Dialect(Protocol):
 
     def recorded_usage(self, messages: Sequence[Message]) -> ApiUsage | None:
         """The last token usage the API reported for these parsed messages (read from their
-        ``source`` records), or None when the dialect records none. Usage recorded after a
-        message a rewrite created or changed is stale: see
-        :func:`ctxcompact.transcripts.recorded_usage.as_recorded`."""
+        ``source`` records), or None when the dialect records none. Whether a rewrite made it
+        stale is decided in one place: :func:`ctxcompact.accounting.context_size.context_size`
+        (:func:`ctxcompact.transcripts.recorded_usage.rewrite_mark`)."""
         ...
 
 
@@ -142,6 +147,7 @@ class DialectDefaults:
     alternating_roles = True
     reused_tool_ids = False
     system_anywhere = False
+    size_notes = True
 
     def summary_layout(
         self, messages: Sequence[Message], summary: str, *, keep_user_tokens: int | None

@@ -32,7 +32,8 @@ from ctxcompact.transcripts.dialects.common import (
     require_mapping,
     require_tool_id,
 )
-from ctxcompact.transcripts.recorded_usage import RecordedUsage, as_recorded, token_field
+from ctxcompact.transcripts.jsontext import loads
+from ctxcompact.transcripts.recorded_usage import RecordedUsage, token_field
 
 NAME = "openai"
 _SYSTEM_ROLES = ("system", "developer")
@@ -141,7 +142,7 @@ def response_usage(messages: Sequence[Message]) -> RecordedUsage | None:
     """mini-swe-agent trajectories keep each Chat Completions response (with its ``usage``)
     in the assistant message's ``extra.response``: the last one, with ``prompt_tokens``
     split into uncached input and cache read (``prompt_tokens_details.cached_tokens``)."""
-    for index in range(as_recorded(messages) - 1, -1, -1):
+    for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if message.role != "assistant" or message.source is None:
             continue
@@ -220,10 +221,10 @@ def _assistant_blocks(rec: Mapping[str, Any], where: str) -> tuple[Block, ...]:
 
 def _parse_arguments(arguments: Any) -> Any:
     if isinstance(arguments, str):
-        try:
-            return json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
+        if not arguments.strip():
             return {}
+        value, error = loads(arguments)  # numbers kept exactly; too deep or broken: no input
+        return {} if error is not None else value
     return arguments if isinstance(arguments, Mapping) else {}
 
 

@@ -33,6 +33,9 @@ class CodexDialect:
     owns_file = True
     alternating_roles = False
     reused_tool_ids = False
+    #: Codex's usage is in its ``token_count`` lines, and a ``compacted`` line ends it: no
+    #: field of ours on its lines.
+    size_notes = False
     #: Codex adds developer messages mid-session (a changed model, sandbox or mode).
     system_anywhere = True
     #: Codex reads files through shell commands, recognised by :mod:`.files`, not by a tool.

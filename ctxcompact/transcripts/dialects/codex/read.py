@@ -44,6 +44,7 @@ from ctxcompact.ir import READ_PATHS, Block, Message, Role, Source
 from ctxcompact.markers import CODEX_SUMMARY_PREFIX, SUMMARY_PREFIX
 from ctxcompact.transcripts.dialects.codex.files import relative_to, touched_files
 from ctxcompact.transcripts.dialects.common import Parsed, json_kind
+from ctxcompact.transcripts.jsontext import loads
 
 NAME = "codex"
 #: The rollout line types Codex writes.
@@ -355,11 +356,8 @@ def _call_block(payload: Mapping[str, Any], where: str) -> Block:
 
 def _parse_arguments(arguments: Any) -> Any:
     if isinstance(arguments, str):
-        try:
-            value = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
-            return {}
-        return value if isinstance(value, Mapping) else {}
+        value, error = loads(arguments) if arguments.strip() else ({}, None)
+        return value if error is None and isinstance(value, Mapping) else {}
     return arguments if isinstance(arguments, Mapping) else {}
 
 
