@@ -68,11 +68,15 @@ def test_pairs_appended_to_a_claude_code_session_are_on_the_chain_it_resumes(tmp
     builder = SessionBuilder(cwd=str(tmp_path)).user("look at a.py").assistant("").user("").assistant("done")
     read = {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": str(tmp_path / "a.py")}}
     builder.entries[1]["message"]["content"] = [read]
-    builder.entries[2]["message"]["content"] = [{"type": "tool_result", "tool_use_id": "r1", "content": "old"}]
+    builder.entries[2]["message"]["content"] = [
+        {"type": "tool_result", "tool_use_id": "r1", "content": "old"}
+    ]
     for n, subtype in enumerate(("stop_hook_summary", "turn_duration")):
         parent = builder.entries[-1]["uuid"]
         entry = {k: v for k, v in builder.entries[-1].items() if k != "message"}
-        entry.update(type="system", subtype=subtype, uuid=f"00000000-0000-4000-9000-{n:012d}", parentUuid=parent)
+        entry.update(
+            type="system", subtype=subtype, uuid=f"00000000-0000-4000-9000-{n:012d}", parentUuid=parent
+        )
         builder.entries.append(entry)
     raw = b"".join(orjson.dumps(e) + b"\n" for e in builder.entries)
     result = restore_files(

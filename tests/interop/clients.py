@@ -34,6 +34,13 @@ from fake_apis import FakeClientAPIs
 from install import Clients
 
 FAKE_KEY = "sk-interop-fake-key"
+#: Codex's settings: the built-in provider on the fake, no update check, no analytics.
+CODEX_CONFIG = """openai_base_url = "{base_url}/v1"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+"""
 
 
 # --- one run ------------------------------------------------------------------------------------
@@ -128,7 +135,7 @@ def run_codex(clients: Clients, resume: Resume) -> ClientRun:
     shutil.copyfile(resume.session, placed)
 
     def env(api: FakeClientAPIs) -> dict[str, str]:
-        (codex_home / "config.toml").write_text(f'openai_base_url = "{api.base_url}/v1"\n')
+        (codex_home / "config.toml").write_text(CODEX_CONFIG.format(base_url=api.base_url))
         return _base_env(api, resume.home) | {"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": FAKE_KEY}
 
     argv = (str(clients.codex), "exec", "--skip-git-repo-check", "-s", "read-only")

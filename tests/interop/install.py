@@ -98,9 +98,29 @@ def _npm_ci(base: Path, target: Path) -> None:
     if done.returncode != 0:
         shutil.rmtree(work, ignore_errors=True)
         raise InstallError(f"`npm ci` failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    for line in _versions(Clients(work)):
+        if not any(pinned_version(p) in line for p in (CLAUDE_PACKAGE, CODEX_PACKAGE)):
+            shutil.rmtree(work, ignore_errors=True)
+            raise InstallError(
+                f"an installed client does not run here (was a postinstall script skipped?): {line}"
+            )
     (work / ".complete").write_text(" ".join(argv) + "\n")
     shutil.rmtree(target, ignore_errors=True)
     work.rename(target)
+
+
+def _versions(clients: Clients) -> list[str]:
+    """What each client's ``--version`` prints (its native binary ran), or why it did not."""
+    out = []
+    for binary in (clients.claude, clients.codex):
+        try:
+            done = subprocess.run(
+                [binary, "--version"], capture_output=True, text=True, timeout=60, check=False
+            )
+            out.append(f"{binary.name}: {done.stdout.strip() or done.stderr.strip()[-500:]}")
+        except OSError as exc:
+            out.append(f"{binary.name}: {exc}")
+    return out
 
 
 @contextmanager
@@ -114,6 +134,9 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 if __name__ == "__main__":
-    installed = install_clients()
+    try:
+        installed = install_clients()
+    except InstallError as exc:
+        raise SystemExit(f"interop: could not install the pinned clients: {exc}") from None
     print(f"interop clients in {installed.root}:", end="")
     print("".join(f" {p} {installed.version(p)}" for p in (CLAUDE_PACKAGE, CODEX_PACKAGE)))

@@ -52,6 +52,7 @@ KEEP_LOOP_D1 = frozenset(
     }
 )
 KEEP_RECENT_D1 = frozenset({"ccviewer-fe5e1c67-v1.0.98", "codemie-3fe1b6bc-edits"})
+AUTO_D1 = frozenset({"ccviewer-fe5e1c67-v1.0.98", "codemie-196820da-thinking"})  # --auto keeps recent tokens
 #: Sessions with files to restore (defect 3 shows on them).
 TWICE_D3 = frozenset(
     {
@@ -72,6 +73,8 @@ KNOWN: dict[tuple[str, str, str], tuple[frozenset[str] | None, str]] = {
     ("claude-code", "keep-loop", "twice"): (KEEP_LOOP_D1, D1),
     ("claude-code", "keep-recent-tokens", "context"): (KEEP_RECENT_D1, D1),
     ("claude-code", "keep-recent-tokens", "twice"): (KEEP_RECENT_D1, D1),
+    ("claude-code", "auto", "context"): (AUTO_D1, D1),
+    ("claude-code", "auto", "twice"): (AUTO_D1, D1),
     ("claude-code", "twice", "restored"): (TWICE_D3, D3),
     ("codex", "twice", "twice"): (frozenset({"codex-rollout-019e1625-tui"}), D4),
     ("codex", "offload", "references"): (None, D5),

@@ -206,10 +206,9 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
       subagent (``isSidechain``) entry of a 1.x file; it takes that entry's session fields
       (``sessionId``, ``cwd``, ``version``, ``gitBranch``, ``isSidechain``, ``agentId``…) and
       timestamp, and a uuid derived from its parent and content (same input, same output);
-    * new entries after the last message go to the end of the file, after the entries Claude
-      Code writes when a turn ends (``system`` stop-hook summaries and turn durations, file
-      snapshots): Claude Code resumes from the file's last entry, so entries before those
-      would be off the chain it walks, never sent.
+    * new entries after the last message go after the entries Claude Code writes on the chain
+      when a turn ends (``system`` stop-hook summaries and turn durations): Claude Code resumes
+      from the last entry, so entries before those would be off the chain it walks, never sent.
 
     Untouched files come back unchanged: nothing is re-linked when every parent is present.
     """
@@ -267,7 +266,8 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
 
 def _new_entries_last(records: list[Any]) -> list[Any]:
     """``records`` with the new entries of its tail (after the last original message entry)
-    moved behind the other records of that tail."""
+    moved behind the tail's last entry on a chain (one with a ``uuid``: Claude Code's
+    ``system`` entries); records off the chain (file snapshots) stay after them."""
     start = len(records)
     while start > 0:
         record = records[start - 1]
@@ -276,7 +276,9 @@ def _new_entries_last(records: list[Any]) -> list[Any]:
         start -= 1
     tail = records[start:]
     new = [r for r in tail if isinstance(r, Mapping) and r.get(_NEW_MARK)]
-    return [*records[:start], *(r for r in tail if not (isinstance(r, Mapping) and r.get(_NEW_MARK))), *new]
+    rest = [r for r in tail if not (isinstance(r, Mapping) and r.get(_NEW_MARK))]
+    chained = max((k + 1 for k, r in enumerate(rest) if isinstance(r, Mapping) and _link(r, "uuid")), default=0)
+    return [*records[:start], *rest[:chained], *new, *rest[chained:]]
 
 
 def _link(record: Mapping[str, Any], key: str) -> str | None:
