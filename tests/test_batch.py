@@ -126,7 +126,7 @@ def test_compact_file_names_the_file_in_its_errors(tmp_path: Path) -> None:
     bad.write_text('[{"role": "user", "content": "hi"}]')
     with pytest.raises(CtxcompactError) as caught:
         compact_file(str(bad), options=options(tmp_path, context_window=-1))
-    assert str(caught.value).startswith(f"{bad}: context_window must be positive")
+    assert str(caught.value).startswith(f"{bad}: context_window must be from 1 to")
     assert caught.value.exit_code == ExitStatus.BAD_INPUT
     done = compact_file(str(SESSION), options=options(tmp_path, dry_run=True))
     assert done.input == str(SESSION) and done.status == "compacted" and len(done.stats) == 1

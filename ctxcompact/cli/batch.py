@@ -95,11 +95,15 @@ def batch_inputs(
     then the ``--shard`` selected."""
     listed: list[Path] = []
     if from_list is not None:
+        from ctxcompact.transcripts.optionfile import read_option_text
+
         source = "stdin" if from_list == "-" else from_list
-        try:
-            text = _read_stdin(terminal) if from_list == "-" else Path(from_list).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"--from {source}: cannot read the path list ({exc}).") from None
+        if from_list != "-":
+            text = read_option_text(from_list, option="from_list")
+        elif terminal.stdin is None:
+            text = ""
+        else:  # bounded and binary, as a transcript on stdin is read
+            text = read_option_text(None, option="from_list", stdin=getattr(terminal.stdin, "buffer", None))
         listed = [Path(p) for p in read_path_list(text, source=source)]
         if not listed and not files:
             raise InputError(f"--from {source}: the path list is empty.")
@@ -109,10 +113,6 @@ def batch_inputs(
     if shard is not None:
         inputs = select_shard(inputs, *parse_shard(shard))
     return inputs
-
-
-def _read_stdin(terminal: Terminal) -> str:
-    return terminal.stdin.read() if terminal.stdin is not None else ""
 
 
 def is_batch(

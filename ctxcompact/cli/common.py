@@ -59,7 +59,8 @@ def reports_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        ctx = next((a for a in (*args, *kwargs.values()) if isinstance(a, typer.Context)), None)
+        # The lazily built commands hand click's own Context (typer.Context is a subclass of it).
+        ctx: Any = next((a for a in (*args, *kwargs.values()) if isinstance(a, typer._click.Context)), None)
         try:
             return func(*args, **kwargs)
         except OptionError as exc:  # the core names its options; a user typed their flags

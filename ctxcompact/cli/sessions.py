@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -10,6 +11,7 @@ from ctxcompact.accounting.windows import load_registry
 from ctxcompact.cli.common import (
     CONTEXT_WINDOW_OPT,
     JSON_OPT,
+    MAX_INPUT_BYTES_OPT,
     MODEL_OPT,
     MODELS_FILE_OPT,
     OUTPUT_RESERVE_OPT,
@@ -45,7 +47,13 @@ def sessions(
         "--since",
         help="Only sessions active since then: a date (2026-11-01), a date and time, or a span back from now (24h, 7d, 2w).",
     ),
+    archive_dir: Path | None = typer.Option(
+        None,
+        "--archive-dir",
+        help="Where ctxcompact hook recorded the agents' compactions [default: $XDG_STATE_HOME/ctxcompact/archive].",
+    ),
     as_json: bool = JSON_OPT,
+    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
 ) -> None:
     """Which sessions are due? Agent, project, model, last activity, live tokens, compactions, cost, verdict.
 
@@ -74,6 +82,7 @@ def sessions(
         "registry": load_registry(models_file),
         "system_tokens": system_tokens,
         "since": parse_since(since) if since is not None else None,
+        "max_bytes": max_input_bytes,
     }
     total = len(all_session_files(root))
     if total >= PROGRESS_FROM and streams.terminal.stderr.is_terminal:
@@ -85,9 +94,39 @@ def sessions(
         rows = list_sessions(root, **options)  # type: ignore[arg-type]
     if over:
         rows = [r for r in rows if r.over_threshold]
+    scored = _scored_compactions(rows, archive_dir)
     if as_json:
-        streams.write_json(sessions_to_json(rows))
+        from ctxcompact.output.agents import scored_json
+
+        payload = sessions_to_json(rows)
+        for row, item in zip(rows, payload, strict=True):
+            item["agent_compactions"] = scored_json(scored.get(row.path, []))
+        streams.write_json(payload)
         return
     from ctxcompact.output.text import sessions_report
 
-    streams.report(sessions_report(rows, cost_source=price_source()))
+    blocks = sessions_report(rows, cost_source=price_source())
+    if scored:
+        from ctxcompact.output.agents import lost_report
+
+        by_label = {
+            f"{row.project} {row.session_id[:8]}": scored[row.path] for row in rows if row.path in scored
+        }
+        blocks = [*blocks, *lost_report(by_label)]
+    streams.report(blocks)
+
+
+def _scored_compactions(rows: list[Any], archive_dir: Path | None) -> dict[str, list[Any]]:
+    """The agents' compactions ``ctxcompact hook post-compact`` scored, by session path."""
+    from ctxcompact.agents.store import read_records, scored_compactions
+    from ctxcompact.compaction.archive import default_archive_dir
+
+    folder = archive_dir or default_archive_dir()
+    out: dict[str, list[Any]] = {}
+    for row in rows:
+        for session_id in dict.fromkeys((row.session_id, Path(row.path).stem)):
+            found = scored_compactions(read_records(folder, row.agent, session_id))
+            if found:
+                out[row.path] = found
+                break
+    return out

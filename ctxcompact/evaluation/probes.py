@@ -40,9 +40,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ctxcompact.compaction.retention import collect_errors
-from ctxcompact.compaction.summarize.boilerplate import drop_templates, strip_wrappers
+from ctxcompact.compaction.summarize.boilerplate import user_words
 from ctxcompact.compaction.summarize.facts import NUMBER_WITH_UNIT, USER_RULE, sentences, texts
 from ctxcompact.compaction.summarize.shell_files import path_mentions, tool_file_ops
+from ctxcompact.compaction.summarize.templates import drop_templates
 from ctxcompact.ir import Message, has_user_text, tool_result_text
 from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES, restored_file_path
 
@@ -181,7 +182,7 @@ def _kept(probe: Probe, haystack: str, words: set[str], files: Sequence[str]) ->
 
 def _user_texts(messages: Sequence[Message]) -> list[str]:
     raw = [
-        strip_wrappers(texts(m.content))
+        user_words(m.content)
         for m in messages
         if m.role == "user" and has_user_text(m) and restored_file_path(m) is None
     ]

@@ -44,6 +44,7 @@ from ctxcompact.transcripts.fileio import STDIN_NAME as STDIN_NAME
 from ctxcompact.transcripts.fileio import read_bytes as read_bytes
 from ctxcompact.transcripts.jsontext import dumps as _dumps
 from ctxcompact.transcripts.jsontext import loads as _loads
+from ctxcompact.transcripts.points import FIELD as POINT_FIELD
 from ctxcompact.transcripts.points import apply_latest_point
 from ctxcompact.transcripts.recorded_usage import stamp_note
 
@@ -326,7 +327,7 @@ def dump_transcript(transcript: Transcript) -> bytes:
         raw = (
             transcript.raw if transcript.raw.endswith(b"\n") or not transcript.raw else transcript.raw + b"\n"
         )
-        return raw + dump_records(_appended(convs[0]))
+        return _note_added_newline(transcript.raw, raw + dump_records(_appended(convs[0])))
     if transcript.container == "array":
         return _dumps(conversation_records(convs[0]), indent=True) + b"\n"
     if transcript.container == "body":
@@ -341,7 +342,24 @@ def dump_transcript(transcript: Transcript) -> bytes:
             new_item[key] = conversation_records(conv)
             items.append(new_item)
         return _dumps(items, indent=True) + b"\n"
-    return dump_records(conversation_records(convs[0]))
+    data = dump_records(conversation_records(convs[0]))
+    return _note_added_newline(transcript.raw, data) if transcript.is_session_log else data
+
+
+def _note_added_newline(raw: bytes | None, data: bytes) -> bytes:
+    """``data`` with the first line appended after ``raw`` marked ``"newlineAdded": true`` in
+    its ``"ctxcompact"`` field when ``raw`` had no final newline and one was added before it:
+    so that ``uncompact`` gives the file back byte for byte."""
+    if not raw or raw.endswith(b"\n") or not data.startswith(raw + b"\n"):
+        return data
+    head = len(raw) + 1
+    cut = data.find(b"\n", head)
+    line = data[head : cut if cut >= 0 else len(data)]
+    record, error = _loads(line)
+    if error is not None or not isinstance(record, dict) or not isinstance(record.get(POINT_FIELD), dict):
+        return data
+    record[POINT_FIELD] = {**record[POINT_FIELD], "newlineAdded": True}
+    return data[:head] + _dumps(record) + (data[cut:] if cut >= 0 else b"")
 
 
 def dump_records(records: Iterable[Any]) -> bytes:

@@ -5,7 +5,8 @@ Recognised (deterministic, no shell is run):
 * tool inputs ``path``, ``file_path``, ``filename``, ``notebook_path`` — the operation from
   the tool's name (``Edit`` → edited, ``Write`` → written, ``Read`` → read…) or an editor
   tool's ``command`` (``view`` → read, ``create`` → written, else edited);
-* shell commands (``command``, ``cmd``, ``script``; a list is joined): ``sed -i`` → edited;
+* shell commands (``command``, ``cmd``, ``script``; a list is joined; a relative path after
+  ``cd DIR`` is taken under DIR, so a file written in ``/tmp/x`` stays ``/tmp/x/f``): ``sed -i`` → edited;
   ``>``/``>>`` redirects (``cat > f <<EOF`` included), ``tee [-a] f``, ``touch``, ``cp``/``mv``
   targets → written; ``rm`` → deleted; ``cat``/``head``/``tail``/``less``/``nl``/``sed -n``
   → read; any other path-like argument → mentioned;
@@ -18,6 +19,7 @@ A path-like word has a ``/`` or a known file extension; dotted names that are co
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from collections.abc import Iterator, Mapping
@@ -124,13 +126,50 @@ def shell_file_ops(command: str) -> Iterator[tuple[str, str]]:
             known.add(match.group(3))
             yield match.group(3), "edited"
     body_free = _HEREDOC.sub("\n", command)
+    cwd = ""
+    mentions: list[str] = []
     for segment in _SEGMENT.split(body_free):
+        moved = _cd_target(segment)
+        if moved is not None:
+            cwd = _under(cwd, moved) if moved else ""
+            continue
         for path, op in _segment_ops(segment):
+            path = _under(cwd, path)
             known.add(path)
             yield path, op
-    for path in path_mentions(body_free):
+        mentions.extend(_under(cwd, p) for p in path_mentions(segment))
+    for path in dict.fromkeys(mentions):
         if path not in known:
             yield path, "mentioned"
+
+
+def path_after(prefix: str, path: str) -> str:
+    """``path`` as a command uses it after ``prefix`` (the command up to it): under the
+    directory the last ``cd`` in ``prefix`` moved to (see :func:`shell_file_ops`)."""
+    cwd = ""
+    for segment in _SEGMENT.split(_HEREDOC.sub("\n", prefix)):
+        moved = _cd_target(segment)
+        if moved is not None:
+            cwd = _under(cwd, moved) if moved else ""
+    return _under(cwd, path)
+
+
+def _cd_target(segment: str) -> str | None:
+    """The directory a ``cd`` segment moves to (``""`` for one the summary cannot follow:
+    ``cd``, ``cd -``, ``cd $VAR``), ``None`` for any other segment."""
+    words = segment.split()
+    if not words or words[0] != "cd":
+        return None
+    where = words[1].strip("'\"") if len(words) > 1 else ""
+    return where if where and where != "-" and not any(c in where for c in "$`~") else ""
+
+
+def _under(cwd: str, path: str) -> str:
+    """``path`` as written, or under ``cwd`` when a ``cd`` moved the shell and it is relative:
+    a file written after ``cd /tmp/x`` is ``/tmp/x/file``, not a repository file."""
+    if not cwd or path.startswith(("/", "~")):
+        return path
+    return posixpath.normpath(posixpath.join(cwd, path))
 
 
 def _segment_ops(segment: str) -> Iterator[tuple[str, str]]:

@@ -26,6 +26,7 @@ from ctxcompact.transcripts.dialects.codex.read import (
     message_text,
 )
 from ctxcompact.transcripts.dialects.common import split_along
+from ctxcompact.transcripts.points import FIELD, ctxcompact_field
 
 
 class Rendered(dict[str, Any]):
@@ -294,6 +295,9 @@ def _compacted_line(original: Sequence[Any], history: Sequence[Mapping[str, Any]
     line: dict[str, Any] = {
         "type": "compacted",
         "payload": {"message": summary, "replacement_history": items},
+        # Codex reads a line's timestamp, type and payload and ignores other keys: this one
+        # tells our compaction from Codex's own (``ctxcompact uncompact``).
+        FIELD: ctxcompact_field(),
     }
     stamp = _last_timestamp(original)
     return {"timestamp": stamp, **line} if stamp else line
