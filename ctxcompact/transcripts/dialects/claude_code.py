@@ -277,7 +277,9 @@ def _new_entries_last(records: list[Any]) -> list[Any]:
     tail = records[start:]
     new = [r for r in tail if isinstance(r, Mapping) and r.get(_NEW_MARK)]
     rest = [r for r in tail if not (isinstance(r, Mapping) and r.get(_NEW_MARK))]
-    chained = max((k + 1 for k, r in enumerate(rest) if isinstance(r, Mapping) and _link(r, "uuid")), default=0)
+    chained = max(
+        (k + 1 for k, r in enumerate(rest) if isinstance(r, Mapping) and _link(r, "uuid")), default=0
+    )
     return [*records[:start], *rest[:chained], *new, *rest[chained:]]
 
 
