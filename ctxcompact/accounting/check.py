@@ -205,7 +205,8 @@ def check_conversation(
         found = validate_messages(
             conversation.messages, dialect=conversation.dialect, thinking=conversation.thinking
         )
-        violations = tuple(found)
+        chain = (Violation("resume_chain", "error", 0, problem) for problem in conversation.problems)
+        violations = (*chain, *found)
     status = BudgetCheck(size.tokens, budget)
     return CheckResult(
         conversation.label, report, status, violations, size=size, recorded=conversation.recorded

@@ -205,6 +205,7 @@ def check(
             warning = unknown_model_warning(budget.model)
             if warning:
                 warnings.append(warning)
+            warnings.extend(f"{conv.label}: {w}" for w in conv.warnings)
             info = budget.model
             chosen = _counter(counter, encoding, info.model)
             results.append(

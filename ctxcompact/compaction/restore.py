@@ -45,7 +45,7 @@ from typing import Protocol
 from ctxcompact.accounting.tokens import TokenCounter, estimate_tokens
 from ctxcompact.errors import OptionError, UsageError
 from ctxcompact.ir import READ_PATHS, Message
-from ctxcompact.markers import restored_file_path, restored_text
+from ctxcompact.markers import restored_file_paths, restored_text
 from ctxcompact.transcripts.dialects import dialect_named
 from ctxcompact.transcripts.fileio import (
     FileTooLargeError,
@@ -212,8 +212,7 @@ def find_recent_reads(
     order = 0
     for message in messages:
         if message.role == "user":
-            path = restored_file_path(message)
-            if path:
+            for path in restored_file_paths(message):
                 last_read.pop(path, None)
                 last_read[path] = order
                 order += 1

@@ -45,7 +45,7 @@ from ctxcompact.compaction.summarize.facts import NUMBER_WITH_UNIT, USER_RULE, s
 from ctxcompact.compaction.summarize.shell_files import path_mentions, tool_file_ops
 from ctxcompact.compaction.summarize.templates import drop_templates
 from ctxcompact.ir import Message, has_user_text, tool_result_text
-from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES, restored_file_path
+from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES, restored_file_path, restored_file_paths
 
 PROBE_KINDS = ("path", "identifier", "number", "error", "url", "instruction", "last_request", "next_step")
 SENTENCE_COVERAGE = 0.8
@@ -147,7 +147,7 @@ def context_text(messages: Iterable[Message]) -> str:
 
 
 def restored_paths(messages: Iterable[Message]) -> tuple[str, ...]:
-    return tuple(p for p in (restored_file_path(m) for m in messages) if p is not None)
+    return tuple(p for m in messages for p in restored_file_paths(m))
 
 
 def score_probes(probes: Sequence[Probe], context: str, *, restored: Iterable[str] = ()) -> ProbeReport:

@@ -21,7 +21,7 @@ from operator import itemgetter
 from typing import Any
 
 from ctxcompact.compaction.summarize.layout import clip_words
-from ctxcompact.compaction.summarize.shell_files import PATH_FIELDS, command_texts, path_after
+from ctxcompact.compaction.summarize.shell_files import PATH_FIELDS, argv_command, command_texts, path_after
 from ctxcompact.compaction.summarize.statements import texts
 from ctxcompact.ir import Block, Message
 
@@ -47,7 +47,7 @@ def call_label(block: Block, *, words: int = 12) -> str:
                 arg = value
                 break
             if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-                arg = " ".join(value)
+                arg = argv_command(value)  # a `bash -lc SCRIPT` argv is its script
                 break
         else:
             arg = next((v for v in tool_input.values() if isinstance(v, str) and v.strip()), "")

@@ -47,7 +47,13 @@ from ctxcompact.compaction.summarize.statements import (
 )
 from ctxcompact.compaction.summarize.templates import drop_templates
 from ctxcompact.ir import Block, Message, tool_result_text
-from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES, OUR_ACKS, SUMMARY_PREFIX, restored_file_path
+from ctxcompact.markers import (
+    EARLIER_SUMMARY_PREFIXES,
+    OUR_ACKS,
+    SUMMARY_PREFIX,
+    restored_block_path,
+    restored_file_paths,
+)
 
 __all__ = ["NUMBER_WITH_UNIT", "USER_RULE", "Facts", "sentences", "texts"]
 
@@ -180,10 +186,13 @@ class _Reader:
 
     def _read_user(self, index: int, message: Message, text: str) -> None:
         facts = self.facts
-        raw = texts(message.content)
-        restored = restored_file_path(message)
-        if restored is not None:
-            facts.restored.append(restored)
+        restored = restored_file_paths(message)
+        facts.restored.extend(restored)
+        # A Claude Code session joins its summary and the files restored after it into one
+        # message: the files are restored again, never carried inside the summary.
+        own = [b for b in message.content if restored_block_path(b) is None] if restored else message.content
+        raw = texts(own)
+        if restored and not raw:
             return
         prefix = next((p for p in EARLIER_SUMMARY_PREFIXES if raw.startswith(p)), None)
         if prefix is not None:
@@ -335,5 +344,7 @@ def _user_texts(messages: Sequence[Message]) -> dict[int, str]:
         for i, m in enumerate(messages)
         if m.role == "user" and any(b.get("type") == "text" for b in m.content)
     ]
-    cleaned = [user_words(messages[i].content) for i in indices]
+    cleaned = [
+        user_words([b for b in messages[i].content if restored_block_path(b) is None]) for i in indices
+    ]
     return dict(zip(indices, drop_templates(cleaned), strict=True))

@@ -99,8 +99,20 @@ def command_texts(tool_input: Any) -> list[str]:
         if isinstance(value, str):
             out.append(value)
         elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-            out.append(shlex.join(value) if len(value) > 1 else "".join(value))
+            out.append(argv_command(value))
     return out
+
+
+#: ``bash -lc SCRIPT``: an argv that only runs a script in a shell (Codex's legacy ``shell``
+#: tool, ``local_shell``) is that script.
+_SHELLS = frozenset({"bash", "sh", "zsh"})
+
+
+def argv_command(argv: list[str]) -> str:
+    """A command given as an argv list, as the shell line it runs."""
+    if len(argv) == 3 and argv[0].rsplit("/", 1)[-1] in _SHELLS and argv[1] in ("-c", "-lc", "-l"):
+        return argv[2]
+    return shlex.join(argv) if len(argv) > 1 else "".join(argv)
 
 
 def tool_file_ops(tool: str, tool_input: Any) -> Iterator[tuple[str, str]]:
