@@ -31,35 +31,17 @@ CI_SESSIONS = frozenset(
     }
 )
 
-D1 = (
-    "issue 20 defect 1: the kept copies keep their message.id and Claude Code gathers every entry of "
-    "that id from the file, so the kept text and thinking reach the model twice"
+D12 = (
+    "issue 20 defect 12 (the reader's chain walk): ctxcompact resumes the newest-stamped leaf, Claude "
+    "Code the last one in the file; our entries, stamped SOURCE_DATE_EPOCH, are older than the session's"
 )
-D3 = "issue 20 defect 3: a second compaction of a Claude Code session restores no files"
-D4 = "issue 20 defect 4: Codex restored files pile up, kept as user messages and restored again"
-D5 = "issue 20 defect 5: Codex offload references are ./tool-result-ID.md, not resolvable from the cwd"
-#: Sessions whose kept tail carries assistant text or thinking (defect 1 shows on them).
-KEEP_LOOP_D1 = frozenset(
+#: The sessions whose summary compactions show it (every one that gets appended entries).
+STAMPED = frozenset(
     {
-        "ccviewer-fe5e1c67-v1.0.98",
         "codemie-196820da-thinking",
         "codemie-3fe1b6bc-edits",
         "codemie-624a4a58-compact",
         "codemie-9eda1058-summaries",
-        "kimicli-629b7931-read-heavy-zh",
-        "kimicli-8f3c3e6d-progress-zh",
-        "kimicli-e7d6eabd-zh-heavy",
-    }
-)
-KEEP_RECENT_D1 = frozenset({"ccviewer-fe5e1c67-v1.0.98", "codemie-3fe1b6bc-edits"})
-AUTO_D1 = frozenset({"ccviewer-fe5e1c67-v1.0.98", "codemie-196820da-thinking"})  # --auto keeps recent tokens
-#: Sessions with files to restore (defect 3 shows on them).
-TWICE_D3 = frozenset(
-    {
-        "ccviewer-5c0375b4-ja",
-        "codemie-196820da-thinking",
-        "codemie-3fe1b6bc-edits",
-        "codemie-624a4a58-compact",
         "codemie-e9fb405b-main-with-task",
         "entire-198393f2-compact-small",
         "kimicli-629b7931-read-heavy-zh",
@@ -67,17 +49,15 @@ TWICE_D3 = frozenset(
         "kimicli-e7d6eabd-zh-heavy",
     }
 )
+#: --auto only prunes these two (in place: nothing appended).
+AUTO_STAMPED = STAMPED - {"codemie-196820da-thinking", "codemie-3fe1b6bc-edits"}
 #: Known defects (issue 20): (client, case, check) -> (sessions it shows on, or None: all; reason).
 KNOWN: dict[tuple[str, str, str], tuple[frozenset[str] | None, str]] = {
-    ("claude-code", "keep-loop", "context"): (KEEP_LOOP_D1, D1),
-    ("claude-code", "keep-loop", "twice"): (KEEP_LOOP_D1, D1),
-    ("claude-code", "keep-recent-tokens", "context"): (KEEP_RECENT_D1, D1),
-    ("claude-code", "keep-recent-tokens", "twice"): (KEEP_RECENT_D1, D1),
-    ("claude-code", "auto", "context"): (AUTO_D1, D1),
-    ("claude-code", "auto", "twice"): (AUTO_D1, D1),
-    ("claude-code", "twice", "restored"): (TWICE_D3, D3),
-    ("codex", "twice", "twice"): (frozenset({"codex-rollout-019e1625-tui"}), D4),
-    ("codex", "offload", "references"): (None, D5),
+    ("claude-code", "compact", "context"): (STAMPED, D12),
+    ("claude-code", "hybrid", "context"): (STAMPED, D12),
+    ("claude-code", "auto", "context"): (AUTO_STAMPED, D12),
+    ("claude-code", "keep-recent-tokens", "context"): (STAMPED, D12),
+    ("claude-code", "twice", "context"): (STAMPED, D12),
 }
 
 
