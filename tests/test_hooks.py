@@ -127,6 +127,24 @@ def test_pre_compact_replace_that_cannot_compact_lets_the_agent_compact(tmp_path
     assert "the agent compacts as usual" in out.stderr
 
 
+def test_replace_never_rewrites_a_session_the_agent_holds_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compaction that could only be written by rewriting the session (a writer spelling
+    the kept lines differently) is left to the agent, never renamed under it."""
+    import ctxcompact.transcripts.io as io
+
+    session = codex_session(tmp_path)
+    before = session.read_bytes()
+    written = io.dump_transcript
+    monkeypatch.setattr(io, "dump_transcript", lambda t: b" " + written(t))
+    data = payload("codex/PreCompact/auto", transcript=str(session), cwd=str(tmp_path))
+    out = hook("pre-compact", data, tmp_path, "--replace")
+    assert (out.exit_code, out.stdout) == (0, "")
+    assert "would rewrite the session rather than append" in out.stderr
+    assert session.read_bytes() == before and not list(session.parent.glob("*.bak*"))
+
+
 def test_replace_needs_a_summary_strategy(tmp_path: Path) -> None:
     session = claude_session(tmp_path)
     data = payload("claude-code/PreCompact/auto", transcript=str(session), cwd=str(tmp_path))

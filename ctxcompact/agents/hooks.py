@@ -17,7 +17,7 @@ otherwise the summary the agent handed over (or recorded) is the context.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,7 @@ from ctxcompact.agents.survive import (
 )
 from ctxcompact.batch.files import FileOptions
 from ctxcompact.compaction.pins import PinOptions
-from ctxcompact.errors import CtxcompactError
+from ctxcompact.errors import CtxcompactError, WorkFailedError
 from ctxcompact.evaluation.probes import context_text, extract_probes, restored_paths, score_probes
 from ctxcompact.ir import Message
 from ctxcompact.transcripts.fileio import read_bytes
@@ -114,16 +114,28 @@ def pre_compact(event: HookEvent, settings: HookSettings, *, moment: datetime | 
 def _replace(
     event: HookEvent, path: Path, options: FileOptions, record: dict[str, Any]
 ) -> tuple[dict[str, Any] | None, str]:
-    """Our compaction of the session, appended to it; the block answer when it compacted."""
-    from ctxcompact.batch.files import compact_in_place
+    """Our compaction of the session, appended to it; the block answer when it compacted.
+
+    Only ever appended (``O_APPEND``, :func:`~ctxcompact.transcripts.inplace.replace_in_place`):
+    the agent holds the session open, so a result that would rewrite the file instead is left
+    unwritten and the agent compacts as usual."""
+    from ctxcompact.batch.files import compact_transcript
+    from ctxcompact.transcripts.inplace import replace_in_place
+    from ctxcompact.transcripts.io import dump_transcript
 
     try:
-        # The agent waits for this hook, so the session is quiet while we append to it.
-        done = compact_in_place(str(path), options=replace(options, force=True))
+        transcript = parse_transcript(read_bytes(path)[1], name=str(path))
+        raw = transcript.raw or b""
+        done = compact_transcript(transcript, str(path), options=options)
+        result = done.results[0] if done.results else None
+        data = dump_transcript(done.transcript)
+        if result is not None and result.compacted and not data.startswith(raw):
+            raise WorkFailedError("its compaction would rewrite the session rather than append to it")
+        if result is not None and result.compacted:
+            replace_in_place(path, raw, data, lines=True)
     except CtxcompactError as exc:
         record["error"] = str(exc)
         return None, f"ctxcompact: our compaction failed, the agent compacts as usual: {exc}"
-    result = done.results[0] if done.results else None
     if result is None or not result.compacted:
         reason = result.stats.reason if result is not None else "nothing to compact"
         record["error"] = reason
