@@ -1,32 +1,30 @@
 """What a client sent, reduced to the conversation it resumed, and the checks against export.
 
-The normaliser removes exactly the client's own additions and nothing of the session:
+The normaliser removes exactly the client's own additions and nothing of the session.
 
-Claude Code (Messages API request body):
-  * ``system`` and ``tools`` (request fields) are not compared;
-  * ``role: "system"`` messages inside ``messages`` are Claude Code's mid-conversation system
-    turns (environment, model, tool and agent listings) — removed;
-  * in the last message, the new prompt's text block and the ``<system-reminder>`` text blocks
-    sent with it are removed (the message goes if nothing else is left in it);
-  * a text block ``Tool loaded.`` in a user message whose tool result lists ``tool_reference``
-    blocks (a ToolSearch answer): Claude Code adds it there — removed;
-  * then an assistant message made only of the text ``No response requested.`` that ends what
-    is left: Claude Code writes it (model ``<synthetic>``) when a session's last turn is a user
-    message, its own compactions included — removed;
-  then, on both sides (the sent messages and ``ctxcompact export``'s):
-  * a string ``content`` is the one-text-block list it stands for (the API treats them alike);
-  * ``cache_control`` is removed from every block (the client's cache breakpoints);
-  * two rewrites Claude Code makes of what it resumes are taken back where the export's block
-    at the same place shows them (:func:`aligned`): the ``\n`` it adds where it joins two user
-    entries, and ``[Tool references removed - tools no longer available]`` for a tool result
-    listing only ``tool_reference`` blocks;
-  * a ``tool_use`` of a tool Claude Code renamed is compared under the new name (``Task`` is
-    sent as ``Agent``).
-  Everything else — every message before the new turn, every block, every field — must be
-  equal.
+Claude Code (a Messages API request body):
+  * the request's ``system`` and ``tools`` are not compared;
+  * removed as the client's own: ``role: "system"`` messages inside ``messages`` (its
+    mid-conversation system turns: environment, model, tool and agent listings); the text
+    block ``Tool loaded.`` in a user message whose tool result lists ``tool_reference`` blocks
+    (it adds it after a ToolSearch answer); in the last message, the new prompt's text block and
+    the ``<system-reminder>`` blocks sent with it (the message goes if nothing else is left);
+    then an assistant message made only of the text ``No response requested.`` that ends what
+    is left (Claude Code writes it, model ``<synthetic>``, when a session's last turn is a user
+    message — its own compactions too);
+  * taken back where the export's block at the same place shows what it was
+    (:func:`aligned`): the ``\\n`` Claude Code adds to the last text block of the first of two
+    user entries it joins, and ``[Tool references removed - tools no longer available]``, which
+    it sends for a tool result listing only ``tool_reference`` blocks to tools it lacks;
+  * on both sides (:func:`normalised`): a string ``content`` is the one-text-block list it
+    stands for (the API treats them alike); ``cache_control`` is removed from every block (the
+    client's cache breakpoints); a ``tool_use`` of a tool Claude Code renamed is compared under
+    the new name (``Task`` is sent as ``Agent``).
+  Everything else — every message before the new turn, every block, every field — must equal
+  ``ctxcompact export``'s messages.
 
-Codex (Responses API request body):
-  * ``instructions``, ``tools`` and other request fields are not compared;
+Codex (a Responses API request body):
+  * ``instructions``, ``tools`` and the other request fields are not compared;
   * the new prompt's user ``message`` item and every item after it (``configuration_update``)
     are removed, then the run of Codex's turn-context items just before it: ``additional_tools``,
     ``developer`` messages, and user messages that open with ``<environment_context>``,

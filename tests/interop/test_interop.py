@@ -31,34 +31,10 @@ CI_SESSIONS = frozenset(
     }
 )
 
-D12 = (
-    "issue 20 defect 12 (the reader's chain walk): ctxcompact resumes the newest-stamped leaf, Claude "
-    "Code the last one in the file; our entries, stamped SOURCE_DATE_EPOCH, are older than the session's"
-)
-#: The sessions whose summary compactions show it (every one that gets appended entries).
-STAMPED = frozenset(
-    {
-        "codemie-196820da-thinking",
-        "codemie-3fe1b6bc-edits",
-        "codemie-624a4a58-compact",
-        "codemie-9eda1058-summaries",
-        "codemie-e9fb405b-main-with-task",
-        "entire-198393f2-compact-small",
-        "kimicli-629b7931-read-heavy-zh",
-        "kimicli-8f3c3e6d-progress-zh",
-        "kimicli-e7d6eabd-zh-heavy",
-    }
-)
-#: --auto only prunes these two (in place: nothing appended).
-AUTO_STAMPED = STAMPED - {"codemie-196820da-thinking", "codemie-3fe1b6bc-edits"}
-#: Known defects (issue 20): (client, case, check) -> (sessions it shows on, or None: all; reason).
-KNOWN: dict[tuple[str, str, str], tuple[frozenset[str] | None, str]] = {
-    ("claude-code", "compact", "context"): (STAMPED, D12),
-    ("claude-code", "hybrid", "context"): (STAMPED, D12),
-    ("claude-code", "auto", "context"): (AUTO_STAMPED, D12),
-    ("claude-code", "keep-recent-tokens", "context"): (STAMPED, D12),
-    ("claude-code", "twice", "context"): (STAMPED, D12),
-}
+#: Known defects: (client, case, check) -> (the sessions it shows on, or None: all; the reason,
+#: naming the issue and defect). Empty: issue 20's defects 1, 3, 4, 5 and 12 (the chain walk),
+#: which this suite showed, are fixed; a new one goes here with the fix that removes it.
+KNOWN: dict[tuple[str, str, str], tuple[frozenset[str] | None, str]] = {}
 
 
 def sessions() -> list[tuple[str, Path]]:
