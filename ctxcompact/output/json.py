@@ -23,6 +23,7 @@ from ctxcompact.transcripts.dialects.recorded import RecordedUsage
 from ctxcompact.transcripts.recorded_usage import RecordedUsage as ApiUsage
 
 if TYPE_CHECKING:
+    from ctxcompact.accounting.breakdown import Breakdown
     from ctxcompact.accounting.history import Call
     from ctxcompact.accounting.models_table import KnownModel
     from ctxcompact.accounting.prices import Cost
@@ -50,6 +51,8 @@ class CountRow:
     side: SideEntries | None = None
     #: The usage the agent recorded for its newest API call (Codex), shown beside our count.
     recorded: RecordedUsage | None = None
+    #: The real context by category (``count``'s picture).
+    breakdown: Breakdown | None = None
 
 
 # --- count -----------------------------------------------------------------------------------
@@ -102,7 +105,23 @@ def _count_row_json(row: CountRow, *, top: int) -> dict[str, Any]:
         out["meta"] = {"entries": row.side.meta_entries, "tokens": row.side.meta_tokens}
     if row.recorded is not None:
         out["recorded_usage"] = row.recorded.to_dict()
+    if row.breakdown is not None:
+        out["breakdown"] = breakdown_json(row.breakdown)
     return out
+
+
+def breakdown_json(b: Breakdown) -> dict[str, Any]:
+    """``count``'s picture as numbers: the parts (summing to ``context``, the real size),
+    whether each is estimated, and the budget around them."""
+    return {
+        "by": b.view,
+        "context": b.total,
+        "parts": [{"name": p.name, "tokens": p.tokens, "estimated": p.estimated} for p in b.parts],
+        "context_window": b.window,
+        "free": b.free,
+        "output_reserve": b.output_reserve,
+        "threshold": b.threshold,
+    }
 
 
 def recorded_usage_json(usage: ApiUsage) -> dict[str, Any]:
@@ -380,22 +399,30 @@ def sessions_to_json(rows: Sequence[SessionInfo]) -> list[dict[str, Any]]:
 
 def eval_json(result: EvalResult, *, show_lost: int = 0) -> dict[str, Any]:
     """``eval --json``: the per-strategy summary, then every run; ``show_lost`` lost probes each."""
-    from ctxcompact.evaluation.probes import PROBE_KINDS  # not on the count/check start-up path
+    from ctxcompact.evaluation.probes import CATEGORIES, PROBE_KINDS  # not on the count/check start-up path
 
     return {
         "strategies": [_summary_dict(s, show_lost) for s in result.summaries()],
         "runs": [_run_dict(r, show_lost) for r in result.runs],
         "probeKinds": list(PROBE_KINDS),
+        "categories": {name: list(kinds) for name, kinds in CATEGORIES.items()},
     }
 
 
 def _scores(report: ProbeReport | None) -> dict[str, Any]:
+    from ctxcompact.evaluation.probes import CATEGORIES
+
     if report is None:
         return {}
     return {
+        "score": _round(report.mean),
         "overall": _round(report.overall),
         "kept": report.kept,
         "total": report.total,
+        "byCategory": {
+            c.kind: {"kept": c.kept, "total": c.total, "score": _round(c.score)}
+            for c in (report.category(name) for name in CATEGORIES)
+        },
         "byKind": {
             k.kind: {"kept": k.kept, "total": k.total, "score": _round(k.score)} for k in report.kinds
         },
@@ -415,6 +442,9 @@ def _summary_dict(s: StrategySummary, show_lost: int) -> dict[str, Any]:
         "tokensAfter": s.tokens_after,
         "ratio": _round(s.ratio),
         "seconds": round(s.seconds, 3),
+        "score": _round(s.score),
+        "fitting": s.fitting,
+        "budgeted": s.budgeted,
         "retention": _scores(s.report),
         "lost": _lost(s.report.lost, show_lost),
     }
@@ -428,6 +458,8 @@ def _run_dict(r: StrategyRun, show_lost: int) -> dict[str, Any]:
         "tokensAfter": r.tokens_after,
         "ratio": _round(r.ratio),
         "seconds": round(r.seconds, 3),
+        "threshold": r.threshold,
+        "fits": r.fits,
         "retention": _scores(r.report),
         "lost": _lost(r.report.lost, show_lost) if r.report else [],
     }
