@@ -25,6 +25,7 @@ from ctxcompact.cli.batch import (
 )
 from ctxcompact.cli.common import (
     CONTEXT_WINDOW_OPT,
+    DEADLINE_OPT,
     FILES_ARG,
     FORMAT_OPT,
     MAX_INPUT_BYTES_OPT,
@@ -62,6 +63,7 @@ from ctxcompact.cli.restore import (
     READ_TOOL_OPT,
     WORK_DIR_OPT,
 )
+from ctxcompact.cli.sizes import SIZE
 from ctxcompact.cli.streams import streams_for
 from ctxcompact.compaction.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, STRATEGY_NAMES
 from ctxcompact.compaction.strategies.options import (
@@ -166,6 +168,7 @@ def compact(
         help="When the LLM fails after retries: fallback (extractive), skip (output = input), error (exit 3).",
     ),
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", help="Seconds per summary request."),
+    deadline: float = DEADLINE_OPT,
     max_retries: int = typer.Option(
         DEFAULT_MAX_RETRIES,
         "--max-retries",
@@ -194,6 +197,7 @@ def compact(
     clear_at_least: int = typer.Option(
         DEFAULT_CLEAR_AT_LEAST,
         "--clear-at-least",
+        parser=SIZE,
         help="Change nothing unless at least this many tokens can be freed.",
     ),
     exclude_tools: str | None = typer.Option(
