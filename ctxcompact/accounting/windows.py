@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ctxcompact.errors import InputError, OptionError, UsageError
+from ctxcompact.errors import InputError, OptionError
 
 DEFAULT_CONTEXT_WINDOW = 96_000
 DEFAULT_OUTPUT_RESERVE = 32_000
@@ -259,8 +259,11 @@ def make_budget(
                 "{output_reserve} must not be negative, got {value}.", "output_reserve", value=reserve
             )
         if reserve >= model.context_window:
-            raise UsageError(
-                f"--output-reserve {reserve:,} leaves no room for input in a {model.context_window:,}-token window."
+            raise OptionError(
+                "{output_reserve} {reserve:,} leaves no room for input in a {window:,}-token window.",
+                "output_reserve",
+                reserve=reserve,
+                window=model.context_window,
             )
     from fractions import Fraction  # only here: keep it off the CLI's start-up path
 

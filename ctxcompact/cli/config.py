@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from ctxcompact.cli.common import error, reports_errors
+from ctxcompact.cli.options import Json
 from ctxcompact.cli.streams import streams_for
 from ctxcompact.config import Config, OptionSpec, find_config_file, load_config
 from ctxcompact.errors import CtxcompactError
@@ -82,7 +83,7 @@ def apply_config(ctx: typer.Context) -> None:
 @reports_errors
 def config(
     ctx: typer.Context,
-    as_json: bool = typer.Option(False, "--json", help="Print the settings as JSON."),
+    as_json: Json = False,
 ) -> None:
     """Show the effective settings and where each came from.
 

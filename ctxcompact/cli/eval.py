@@ -1,117 +1,113 @@
-"""``eval``: what each strategy costs and what each keeps, side by side."""
+"""``eval``: what each strategy costs and what each keeps, side by side; with ``--judge``, what
+an LLM judge says of each (priced and confirmed before anything is sent)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ctxcompact.cli.batch import GLOB_OPT
-from ctxcompact.cli.common import (
-    FILES_ARG,
-    FORMAT_OPT,
-    JSON_OPT,
-    MAX_INPUT_BYTES_OPT,
-    Format,
-    ensure_writable_dir,
-    expand_batch_inputs,
-    reports_errors,
-)
+from ctxcompact.cli.common import ensure_writable_dir, expand_batch_inputs, reports_errors
+from ctxcompact.cli.options import Files, FormatOption, Globs, Html, Json, MaxInputBytes
+from ctxcompact.cli.options.compaction import Jobs, StrategyList, WorkDir, from_flag
 from ctxcompact.cli.streams import Streams, streams_for
+from ctxcompact.compaction.strategies.options import FullOptions
+from ctxcompact.errors import InputError, UsageError
 from ctxcompact.evaluation.judge import DEFAULT_JUDGE_MODEL, DEFAULT_QUESTIONS_PER_KIND
 from ctxcompact.evaluation.run import DEFAULT_CONVERSATIONS, default_strategies
-from ctxcompact.names import JudgeName
+from ctxcompact.names import JudgeName, SummarizerName
 from ctxcompact.status import ExitStatus
+from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
 
 if TYPE_CHECKING:
+    from ctxcompact.evaluation.judge.ask import Asker
     from ctxcompact.evaluation.judge.result import JudgeResult
     from ctxcompact.evaluation.run import EvalResult
-    from ctxcompact.output.table import Table
 
 
 @reports_errors
 def eval_command(
     ctx: typer.Context,
-    files: list[Path] | None = FILES_ARG,
-    strategies: str | None = typer.Option(
-        None,
-        "--strategies",
-        "-s",
-        help=f"Comma-separated strategies to compare [default: all that need no API key: {','.join(default_strategies())}].",
-        show_default=False,
-    ),
-    summarizer: str = typer.Option(
-        "extractive",
-        "--summarizer",
-        help="Summarizer for strategies that summarize: extractive (offline) or anthropic.",
-    ),
-    show_lost: int = typer.Option(0, "--show-lost", min=0, help="List up to N lost probes per strategy."),
-    as_json: bool = JSON_OPT,
-    html: Path | None = typer.Option(
-        None,
-        "--html",
-        help="Also write a self-contained HTML page (table, tokens-vs-retention scatter, lost probes).",
-    ),
-    conversations: int = typer.Option(
-        DEFAULT_CONVERSATIONS,
-        "--conversations",
-        min=1,
-        help="Evaluate at most this many conversations of a file that holds several.",
-    ),
-    work_dir: Path | None = typer.Option(
-        None,
-        "--work-dir",
-        help="Where `full` restores files from [default: an empty temporary directory: nothing restored].",
-        show_default=False,
-    ),
-    globs: list[str] | None = GLOB_OPT,
-    jobs: int | None = typer.Option(
-        None,
-        "--jobs",
-        "-j",
-        min=1,
-        help="Files evaluated in parallel processes [default: the CPU count].",
-        show_default=False,
-    ),
-    fmt: Format | None = FORMAT_OPT,
-    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
-    judge: JudgeName | None = typer.Option(
-        None,
-        "--judge",
-        help="Also have an LLM judge the compactions (needs ANTHROPIC_API_KEY; costs money, asked first): anthropic (Messages API) or anthropic-batch (Message Batches API, half the price).",
-        show_default=False,
-    ),
-    judge_model: str = typer.Option(
-        DEFAULT_JUDGE_MODEL,
-        "--judge-model",
-        help="The model that writes, answers and scores the judge's questions.",
-    ),
-    questions: int = typer.Option(
-        DEFAULT_QUESTIONS_PER_KIND,
-        "--questions",
-        min=1,
-        max=10,
-        help="Judge questions per kind (recall, artifact, continuation, decision) per conversation.",
-    ),
-    yes: bool = typer.Option(
-        False, "--yes", "-y", help="Start the judge without asking (for CI): the cost is still printed."
-    ),
-    judge_cache: Path | None = typer.Option(
-        None,
-        "--judge-cache",
-        help="Where judge replies are cached by content hash [default: ~/.cache/ctxcompact/judge].",
-        show_default=False,
-    ),
+    files: Files = None,
+    strategy: StrategyList = None,
+    strategy_old_spelling: Annotated[str | None, typer.Option("--strategies", hidden=True)] = None,
+    summarizer: Annotated[
+        SummarizerName,
+        from_flag(
+            FullOptions,
+            "summarizer",
+            help="Summarizer for strategies that summarize: extractive (offline) or anthropic.",
+            case_sensitive=False,
+        ),
+    ] = SummarizerName.extractive,
+    show_lost: Annotated[
+        int, typer.Option("--show-lost", min=0, help="List up to N lost probes per strategy.")
+    ] = 0,
+    as_json: Json = False,
+    html: Html = None,
+    conversations: Annotated[
+        int,
+        typer.Option(
+            "--conversations",
+            min=1,
+            help="Evaluate at most this many conversations of a file that holds several.",
+        ),
+    ] = DEFAULT_CONVERSATIONS,
+    work_dir: WorkDir = None,
+    globs: Globs = None,
+    jobs: Jobs = None,
+    fmt: FormatOption = None,
+    max_input_bytes: MaxInputBytes = DEFAULT_MAX_INPUT_BYTES,
+    judge: Annotated[
+        JudgeName | None,
+        typer.Option(
+            "--judge",
+            help="Also have an LLM judge the compactions (needs ANTHROPIC_API_KEY; costs money, asked "
+            "first): anthropic (Messages API) or anthropic-batch (Message Batches API, half the price).",
+            show_default=False,
+        ),
+    ] = None,
+    judge_model: Annotated[
+        str,
+        typer.Option(
+            "--judge-model", help="The model that writes, answers and scores the judge's questions."
+        ),
+    ] = DEFAULT_JUDGE_MODEL,
+    questions: Annotated[
+        int,
+        typer.Option(
+            "--questions",
+            min=1,
+            max=10,
+            help="Judge questions per kind (recall, artifact, continuation, decision) per conversation.",
+        ),
+    ] = DEFAULT_QUESTIONS_PER_KIND,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes", "-y", help="Start the judge without asking (for CI): the cost is still printed."
+        ),
+    ] = False,
+    judge_cache: Annotated[
+        Path | None,
+        typer.Option(
+            "--judge-cache",
+            help="Where judge replies are cached by content hash [default: ~/.cache/ctxcompact/judge].",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """How much does each strategy save, and what does it lose? Runs every strategy on the
     transcripts and scores the probes (paths, identifiers, numbers, errors, URLs, user
-    instructions, last request, next step) taken from the compacted-away part.
+    instructions, last request, next step) taken from the compacted-away part. The default
+    strategies are all that need no API key; --work-dir defaults to an empty directory here
+    (nothing restored).
 
     \b
     Examples:
       ctxcompact eval session.jsonl
-      ctxcompact eval sessions/ --strategies full,prune --show-lost 5
+      ctxcompact eval sessions/ --strategy full,prune --show-lost 5
       ctxcompact eval sessions/ --json | jq '.strategies[] | {strategy, ratio}'
       ctxcompact eval sessions/ --html eval.html
       ctxcompact eval ~/.claude/projects/ --glob '*.jsonl' --jobs 4
@@ -122,10 +118,11 @@ def eval_command(
     from ctxcompact.output.rich.batch import files_progress
 
     ensure_writable_dir(html, "--html")
-    names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies is not None else None
+    chosen = strategy if strategy is not None else strategy_old_spelling
+    names = [s.strip() for s in chosen.split(",") if s.strip()] if chosen is not None else None
     settings = EvalSettings(
         tuple(names) if names is not None else default_strategies(),
-        summarizer=summarizer,
+        summarizer=summarizer.value,
         work_dir=work_dir,
         max_conversations=conversations,
         dialect=fmt.value if fmt else None,
@@ -133,9 +130,7 @@ def eval_command(
         keep_context=judge is not None,
     )
     if judge is not None:
-        from ctxcompact.cli.eval_judge import check_judge_key
-
-        check_judge_key(judge)  # exit 2 before any work
+        _check_judge_key(judge)  # exit 2 before any work
     streams = streams_for(ctx)
     paths = [i.path for i in expand_batch_inputs(files, streams.terminal, globs=globs or ())]
     with files_progress(streams.err, len(paths), "evaluating") as advance:
@@ -154,9 +149,7 @@ def eval_command(
     result = batch.result
     judged = None
     if judge is not None:
-        from ctxcompact.cli.eval_judge import run_judge
-
-        judged = run_judge(
+        judged = _run_judge(
             result,
             streams,
             judge=judge,
@@ -190,7 +183,7 @@ def _print_result(
     result: EvalResult, streams: Streams, *, as_json: bool, show_lost: int, judged: JudgeResult | None
 ) -> None:
     """JSON, or the table (Rich on a terminal, plain text when piped) and the lost probes."""
-    from ctxcompact.output.eval_table import lost_lines, summary_table
+    from ctxcompact.output.eval_table import lost_lines, summary_table, terminal_table
     from ctxcompact.output.table import plain_table
 
     if as_json:
@@ -209,7 +202,7 @@ def _print_result(
 
         table = judge_table(table, result, judged)
     if streams.terminal.stdout.is_terminal:
-        _print_rich(streams, table)
+        streams.report([terminal_table(table)])
     else:
         streams.write_text(plain_table(table))
     lost = lost_lines(result, show_lost)
@@ -217,12 +210,68 @@ def _print_result(
         streams.write_text("\n" + lost)
 
 
-def _print_rich(streams: Streams, table: Table) -> None:
-    from rich.table import Table as RichTable
+# --- --judge ----------------------------------------------------------------------------------
 
-    out = RichTable(title="ctxcompact eval: cost and retention per strategy")
-    for i, header in enumerate(table.headers):
-        out.add_column(header, justify="left" if i == 0 else "right")
-    for r, row in enumerate(table.rows):
-        out.add_row(*(f"[bold green]{c}[/]" if (r, i) in table.best else c for i, c in enumerate(row)))
-    streams.out.print(out)
+
+def _check_judge_key(judge: JudgeName) -> None:
+    """Exit 2 when no API key is set."""
+    from ctxcompact.llm.anthropic_api import API_KEY_ENV, api_key_available
+
+    if not api_key_available():
+        raise InputError(
+            f"eval --judge {judge.value} calls the Anthropic API and needs a key: set {API_KEY_ENV} "
+            "(eval without --judge needs none)."
+        )
+
+
+def _make_asker(judge: JudgeName, streams: Streams) -> Asker:
+    """The asker for ``--judge`` (exit 2 when no API key is set)."""
+    _check_judge_key(judge)
+    if judge == JudgeName.anthropic_batch:
+        from ctxcompact.evaluation.judge.ask import BatchAsker
+        from ctxcompact.llm.anthropic_api import AnthropicBatches
+
+        return BatchAsker(AnthropicBatches(), on_poll=lambda poll: streams.note(poll.describe()))
+    from ctxcompact.evaluation.judge.ask import DirectAsker
+    from ctxcompact.llm.anthropic_api import AnthropicTransport
+
+    return DirectAsker(AnthropicTransport())
+
+
+def _run_judge(
+    result: EvalResult,
+    streams: Streams,
+    *,
+    judge: JudgeName,
+    model: str,
+    per_kind: int,
+    yes: bool,
+    cache_dir: Path | None,
+) -> JudgeResult:
+    """Print the cost line, ask to continue (unless ``yes`` or nothing is left to send), run."""
+    from ctxcompact.accounting.tokens import make_counter
+    from ctxcompact.evaluation.judge.ask import CachedAsker
+    from ctxcompact.evaluation.judge.cache import JudgeCache, default_cache_dir
+    from ctxcompact.evaluation.judge.cost import cost_line
+    from ctxcompact.evaluation.judge.run import JudgeSettings, judge_eval, plan_judge
+    from ctxcompact.output.judge import judge_notes
+
+    asker = _make_asker(judge, streams)
+    cache = JudgeCache(cache_dir or default_cache_dir())
+    cache.check_writable()
+    counter = make_counter()
+    settings = JudgeSettings(model=model, per_kind=per_kind)
+    plan = plan_judge(result, cache=cache, counter=counter, settings=settings)
+    streams.note(cost_line(plan, model=model, batch=judge == JudgeName.anthropic_batch))
+    if plan.uncached and not yes:
+        if not streams.terminal.stdin_isatty:
+            raise UsageError(
+                "eval --judge would send requests to the Anthropic API and cannot ask first "
+                "(stdin is not a terminal): pass --yes to go ahead."
+            )
+        if not typer.confirm("Continue?", default=False, err=True):
+            raise typer.Abort()
+    judged = judge_eval(result, asker=CachedAsker(asker, cache), counter=counter, settings=settings)
+    for line in judge_notes(judged):
+        streams.note(line)
+    return judged

@@ -9,6 +9,7 @@ from the same cells.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from html import escape
 
 from ctxcompact.evaluation.probes import PROBE_KINDS
@@ -189,3 +190,15 @@ column highlighted.</p>
 {lost}
 </body></html>
 """
+
+
+#: The title of the table on a terminal.
+TERMINAL_TITLE = "ctxcompact eval: cost and retention per strategy"
+
+
+def terminal_table(table: Table) -> Table:
+    """The table as a terminal shows it: titled, every column after the first right-aligned
+    (piped, :func:`~ctxcompact.output.table.plain_table` keeps it untitled and left-aligned)."""
+    first, *rest = table.columns
+    columns = (first, *(replace(c, justify="right") for c in rest))
+    return replace(table, columns=columns, title=TERMINAL_TITLE)
