@@ -29,6 +29,9 @@ Role = Literal["system", "user", "assistant"]
 #: (Codex reads through shell commands): file restoration counts them as read. Not sent to the
 #: model and not counted; a dialect writes the call back without it.
 READ_PATHS = "read_paths"
+#: On a ``tool_use`` block of an agent that writes its action in its reply's text (mini-swe-agent,
+#: SWE-agent): the call is that text's, so it is neither counted nor written on its own.
+TEXT_ACTION = "text_action"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ no lower layer has to import a strategy.
 
 from __future__ import annotations
 
-from ctxcompact.ir import Message
+from ctxcompact.ir import Block, Message
 
 #: The summary message of a full compaction starts with this (seed 000 F-006).
 SUMMARY_PREFIX = "[Conversation compressed]\n\n"
@@ -56,13 +56,25 @@ def restored_text(path: str, content: str) -> str:
     return f"{RESTORED_PREFIX} {path}:\n{content}"
 
 
-def restored_file_path(message: Message) -> str | None:
-    """The path of a restored-file message (:func:`restored_text`), else None.
-    The one parser of that message: restoration and the extractive summarizer both use it."""
-    if len(message.content) != 1 or message.content[0].get("type") != "text":
+def restored_block_path(block: Block) -> str | None:
+    """The path of a restored-file text block (:func:`restored_text`), else None."""
+    if block.get("type") != "text":
         return None
-    text = str(message.content[0].get("text", ""))
+    text = str(block.get("text", ""))
     if not text.startswith(RESTORED_PREFIX + " "):
         return None
     head = text[len(RESTORED_PREFIX) + 1 :].split("\n", 1)[0]
     return head[:-1] if head.endswith(":") and len(head) > 1 else None
+
+
+def restored_file_path(message: Message) -> str | None:
+    """The path of a restored-file message (one block, :func:`restored_text`), else None."""
+    return restored_block_path(message.content[0]) if len(message.content) == 1 else None
+
+
+def restored_file_paths(message: Message) -> tuple[str, ...]:
+    """The paths of every restored-file block of a message. The one parser of those blocks:
+    restoration, probes and the extractive summarizer use it. A Claude Code session sends
+    consecutive user entries as one message, so after its compaction the summary and the
+    restored files are blocks of one message."""
+    return tuple(p for p in (restored_block_path(b) for b in message.content) if p is not None)

@@ -59,3 +59,19 @@ class OutputFormat(StrEnum):
 
     text = "text"
     github = "github"
+
+
+class AgentName(StrEnum):
+    """The coding agents whose hooks and sessions ctxcompact works with (``hook --agent``)."""
+
+    claude_code = "claude-code"
+    codex = "codex"
+
+
+class HookEventName(StrEnum):
+    """``ctxcompact hook EVENT``: the hook to answer, or ``install`` to write the entries."""
+
+    pre_compact = "pre-compact"
+    session_start = "session-start"
+    post_compact = "post-compact"
+    install = "install"

@@ -107,3 +107,21 @@ class SessionBuilder:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(json.dumps(e) + "\n" for e in self.entries), encoding="utf-8")
         return path
+
+    def tool_call(
+        self, name: str, tool_input: dict[str, Any], result: str, *, call_id: str
+    ) -> SessionBuilder:
+        """An assistant entry calling ``name`` and the user entry with its result."""
+        self._entry(
+            "assistant",
+            message={
+                "id": f"msg_{self._n:04d}",
+                "type": "message",
+                "role": "assistant",
+                "model": self.model,
+                "content": [{"type": "tool_use", "id": call_id, "name": name, "input": tool_input}],
+            },
+        )
+        content = [{"type": "tool_result", "tool_use_id": call_id, "content": result}]
+        self._entry("user", message={"role": "user", "content": content})
+        return self

@@ -26,6 +26,7 @@ LAYERS = (
     "compaction",
     "batch",
     "evaluation",
+    "agents",
     "output",
     "cli",
 )

@@ -22,10 +22,12 @@ from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 pytestmark = requires_corpus
 
-READABLE = corpus_files("anthropic", "openai", "claude-code")
+#: SWE-agent trajectories are read as text-action trajectories (tests/test_real_sessions.py).
+SWE_AGENT = [p for p in corpus_files("other") if p.name.startswith("sweagent-")]
+READABLE = [*corpus_files("anthropic", "openai", "claude-code"), *SWE_AGENT]
 #: Codex rollouts are read (tests/test_codex.py); every other file there is refused.
 CODEX = [p for p in corpus_files("other") if p.name.startswith("codex-rollout")]
-OTHER = [p for p in corpus_files("other") if p not in CODEX]
+OTHER = [p for p in corpus_files("other") if p not in CODEX and p not in SWE_AGENT]
 
 
 def original_data(path: Path) -> Any:
@@ -42,14 +44,20 @@ def loaded(path: Path) -> Transcript:
 
 def test_the_corpus_has_the_expected_kinds_of_file() -> None:
     by_dir = {p.parent.name for p in READABLE}
-    assert by_dir == {"anthropic", "openai", "claude-code"}
+    assert by_dir == {"anthropic", "openai", "claude-code", "other"}
     assert OTHER
 
 
 @pytest.mark.parametrize("path", READABLE, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_loads_with_the_right_dialect(path: Path) -> None:
     t = loaded(path)
-    expected = {"anthropic": "anthropic", "openai": "openai", "claude-code": "claude-code"}[path.parent.name]
+    dirs = {
+        "anthropic": "anthropic",
+        "openai": "openai",
+        "claude-code": "claude-code",
+        "other": "text-action",
+    }
+    expected = dirs[path.parent.name]
     assert {c.dialect for c in t.conversations} == {expected}
     assert all(c.messages for c in t.conversations)
 
@@ -86,7 +94,6 @@ def test_validate_finds_no_errors(path: Path) -> None:
         ("gemini-cli", "Gemini CLI session"),
         ("openhands-basic", "OpenHands event stream"),
         ("openhands-multi", "OpenHands evaluation"),
-        ("sweagent-", "SWE-agent trajectory"),
     ],
 )
 def test_other_formats_are_refused_by_name(name: str, fmt: str) -> None:

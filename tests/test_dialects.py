@@ -38,7 +38,7 @@ def rendered_unchanged(dialect: Dialect, records: list[Any]) -> list[Any]:
 
 class TestRegistry:
     def test_names_in_registry_order_are_the_format_choices(self) -> None:
-        assert DIALECT_NAMES == ("anthropic", "openai", "claude-code", "codex")
+        assert DIALECT_NAMES == ("anthropic", "openai", "text-action", "claude-code", "codex")
         assert tuple(d.name for d in DIALECTS) == DIALECT_NAMES
         assert DEFAULT_DIALECT is ANTHROPIC
 

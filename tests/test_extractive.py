@@ -61,7 +61,10 @@ def test_five_sections_in_order() -> None:
 def test_requests_and_constraints() -> None:
     goals = sections(ExtractiveSummarizer().summarize(HANDMADE).text)["Goals & Decisions"]
     # The first request is the task statement, whole; later ones are listed in order.
-    assert "Primary request (the task statement):\nAdd a --verbose flag to the CLI. You must not" in goals
+    assert (
+        "Primary request and intent (the task statement):\nAdd a --verbose flag to the CLI. You must not"
+        in goals
+    )
     assert "1. (the primary request above)" in goals
     assert "2. Great. Now document the flag in README.md" in goals
     # A rule of the task statement is read there while it is shown whole, not listed twice.
@@ -76,7 +79,8 @@ def test_files_by_operation_and_commands() -> None:
     # One line per set of operations, a path costs one word (issue 13: many files fit).
     assert "- edited, read: `app/cli.py`" in files
     assert "- written: `docs/verbose.md`" in files
-    assert "- read: `missing.py`, `README.md`" in files
+    assert "- read: `README.md`" in files
+    assert "`missing.py`" not in files  # its read failed: it was not read
     assert "`tests/test_cli.py`" in files  # mentioned in a command
 
 
@@ -101,8 +105,10 @@ def test_errors_with_what_followed() -> None:
 def test_task_status_and_next_step() -> None:
     status = sections(ExtractiveSummarizer().summarize(HANDMADE).text)["Task Status"]
     assert "Latest user request:\nGreat. Now document the flag" in status
-    assert "- read_file(README.md)" in status
-    assert "Next step:\nContinue from the result of the last tool call (read_file)" in status
+    assert "- read_file(README.md) → ok" in status
+    # The agent's own words say what comes next, and the result it had not seen yet.
+    assert "Next step:\nThe agent's last stated intent: “I'll update the README next.”." in status
+    assert "Results the agent had not seen yet: read_file(README.md)." in status
 
 
 def test_next_step_variants() -> None:
@@ -113,7 +119,10 @@ def test_next_step_variants() -> None:
         *HANDMADE[:4],
         msg("assistant", text("The CLI parses args. Next I will add the flag to the parser.")),
     ]
-    assert "As the agent said: Next I will add the flag" in sections(s.summarize(planned).text)["Task Status"]
+    assert (
+        "The agent's last stated intent: “Next I will add the flag"
+        in sections(s.summarize(planned).text)["Task Status"]
+    )
 
 
 def test_deterministic_and_input_untouched() -> None:
@@ -138,7 +147,7 @@ def test_trimming_keeps_the_latest_request_and_says_what_was_omitted() -> None:
         interleaved.extend([m, msg("assistant", text("ok"))])
     out = ExtractiveSummarizer().summarize(interleaved, max_words=200).text
     assert len(out.split()) <= 200
-    assert "more omitted)" in out
+    assert "omitted)" in out
     assert "Request number 19" in out
 
 
@@ -175,7 +184,7 @@ def test_repeated_compaction_inputs() -> None:
         "### Earlier compaction summary (carried forward)\n**Goals & Decisions**\nShip the parser rewrite."
         in out["Goals & Decisions"]
     )
-    assert "Primary request (the task statement):\nNow add tests." in out["Goals & Decisions"]
+    assert "Primary request and intent (the task statement):\nNow add tests." in out["Goals & Decisions"]
     assert "[Restored after compact]" not in out["Goals & Decisions"]
     assert "restored by an earlier compaction: `src/parser.py`" in out["File Operations"]
 
@@ -218,7 +227,7 @@ def test_openai_dialect_and_claude_code_noise() -> None:
         ]
     )
     out = sections(ExtractiveSummarizer().summarize(conv.messages).text)
-    assert "Primary request (the task statement):\nRename foo to bar." in out["Goals & Decisions"]
+    assert "Primary request and intent (the task statement):\nRename foo to bar." in out["Goals & Decisions"]
     assert "ignore me" not in out["Goals & Decisions"]
     assert "- read: `foo.py`" in out["File Operations"]
 

@@ -133,5 +133,5 @@ class _BytesReader(DiskWriter):
     def __init__(self, data: bytes) -> None:
         self.data = data
 
-    def read(self, path: Path) -> bytes | None:
+    def read(self, path: Path, max_bytes: int | None = None) -> bytes | None:
         return self.data

@@ -127,7 +127,10 @@ def test_usage_recorded_after_our_rewrite_is_the_truth_again(tmp_path: Path, str
     )
     resumed = SessionBuilder()
     resumed.assistant("Continuing.", usage=(7, 1_000, 31_000, 12))
-    entry = resumed.entries[-1] | {"uuid": "11111111-0000-4000-8000-000000000001"}
+    # Claude Code links its new entry to the last one and stamps it now.
+    last = json.loads(out.read_text().splitlines()[-1])
+    entry = resumed.entries[-1] | {"uuid": "11111111-0000-4000-8000-000000000001", "parentUuid": last["uuid"]}
+    entry["timestamp"] = "2099-01-01T00:00:00.000Z"
     out.write_text(out.read_text() + json.dumps(entry) + "\n")
     checked = _check_json(out)
     assert checked["source"] == "recorded"

@@ -28,6 +28,9 @@ def test_every_command_has_a_section() -> None:
         "eval",
         "sessions",
         "models",
+        "hook",
+        "uncompact",
+        "mcp",
     ]
     assert sorted(expected) == COMMANDS
     for name in COMMANDS:

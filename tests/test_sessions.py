@@ -207,7 +207,9 @@ def test_claude_and_codex_sessions_by_default(tmp_path: Path) -> None:
 def test_a_broken_rollout_is_listed_with_its_error(tmp_path: Path) -> None:
     root = _codex_tree(tmp_path)
     bad = root / "2026" / "05" / "11" / "rollout-2026-05-11T10-00-00-bad.jsonl"
-    bad.write_bytes(orjson.dumps(line("session_meta", {"id": "x", "cwd": "/x"})) + b"\n{broken\n")
+    meta = orjson.dumps(line("session_meta", {"id": "x", "cwd": "/x"}))
+    # Broken inside (a half-written last line is skipped, as Codex skips it: issue 20).
+    bad.write_bytes(meta + b"\n{broken\n" + meta + b"\n")
     rows = {Path(r.path).stem.rsplit("-", 1)[1]: r for r in list_sessions(root)}
     assert rows["bad"].error and rows["bad"].agent == "codex" and not rows["bad"].over_threshold
     assert rows["big"].over_threshold

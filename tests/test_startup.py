@@ -18,7 +18,7 @@ PROBE = textwrap.dedent(
     sys.argv = ["ctxcompact", *sys.argv[1:]]
     from ctxcompact.__main__ import main
     main()
-    loaded = sorted(m for m in ("typer", "rich", "tiktoken", "anthropic", "ctxcompact.cli") if m in sys.modules)
+    loaded = sorted(m for m in ("typer", "rich", "tiktoken", "anthropic", "ctxcompact.cli", "mcp") if m in sys.modules)
     print(f"LOADED {loaded}")
     """
 )
@@ -44,7 +44,8 @@ COMMAND_PROBE = textwrap.dedent(
     except SystemExit:
         pass
     heavy = ("rich", "anthropic", "ctxcompact.compaction.strategies", "ctxcompact.compaction.summarize", "ctxcompact.evaluation.run",
-             "ctxcompact.cli.compact", "ctxcompact.cli.eval", "ctxcompact.offload.tool_results", "genai_prices")
+             "ctxcompact.cli.compact", "ctxcompact.cli.eval", "ctxcompact.offload.tool_results", "genai_prices",
+             "mcp", "ctxcompact.agents.hooks")
     print(f"LOADED {sorted(m for m in heavy if m in sys.modules)}", file=sys.stderr)
     """
 )

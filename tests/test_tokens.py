@@ -24,6 +24,7 @@ from fake_anthropic import COUNT_TOKENS_PATH, FakeAnthropicServer, Reply
 from ctxcompact.accounting.check import count_message_tokens, measure
 from ctxcompact.accounting.tokens import (
     DOCUMENT_TOKENS_PER_PAGE,
+    ENCRYPTED_CHARS_PER_TOKEN,
     IMAGE_MAX_EDGE,
     IMAGE_TOKENS_DEFAULT,
     MESSAGE_OVERHEAD,
@@ -167,11 +168,11 @@ def test_thinking_counts_the_text_not_the_signature() -> None:
     assert by_type_of(long_sig, role="assistant")["thinking"] == est("let me think")
 
 
-def test_unknown_and_opaque_blocks_count_their_json_without_type() -> None:
+def test_unknown_blocks_count_their_json_without_type_and_ciphertext_its_reasoning() -> None:
     redacted = {"type": "redacted_thinking", "data": "EqQBCkYIBxgCKkA" * 10}
     server = {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "tiktoken"}}
-    assert by_type_of(redacted, role="assistant")["redacted_thinking"] == est(
-        compact_json({"data": redacted["data"]})
+    assert by_type_of(redacted, role="assistant")["redacted_thinking"] == math.ceil(
+        150 / ENCRYPTED_CHARS_PER_TOKEN
     )
     expected = est(compact_json({k: v for k, v in server.items() if k != "type"}))
     assert by_type_of(server, role="assistant")["server_tool_use"] == expected

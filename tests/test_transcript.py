@@ -212,7 +212,8 @@ def test_format_forces_the_dialect() -> None:
 
 def test_unknown_format_is_refused() -> None:
     with pytest.raises(
-        InputError, match="unknown format 'gemini'; expected one of anthropic, openai, claude-code"
+        InputError,
+        match="unknown format 'gemini'; expected one of anthropic, openai, text-action, claude-code",
     ):
         load(ANTHROPIC, dialect="gemini")
 

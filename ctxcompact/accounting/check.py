@@ -27,6 +27,7 @@ from ctxcompact.accounting.windows import (
     ModelInfo,
     make_budget,
     resolve_model,
+    validate_context_window,
     validate_ratio,
 )
 from ctxcompact.errors import OptionError
@@ -121,10 +122,8 @@ class BudgetSpec:
 
     def __post_init__(self) -> None:
         validate_ratio(self.threshold)
-        if self.context_window is not None and self.context_window <= 0:
-            raise OptionError.about(
-                "context_window", "must be positive, got {value}.", value=self.context_window
-            )
+        if self.context_window is not None:
+            validate_context_window(self.context_window)
         if self.output_reserve is not None and self.output_reserve < 0:
             raise OptionError.about(
                 "output_reserve", "must not be negative, got {value}.", value=self.output_reserve
@@ -255,7 +254,8 @@ def check_conversation(
         found = validate_messages(
             conversation.messages, dialect=conversation.dialect, thinking=conversation.thinking
         )
-        violations = tuple(found)
+        chain = (Violation("resume_chain", "error", 0, problem) for problem in conversation.problems)
+        violations = (*chain, *found)
     status = BudgetCheck(size.tokens, budget)
     return CheckResult(
         conversation.label, report, status, violations, size=size, recorded=conversation.recorded

@@ -38,6 +38,7 @@ from ctxcompact.accounting.tokens import MESSAGE_OVERHEAD, TokenCounter, make_co
 from ctxcompact.errors import CtxcompactError, InputError, UsageError
 from ctxcompact.transcripts.dialects.codex.read import looks_like as codex_looks_like
 from ctxcompact.transcripts.dialects.codex.read import session_cwd
+from ctxcompact.transcripts.fileio import DEFAULT_MAX_INPUT_BYTES, read_bytes
 from ctxcompact.transcripts.io import load_transcript
 from ctxcompact.transcripts.recorded_usage import token_field
 
@@ -112,13 +113,15 @@ def list_sessions(
     counter: TokenCounter | None = None,
     on_progress: ProgressCallback | None = None,
     since: datetime | None = None,
+    max_bytes: int = DEFAULT_MAX_INPUT_BYTES,
 ) -> list[SessionInfo]:
     """Every session under ``folder`` (or each of several folders), most recent activity
     first; with ``since``, only those active at or after it (a file not modified since is not
     read). ``budget`` is ``check``'s (its model defaults to each session's own). A file that
-    cannot be read is listed with its ``error``, never stops the listing."""
+    cannot be read — or is not a regular file, or is over ``max_bytes`` — is listed with its
+    ``error``, never stops the listing."""
     files = all_session_files(folder)
-    options = _Options(budget or BudgetSpec(), system_tokens)
+    options = _Options(budget or BudgetSpec(), system_tokens, max_bytes)
     counter = counter or make_counter()
     rows: list[SessionInfo] = []
     for done, path in enumerate(files, 1):
@@ -180,6 +183,7 @@ def all_session_files(folder: Folders) -> list[Path]:
 class _Options:
     budget: BudgetSpec
     system_tokens: int | None
+    max_bytes: int = DEFAULT_MAX_INPUT_BYTES
 
 
 def _row(path: Path, options: _Options, counter: TokenCounter) -> SessionInfo:
@@ -188,7 +192,7 @@ def _row(path: Path, options: _Options, counter: TokenCounter) -> SessionInfo:
     agent: Agent = "claude-code"
     history = None
     try:
-        raw = path.read_bytes()
+        raw = read_bytes(path, max_bytes=options.max_bytes)[1]
         if is_rollout(raw):
             agent = "codex"
             return _codex_row(path, raw, options, counter)
@@ -198,7 +202,12 @@ def _row(path: Path, options: _Options, counter: TokenCounter) -> SessionInfo:
         scan = scan_session(raw, counter=counter)
         if scan.tokens is None:
             scan = _estimate(
-                path, scan, model=options.budget.model, system_tokens=options.system_tokens, counter=counter
+                path,
+                raw,
+                scan,
+                model=options.budget.model,
+                system_tokens=options.system_tokens,
+                counter=counter,
             )
     except (OSError, CtxcompactError) as exc:
         scan = _Scan(error=str(exc))
@@ -330,10 +339,16 @@ def scan_session(raw: bytes, *, counter: TokenCounter) -> _Scan:
 
 
 def _estimate(
-    path: Path, scan: _Scan, *, model: str | None, system_tokens: int | None, counter: TokenCounter
+    path: Path,
+    raw: bytes,
+    scan: _Scan,
+    *,
+    model: str | None,
+    system_tokens: int | None,
+    counter: TokenCounter,
 ) -> _Scan:
-    """A session with no usage recorded: read in full and sized as ``check`` does."""
-    transcript = load_transcript(path)
+    """A session with no usage recorded: parsed in full and sized as ``check`` does."""
+    transcript = load_transcript(path, data=raw)
     tokens = 0
     source: SizeSource = "count"
     own = None

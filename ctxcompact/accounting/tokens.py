@@ -19,8 +19,11 @@ What counts (every block type, so the figure matches what the model is sent):
   :data:`IMAGE_TOKENS_DEFAULT` (also used for OpenAI ``image_url`` parts);
 * ``document``: a text source counts its text; a base64 PDF counts
   :data:`DOCUMENT_TOKENS_PER_PAGE` per page; anything else :data:`DOCUMENT_TOKENS_PER_PAGE`;
-* any other block type (``server_tool_use``, ``web_search_tool_result``, ``redacted_thinking``,
-  ``compaction``…): its compact JSON without the ``type`` key — a conservative figure;
+* ``redacted_thinking`` (Anthropic's redacted thinking, Codex's ``encrypted_content``): the
+  ciphertext's length over :data:`ENCRYPTED_CHARS_PER_TOKEN` — what the reasoning it carries
+  cost, not what its base64 would tokenize to (~1.4 characters a token, 13× more);
+* any other block type (``server_tool_use``, ``web_search_tool_result``, ``compaction``…): its
+  compact JSON without the ``type`` key — a conservative figure;
 * a request body's ``system`` prompt (role ``system``) and each ``tools`` definition's compact
   JSON (role ``tools``);
 * plus :data:`MESSAGE_OVERHEAD` tokens per message for the role and delimiters (the OpenAI
@@ -29,6 +32,7 @@ What counts (every block type, so the figure matches what the model is sent):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,10 +54,14 @@ from ctxcompact.accounting.media import IMAGE_MAX_EDGE as IMAGE_MAX_EDGE
 from ctxcompact.accounting.media import IMAGE_TOKENS_DEFAULT as IMAGE_TOKENS_DEFAULT
 from ctxcompact.accounting.media import document_pieces, image_tokens
 from ctxcompact.accounting.media import image_size as image_size
-from ctxcompact.ir import Block, Message, tool_names_by_id, tool_result_text
+from ctxcompact.ir import TEXT_ACTION, Block, Message, tool_names_by_id, tool_result_text
 from ctxcompact.transcripts.jsontext import dumps
 
 MESSAGE_OVERHEAD = 3
+#: Characters of encrypted reasoning per reasoning token, measured on the corpus's Codex
+#: rollout that records usage: 32,780 characters of ``encrypted_content`` for 1,759
+#: ``reasoning_output_tokens`` (``tests/test_real_sessions.py`` recomputes it).
+ENCRYPTED_CHARS_PER_TOKEN = 18.6
 
 
 # --- what a block contributes ----------------------------------------------------------------
@@ -72,6 +80,8 @@ def block_pieces(block: Block) -> tuple[list[str], int]:
     if kind == "text":
         return [str(block.get("text") or "")], 0
     if kind == "tool_use":
+        if block.get(TEXT_ACTION):
+            return [], 0  # written in the reply's text, counted there
         raw = block.get("arguments")
         args = raw if isinstance(raw, str) else _json(block.get("input", {}))
         return [str(block.get("name") or ""), args], 0
@@ -91,6 +101,9 @@ def block_pieces(block: Block) -> tuple[list[str], int]:
         return [_json(content)], 0
     if kind == "thinking":
         return [str(block.get("thinking") or "")], 0
+    if kind == "redacted_thinking":
+        data = block.get("data")
+        return [], math.ceil(len(data) / ENCRYPTED_CHARS_PER_TOKEN) if isinstance(data, str) else 0
     if kind in ("image", "image_url"):
         return [], image_tokens(block)
     if kind == "document":

@@ -13,7 +13,6 @@ first: lower-cased, provider paths dropped (``openrouter/meta-llama/llama-4-mave
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -24,6 +23,9 @@ from typing import Literal
 from ctxcompact.errors import InputError, OptionError
 
 DEFAULT_CONTEXT_WINDOW = 96_000
+#: The largest context window a models file or --context-window may give (ten times today's
+#: largest, 10M tokens): a larger number is a typo, and would overflow the threshold's float.
+MAX_CONTEXT_WINDOW = 100_000_000
 DEFAULT_OUTPUT_RESERVE = 32_000
 DEFAULT_RATIO = 0.6
 RATIO_RANGE = (0.4, 0.9)
@@ -150,10 +152,7 @@ def resolve_model(
     ``registry`` entries (from a user file) take precedence over the built-in ones.
     """
     if context_window is not None:
-        if context_window <= 0:
-            raise OptionError(
-                "{context_window} must be positive, got {value}.", "context_window", value=context_window
-            )
+        validate_context_window(context_window)
         return ModelInfo(model, context_window, "override")
     if not model:
         return ModelInfo(None, DEFAULT_CONTEXT_WINDOW, "default")
@@ -177,16 +176,11 @@ def load_registry(path: str | os.PathLike[str] | None = None) -> dict[str, int]:
     if not chosen:
         return {}
     p = Path(chosen)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read the models file ({exc.strerror or exc}).") from None
-    import tomllib
+    from ctxcompact.transcripts.optionfile import parse_json, parse_toml, read_option_text
 
-    try:
-        data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
-    except (ValueError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(f"{p}: not valid {'TOML' if p.suffix == '.toml' else 'JSON'}: {exc}") from None
+    text = read_option_text(p, option="models_file")
+    parse = parse_toml if p.suffix == ".toml" else parse_json
+    data = parse(text, option="models_file", name=str(p))
     if isinstance(data, Mapping) and isinstance(data.get("models"), Mapping):
         data = data["models"]
     if not isinstance(data, Mapping):
@@ -194,9 +188,10 @@ def load_registry(path: str | os.PathLike[str] | None = None) -> dict[str, int]:
     out: dict[str, int] = {}
     for key, value in data.items():
         window = value.get("context_window") if isinstance(value, Mapping) else value
-        if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+        if not isinstance(window, int) or isinstance(window, bool) or not 0 < window <= MAX_CONTEXT_WINDOW:
             raise InputError(
-                f"{p}: model {key!r}: context window must be a positive integer, got {window!r}."
+                f"{p}: model {key!r}: context window must be a whole number from 1 to "
+                f"{MAX_CONTEXT_WINDOW:,}, got {f'{window!r}'[:40]}."
             )
         out[str(key)] = window
     return out
@@ -224,6 +219,16 @@ class Budget:
     @property
     def usable(self) -> int:
         return self.model.context_window - self.output_reserve
+
+
+def validate_context_window(context_window: int) -> None:
+    if not 0 < context_window <= MAX_CONTEXT_WINDOW:
+        raise OptionError(
+            "{context_window} must be from 1 to {most} tokens, got {value}.",
+            "context_window",
+            most=f"{MAX_CONTEXT_WINDOW:,}",
+            value=context_window,
+        )
 
 
 def validate_ratio(ratio: float) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -68,8 +67,13 @@ def _wanted(p: Path, root: Path, globs: Sequence[str], skip: Sequence[Path]) -> 
             return False
     elif p.suffix not in TRANSCRIPT_SUFFIXES:
         return False
-    resolved = p.resolve()
-    return not any(resolved == s or resolved.is_relative_to(s) for s in skip) and p.is_file()
+    if not p.is_file():  # a directory, a dangling symlink, a symlink loop: not a transcript
+        return False
+    try:
+        resolved = p.resolve()
+    except (OSError, RuntimeError):  # a loop made between the two calls (RuntimeError before 3.13)
+        return False
+    return not any(resolved == s or resolved.is_relative_to(s) for s in skip)
 
 
 def read_path_list(text: str, *, source: str) -> list[str]:
@@ -81,19 +85,27 @@ def read_path_list(text: str, *, source: str) -> list[str]:
         return [
             line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
         ]
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InputError(f"{source}: not a list of paths: invalid JSON ({exc}).") from None
+    from ctxcompact.transcripts.optionfile import parse_json
+
+    data = parse_json(text, option="from_list", name=source)
     if isinstance(data, dict):
         data = next((data[k] for k in ("sessions", "inputs") if isinstance(data.get(k), list)), None)
     if not isinstance(data, list):
-        raise InputError(f"{source}: JSON path list must be a list, or hold one under 'sessions'.")
+        raise OptionError(
+            "{from_list} {source}: JSON path list must be a list, or hold one under 'sessions'.",
+            "from_list",
+            source=source,
+        )
     paths: list[str] = []
     for index, entry in enumerate(data):
         value = entry.get("path", entry.get("input")) if isinstance(entry, dict) else entry
         if not isinstance(value, str) or not value:
-            raise InputError(f"{source}: entry {index} names no path (a string, or an object with 'path').")
+            raise OptionError(
+                "{from_list} {source}: entry {index} names no path (a string, or an object with 'path').",
+                "from_list",
+                source=source,
+                index=index,
+            )
         paths.append(value)
     return paths
 

@@ -33,6 +33,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("ctxcompact.cli.eval", "eval_command"),
     "models": ("ctxcompact.cli.models", "models"),
     "config": ("ctxcompact.cli.config", "config"),
+    "hook": ("ctxcompact.cli.hook", "hook"),
+    "uncompact": ("ctxcompact.cli.uncompact", "uncompact"),
+    "mcp": ("ctxcompact.cli.mcp", "mcp"),
 }
 
 
@@ -98,7 +101,13 @@ def _root(
     ),
 ) -> None:
     """Keep LLM agent transcripts inside their context window."""
-    config_cli.apply_config(ctx)
+    try:
+        config_cli.apply_config(ctx)
+    except typer.Exit as exc:
+        # A hook exiting 2 would block Claude Code's compaction: a broken config must not.
+        if ctx.invoked_subcommand == "hook" and exc.exit_code == 2:
+            raise typer.Exit(1) from None
+        raise
 
 
 def main() -> None:

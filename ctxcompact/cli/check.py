@@ -71,6 +71,7 @@ def check(
         for conv in transcript.conversations:
             resolved, said = budget.resolve(conv)
             warnings.extend(said)
+            warnings.extend(f"{conv.label}: {w}" for w in conv.warnings)
             chosen = counter_for(counter, encoding=encoding, model=resolved.model.model)
             results.append(
                 check_conversation(

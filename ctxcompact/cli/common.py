@@ -44,7 +44,8 @@ def reports_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        ctx = next((a for a in (*args, *kwargs.values()) if isinstance(a, typer.Context)), None)
+        # The lazily built commands hand click's own Context (typer.Context is a subclass of it).
+        ctx: Any = next((a for a in (*args, *kwargs.values()) if isinstance(a, typer._click.Context)), None)
         try:
             return func(*args, **kwargs)
         except OptionError as exc:  # the core names its options; a user typed their flags
@@ -130,14 +131,15 @@ def gather_inputs(
 
     listed: list[Path] = []
     if from_list is not None:
+        from ctxcompact.transcripts.optionfile import read_option_text
+
         source = "stdin" if from_list == "-" else from_list
-        try:
-            if from_list == "-":
-                text = terminal.stdin.read() if terminal.stdin is not None else ""
-            else:
-                text = Path(from_list).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"--from {source}: cannot read the path list ({exc}).") from None
+        if from_list != "-":
+            text = read_option_text(from_list, option="from_list")
+        elif terminal.stdin is None:
+            text = ""
+        else:  # bounded and binary, as a transcript on stdin is read
+            text = read_option_text(None, option="from_list", stdin=getattr(terminal.stdin, "buffer", None))
         listed = [Path(p) for p in read_path_list(text, source=source)]
         if not listed and not files:
             raise InputError(f"--from {source}: the path list is empty.")

@@ -8,8 +8,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ctxcompact.accounting.check import BudgetSpec  # a run-time name: Typer reads the signature
 from ctxcompact.cli.common import ensure_writable_dir, expand_batch_inputs, reports_errors
-from ctxcompact.cli.options import Files, FormatOption, Globs, Html, Json, MaxInputBytes
+from ctxcompact.cli.options import (
+    Files,
+    FormatOption,
+    Globs,
+    Html,
+    Json,
+    MaxInputBytes,
+    budget_options,
+    option_groups,
+)
 from ctxcompact.cli.options.compaction import Jobs, StrategyList, WorkDir, from_flag
 from ctxcompact.cli.streams import Streams, streams_for
 from ctxcompact.compaction.strategies.options import FullOptions
@@ -27,8 +37,10 @@ if TYPE_CHECKING:
 
 
 @reports_errors
+@option_groups(budget=budget_options)
 def eval_command(
     ctx: typer.Context,
+    budget: BudgetSpec,  # --model, --context-window, --output-reserve, --threshold, --models-file
     files: Files = None,
     strategy: StrategyList = None,
     strategy_old_spelling: Annotated[str | None, typer.Option("--strategies", hidden=True)] = None,
@@ -99,14 +111,16 @@ def eval_command(
     ] = None,
 ) -> None:
     """How much does each strategy save, and what does it lose? Runs every strategy on the
-    transcripts and scores the probes (paths, identifiers, numbers, errors, URLs, user
-    instructions, last request, next step) taken from the compacted-away part. The default
-    strategies are all that need no API key; --work-dir defaults to an empty directory here
-    (nothing restored).
+    transcripts (with the budget -m/-w/-t gives, as compact would) and scores the probes taken
+    from the compacted-away part: the task, user instructions and last request; files changed
+    and their changes; the next step and test status; the agent's decisions; errors,
+    identifiers, numbers and URLs. The default strategies are all that need no API key;
+    --work-dir defaults to an empty directory here (nothing restored).
 
     \b
     Examples:
       ctxcompact eval session.jsonl
+      ctxcompact eval session.jsonl -w 50000
       ctxcompact eval sessions/ --strategy full,prune --show-lost 5
       ctxcompact eval sessions/ --json | jq '.strategies[] | {strategy, ratio}'
       ctxcompact eval sessions/ --html eval.html
@@ -128,6 +142,7 @@ def eval_command(
         dialect=fmt.value if fmt else None,
         max_bytes=max_input_bytes,
         keep_context=judge is not None,
+        budget=budget,
     )
     if judge is not None:
         _check_judge_key(judge)  # exit 2 before any work

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from ctxcompact.accounting.check import BudgetSpec  # a run-time name: Typer reads the signature
 from ctxcompact.cli.common import reports_errors
-from ctxcompact.cli.options import (
-    Json,
-    SystemTokens,
-    budget_options,
-    option_groups,
-)
+from ctxcompact.cli.options import Json, MaxInputBytes, SystemTokens, budget_options, option_groups
 from ctxcompact.cli.streams import streams_for
+from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
 
 Folder = Annotated[
     Path | None,
@@ -45,7 +41,16 @@ def sessions(
             "from now (24h, 7d, 2w).",
         ),
     ] = None,
+    archive_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--archive-dir",
+            help="Where ctxcompact hook recorded the agents' compactions [default: "
+            "$XDG_STATE_HOME/ctxcompact/archive].",
+        ),
+    ] = None,
     as_json: Json = False,
+    max_input_bytes: MaxInputBytes = DEFAULT_MAX_INPUT_BYTES,
 ) -> None:
     """Which sessions are due? Agent, project, model, last activity, live tokens, compactions, cost, verdict.
 
@@ -73,15 +78,52 @@ def sessions(
 
         with sessions_progress(streams.err, total) as update:
             rows = list_sessions(
-                root, budget=budget, system_tokens=system_tokens, since=after, on_progress=update
+                root,
+                budget=budget,
+                system_tokens=system_tokens,
+                since=after,
+                max_bytes=max_input_bytes,
+                on_progress=update,
             )
     else:
-        rows = list_sessions(root, budget=budget, system_tokens=system_tokens, since=after)
+        rows = list_sessions(
+            root, budget=budget, system_tokens=system_tokens, since=after, max_bytes=max_input_bytes
+        )
     if over:
         rows = [r for r in rows if r.over_threshold]
+    scored = _scored_compactions(rows, archive_dir)
     if as_json:
-        streams.write_json(sessions_to_json(rows))
+        from ctxcompact.output.agents import scored_json
+
+        payload = sessions_to_json(rows)
+        for row, item in zip(rows, payload, strict=True):
+            item["agent_compactions"] = scored_json(scored.get(row.path, []))
+        streams.write_json(payload)
         return
     from ctxcompact.output.text import sessions_report
 
-    streams.report(sessions_report(rows, cost_source=price_source()))
+    blocks = sessions_report(rows, cost_source=price_source())
+    if scored:
+        from ctxcompact.output.agents import lost_report
+
+        by_label = {
+            f"{row.project} {row.session_id[:8]}": scored[row.path] for row in rows if row.path in scored
+        }
+        blocks = [*blocks, *lost_report(by_label)]
+    streams.report(blocks)
+
+
+def _scored_compactions(rows: list[Any], archive_dir: Path | None) -> dict[str, list[Any]]:
+    """The agents' compactions ``ctxcompact hook post-compact`` scored, by session path."""
+    from ctxcompact.agents.store import read_records, scored_compactions
+    from ctxcompact.compaction.archive import default_archive_dir
+
+    folder = archive_dir or default_archive_dir()
+    out: dict[str, list[Any]] = {}
+    for row in rows:
+        for session_id in dict.fromkeys((row.session_id, Path(row.path).stem)):
+            found = scored_compactions(read_records(folder, row.agent, session_id))
+            if found:
+                out[row.path] = found
+                break
+    return out

@@ -170,7 +170,7 @@ def compact_conversation(
     context = _context(
         conversation, options, budget, size, report, summarizer=summarizer, reader=reader, counter=counter
     )
-    messages, result, steps, warnings = _run_with_ladder(conversation.messages, options, context)
+    messages, result, steps, warnings = _run_with_ladder(conversation, options, context)
     if same_objects(messages, conversation.messages):
         return unchanged("no strategy changed anything", warnings, steps)
 
@@ -292,14 +292,15 @@ def _targets(
 
 
 def _run_with_ladder(
-    messages: tuple[Message, ...], options: CompactOptions, context: StrategyContext
+    conversation: Conversation, options: CompactOptions, context: StrategyContext
 ) -> tuple[tuple[Message, ...], StrategyResult, list[dict[str, Any]], list[str]]:
     """The strategies (one pipeline of them), then the fallback ladder when the result is
-    still over the target: the messages, the pipeline's result, the steps and the warnings."""
-    result = run_pipeline(messages, PipelineOptions(options.strategies), context)
+    still over the target: the messages, the pipeline's result, the steps and the warnings
+    (the conversation's own, read with it, first)."""
+    result = run_pipeline(conversation.messages, PipelineOptions(options.strategies), context)
     messages = result.messages
     steps = [dict(s) for s in result.stats["steps"]]
-    warnings = list(result.warnings)
+    warnings = [*conversation.warnings, *result.warnings]
     messages, ladder, missed = ladder_if_over(
         messages, target_tokens=context.message_target(), counter=context.counter, pins=options.pins
     )

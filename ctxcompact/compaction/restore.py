@@ -45,7 +45,7 @@ from typing import Protocol
 from ctxcompact.accounting.tokens import TokenCounter, estimate_tokens
 from ctxcompact.errors import OptionError, UsageError
 from ctxcompact.ir import READ_PATHS, Message
-from ctxcompact.markers import restored_file_path, restored_text
+from ctxcompact.markers import restored_file_paths, restored_text
 from ctxcompact.transcripts.dialects import dialect_named
 from ctxcompact.transcripts.fileio import (
     FileTooLargeError,
@@ -212,8 +212,7 @@ def find_recent_reads(
     order = 0
     for message in messages:
         if message.role == "user":
-            path = restored_file_path(message)
-            if path:
+            for path in restored_file_paths(message):
                 last_read.pop(path, None)
                 last_read[path] = order
                 order += 1
@@ -259,7 +258,11 @@ def parse_path_map(specs: Sequence[str]) -> PathMap:
 
 
 def map_path(path: str, path_map: PathMap) -> str:
-    """``path`` with the first matching OLD prefix (a whole component) replaced by its NEW."""
+    """``path`` with the first matching OLD prefix (a whole component) replaced by its NEW; a
+    path already under a NEW prefix is left as it is (an earlier compaction restored the file
+    under the name it mapped it to: ``/=ROOT`` would otherwise root it twice)."""
+    if any(_under(path, new) for _, new in path_map):
+        return path
     for old, new in path_map:
         if path == old:
             return new
@@ -267,6 +270,10 @@ def map_path(path: str, path_map: PathMap) -> str:
         if path.startswith(prefix):
             return new.rstrip("/") + "/" + path[len(prefix) :]
     return path
+
+
+def _under(path: str, prefix: str) -> bool:
+    return prefix != "/" and (path == prefix or path.startswith(prefix.rstrip("/") + "/"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from ctxcompact.compaction.strategies.full import restored_pairs
 from ctxcompact.errors import InputError, OptionError
 from ctxcompact.ir import Message
 from ctxcompact.transcripts.dialects import dialect_named
+from ctxcompact.transcripts.dialects.common import NativeCompaction
 from ctxcompact.transcripts.io import Conversation, Transcript, dump_records
 from ctxcompact.transcripts.jsontext import dumps
 
@@ -96,7 +97,20 @@ def restore_files(
         tools=tuple(read_tools) if read_tools else read_tools_for(conv.dialect),
         reader=reader,
     )
-    return RestoreFilesResult(transcript, conv, result, tuple(restored_pairs(result)), where)
+    return RestoreFilesResult(
+        transcript, conv, result, _as_the_agent_writes(conv, restored_pairs(result)), where
+    )
+
+
+def _as_the_agent_writes(conv: Conversation, pairs: Sequence[Message]) -> tuple[Message, ...]:
+    """The restored-file messages as the session's own agent writes them: a dialect that
+    compacts natively (Claude Code) gets them in its layout — no invented acknowledgement,
+    which would be an assistant entry without the model, id and usage Claude Code needs."""
+    adapter = dialect_named(conv.dialect)
+    if not isinstance(adapter, NativeCompaction):
+        return tuple(pairs)
+    laid = adapter.compaction_layout(pairs)
+    return tuple(part for message in laid for part in message.meta.get("parts", (message,)))
 
 
 def appended_transcript(result: RestoreFilesResult) -> Transcript:

@@ -34,7 +34,7 @@ from ctxcompact.offload.tool_results import (
     undo_offload,
 )
 from ctxcompact.transcripts.dialects import dialect_named
-from ctxcompact.transcripts.dialects.common import NativeCompaction
+from ctxcompact.transcripts.dialects.common import RecordsFolder
 from ctxcompact.transcripts.io import Conversation
 
 FIELD = "toolUseResult"
@@ -43,10 +43,11 @@ SUFFIX = "-toolUseResult"
 
 
 def reference_dir_for(conversation: Conversation, out_dir: str | os.PathLike[str]) -> str:
-    """How references name ``out_dir``: ``./`` for bare messages (seed 001); for a session,
-    ``./REL/`` when ``out_dir`` is inside the session's cwd, else its absolute path."""
+    """How references name ``out_dir``: ``./`` for bare messages (seed 001); for a session log
+    that records its folder (Claude Code, Codex), ``./REL/`` when ``out_dir`` is inside the
+    session's cwd, else its absolute path."""
     adapter = dialect_named(conversation.dialect)
-    if not isinstance(adapter, NativeCompaction):
+    if not isinstance(adapter, RecordsFolder):
         return SEED_REFERENCE_DIR
     root = Path(out_dir).resolve()
     cwd = adapter.recorded_cwd(conversation.records)

@@ -39,7 +39,13 @@ from typing import Any, Literal, Protocol
 import orjson
 
 from ctxcompact.errors import OptionError, WorkFailedError
-from ctxcompact.transcripts.fileio import read_beneath, sync_files, unlink_quietly, write_temp
+from ctxcompact.transcripts.fileio import (
+    FileTooLargeError,
+    read_beneath,
+    sync_files,
+    unlink_quietly,
+    write_temp,
+)
 from ctxcompact.transcripts.jsontext import dumps, loads
 
 try:
@@ -48,6 +54,8 @@ except ImportError:  # not POSIX: runs sharing a directory are not serialized
     fcntl = None  # type: ignore[assignment]
 
 MANIFEST_NAME = "offload-manifest.json"
+#: A manifest entry takes ~200 bytes: this is a million offloaded files, read in ~1 GB.
+MAX_MANIFEST_BYTES = 256 * 1024 * 1024
 
 
 MANIFEST_FORMAT = "ctxcompact-offload-manifest"
@@ -114,8 +122,10 @@ class OffloadWriter(Protocol):
     def make_dir(self, directory: Path) -> None:
         """Create ``directory`` and its parents (no error if it exists)."""
 
-    def read(self, path: Path) -> bytes | None:
-        """The bytes of ``path``, or None when it does not exist; never through a symlink."""
+    def read(self, path: Path, max_bytes: int | None = None) -> bytes | None:
+        """The bytes of ``path``, or None when it does not exist; never through a symlink.
+        A file over ``max_bytes`` raises :class:`~ctxcompact.transcripts.fileio.FileTooLargeError`
+        without being read."""
 
     def create(self, path: Path, data: bytes) -> bool:
         """Write a new file, never replacing one; False (and nothing written) when ``path``
@@ -154,11 +164,11 @@ class DiskWriter:
     def make_dir(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
 
-    def read(self, path: Path) -> bytes | None:
+    def read(self, path: Path, max_bytes: int | None = None) -> bytes | None:
         # Relative to the directory's fd, with O_NOFOLLOW, reading the fd it checked: a file
         # swapped for a symlink after path_inside() is refused, never followed (undo included).
         try:
-            return read_beneath(path.parent, path.name)
+            return read_beneath(path.parent, path.name, max_bytes=max_bytes)
         except FileNotFoundError:
             return None
 
@@ -340,7 +350,12 @@ def read_manifest(writer: OffloadWriter, root: Path) -> dict[str, dict[str, Any]
     """The manifest's file entries (empty when there is none yet)."""
     path = root / MANIFEST_NAME
     try:
-        raw = writer.read(path)
+        raw = writer.read(path, max_bytes=MAX_MANIFEST_BYTES)
+    except FileTooLargeError:
+        raise WorkFailedError(
+            f"{path} is over {MAX_MANIFEST_BYTES:,} bytes, more than any offload manifest needs; "
+            "it was not read."
+        ) from None
     except OSError as exc:
         raise WorkFailedError(f"cannot read {path}: {os_reason(exc)}.") from None
     if raw is None:

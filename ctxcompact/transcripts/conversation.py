@@ -54,6 +54,8 @@ class Conversation:
     appended: AppendedCompaction | None = None
     #: The usage the API reported for the newest call, when the session log records it.
     recorded: RecordedUsage | None = None
+    #: Why the agent would resume the file otherwise than it reads (``Parsed.problems``).
+    problems: tuple[str, ...] = ()
     #: Set by a rewrite whose reader needs it: the size it measured, written on every record
     #: it creates or changes (so usage recorded before the rewrite is read as stale).
     note: SizeNote | None = None
@@ -82,10 +84,15 @@ class Transcript:
     container: Container
     root: Any
     conversations: tuple[Conversation, ...]
+    #: The key holding the message lists of a collection (``messages``, ``traj``), or a body's
+    #: message list when it is not ``messages`` (a SWE-agent ``.traj``'s ``history``).
     collection_key: str | None = None
     warnings: tuple[str, ...] = field(default_factory=tuple)
     #: The bytes read: written back as they are when no conversation changed.
     raw: bytes | None = field(default=None, repr=False, compare=False)
+    #: A line-per-record file's line of each record, as spelled: a record a rewrite kept is
+    #: written back with these bytes (issue 20: lines we did not change stay byte for byte).
+    lines: tuple[bytes, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def dialect(self) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ctxcompact.ir import Message
 from ctxcompact.transcripts.dialects import DEFAULT_DIALECT, dialect_named
-from ctxcompact.transcripts.dialects.common import NativeCompaction
+from ctxcompact.transcripts.dialects.common import CompactionLog
 from ctxcompact.transcripts.io import Conversation, Transcript, dump_records
 from ctxcompact.transcripts.jsontext import dumps
 from ctxcompact.transcripts.points import CompactionPoint, message_points, strip_field
@@ -35,7 +35,7 @@ class ExportedConversation:
 def compaction_points(conversation: Conversation) -> tuple[CompactionPoint, ...]:
     """The compaction points a conversation records, oldest first."""
     adapter = dialect_named(conversation.dialect)
-    if isinstance(adapter, NativeCompaction):
+    if isinstance(adapter, CompactionLog):
         return tuple(adapter.compaction_points(conversation.records))
     return tuple(p for _, p in message_points(conversation.records))
 
@@ -61,7 +61,7 @@ def export_transcript(transcript: Transcript) -> tuple[bytes, tuple[ExportedConv
     if transcript.container == "jsonl":
         return dump_records(done[0].records), done
     if transcript.container == "body":
-        body = {**transcript.root, "messages": list(done[0].records)}
+        body = {**transcript.root, transcript.collection_key or "messages": list(done[0].records)}
         return _json(body), done
     if transcript.container == "collection":
         key = transcript.collection_key or "messages"

@@ -449,6 +449,7 @@ def _open_at(name: str, flags: int, dir_fd: int) -> int:
 # --- reading a transcript's bytes ---------------------------------------------------------------
 
 STDIN_NAME = "<stdin>"
+_TRANSCRIPT = "a transcript file, or '-' to read stdin"
 #: The default of ``--max-input-bytes``: far above any real session (the largest Claude Code
 #: sessions are tens of MB), far below what parsing would need memory for (~10× the bytes).
 DEFAULT_MAX_INPUT_BYTES = 512 * 1024 * 1024
@@ -459,48 +460,47 @@ def read_bytes(
     stdin: BinaryIO | None = None,
     *,
     max_bytes: int = DEFAULT_MAX_INPUT_BYTES,
+    what: str = _TRANSCRIPT,
+    limit_hint: str = "raise --max-input-bytes to read it",
 ) -> tuple[str, bytes]:
     """Bytes of a path, or of stdin for ``None`` / ``"-"``; returns ``(display name, data)``.
 
     Only regular files are read: a FIFO (which could block forever), a device (``/dev/zero``
     never ends) or a directory is refused before any read. Stdin may be anything, a pipe
     included. Input over ``max_bytes`` is refused after reading at most ``max_bytes + 1``.
+    ``what`` and ``limit_hint`` word the messages (what to give instead; what to do about size).
     """
     if path is None or str(path) == "-":
         stream = stdin if stdin is not None else sys.stdin.buffer
-        return STDIN_NAME, _capped(STDIN_NAME, stream, max_bytes)
+        return STDIN_NAME, _capped(STDIN_NAME, stream, max_bytes, hint=limit_hint)
     p = Path(path)
+    in_it = "give the transcript files in it" if what == _TRANSCRIPT else f"give {what}"
     try:
         # O_NONBLOCK: opening a FIFO without a writer returns at once (and is refused below).
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise InputError(f"{p}: no such file.") from None
     except IsADirectoryError:
-        raise InputError(f"{p}: is a directory; give the transcript files in it.") from None
+        raise InputError(f"{p}: is a directory; {in_it}.") from None
     except OSError as exc:
         raise InputError(f"{p}: cannot read it ({exc.strerror or exc}).") from None
     try:
         info = os.fstat(fd)
         mode = info.st_mode
         if stat.S_ISDIR(mode):
-            raise InputError(f"{p}: is a directory; give the transcript files in it.")
+            raise InputError(f"{p}: is a directory; {in_it}.")
         if not stat.S_ISREG(mode):
-            raise InputError(
-                f"{p}: is a {special_file_kind(mode)}, not a regular file; give a transcript file, "
-                "or '-' to read stdin."
-            )
+            raise InputError(f"{p}: is a {special_file_kind(mode)}, not a regular file; give {what}.")
         with os.fdopen(fd, "rb", closefd=False) as stream:
-            return str(p), _capped(str(p), stream, max_bytes, info.st_size)
+            return str(p), _capped(str(p), stream, max_bytes, info.st_size, hint=limit_hint)
     except OSError as exc:
         raise InputError(f"{p}: cannot read it ({exc.strerror or exc}).") from None
     finally:
         os.close(fd)
 
 
-def _capped(name: str, stream: BinaryIO, max_bytes: int, size: int | None = None) -> bytes:
+def _capped(name: str, stream: BinaryIO, max_bytes: int, size: int | None = None, *, hint: str) -> bytes:
     data = read_capped(stream, max_bytes, size)
     if data is None:
-        raise InputError(
-            f"{name}: larger than the input limit of {max_bytes:,} bytes; raise --max-input-bytes to read it."
-        )
+        raise InputError(f"{name}: larger than the input limit of {max_bytes:,} bytes; {hint}.")
     return data

@@ -222,6 +222,27 @@ def _carry_over(target: Path, fd: int, size: int, backup: Path, *, lines: bool) 
     )
 
 
+def cut_in_place(path: str | os.PathLike[str], read: bytes, keep: int) -> None:
+    """Cut ``path`` (which held ``read``) back to its first ``keep`` bytes, on the same inode:
+    no rename, so a writer holding the file open keeps writing into it. Raises
+    :class:`FileChangedError` when the file no longer holds ``read`` (nothing was changed)."""
+    target = Path(os.path.realpath(path))
+    try:
+        fd = os.open(target, os.O_RDWR | os.O_CLOEXEC)
+    except OSError as exc:
+        raise WorkFailedError(f"{target}: cannot open it ({exc.strerror or exc}).") from None
+    try:
+        if not _holds(fd, read):
+            raise _changed(target)
+        try:
+            os.ftruncate(fd, keep)
+            os.fsync(fd)
+        except OSError as exc:
+            raise WorkFailedError(f"{target}: cannot cut it back ({exc.strerror or exc}).") from None
+    finally:
+        os.close(fd)
+
+
 # --- with retries ---------------------------------------------------------------------------
 
 

@@ -4,8 +4,9 @@ Containers (how the messages are packed in the file):
 
 ``array``        a JSON array of messages
 ``body``         a JSON object with a ``messages`` list (an Anthropic or OpenAI request body,
-                 or a wrapper like mini-swe-agent's ``{"info", "messages"}``); every other key
-                 — ``system``, ``tools``, ``model``… — is kept
+                 or a wrapper like mini-swe-agent's ``{"info", "messages"}``), or a SWE-agent
+                 ``.traj``'s ``history`` (the key is ``Transcript.collection_key``); every other
+                 key — ``system``, ``tools``, ``model``… — is kept
 ``jsonl``        one message per line
 ``claude-code``  a session-log dialect's own file (JSONL of entries), named after the dialect
 ``collection``   a JSON array of objects that each hold a message list under ``messages`` or
@@ -44,6 +45,7 @@ from ctxcompact.transcripts.fileio import STDIN_NAME as STDIN_NAME
 from ctxcompact.transcripts.fileio import read_bytes as read_bytes
 from ctxcompact.transcripts.jsontext import dumps as _dumps
 from ctxcompact.transcripts.jsontext import loads as _loads
+from ctxcompact.transcripts.points import FIELD as POINT_FIELD
 from ctxcompact.transcripts.points import apply_latest_point
 from ctxcompact.transcripts.recorded_usage import stamp_note
 
@@ -113,7 +115,15 @@ def _parse(raw: bytes, *, name: str, dialect: str | None) -> Transcript:
 
 
 def _from_lines(name: str, raw: bytes, dialect: str | None) -> Transcript:
+    lines: list[bytes] = []
+    transcript = _from_line_records(name, raw, dialect, lines)
+    return replace(transcript, lines=tuple(lines))
+
+
+def _from_line_records(name: str, raw: bytes, dialect: str | None, lines: list[bytes]) -> Transcript:
+    """The transcript of a JSONL file; ``lines`` gets each record's line as spelled."""
     records: list[Any] = []
+    cut: InputError | None = None
     for lineno, line in enumerate(raw.split(b"\n"), start=1):
         stripped = line.strip()
         if not stripped:
@@ -123,11 +133,24 @@ def _from_lines(name: str, raw: bytes, dialect: str | None) -> Transcript:
             # A line that is whole JSON but unreadable (a huge integer) was not cut off.
             last = lineno == raw.rstrip(b"\n").count(b"\n") + 1 and not err.whole
             hint = " (truncated line?)" if last else ""
-            raise InputError(f"invalid JSON on line {lineno}, column {err.column}: {err.detail}{hint}.")
+            error = InputError(f"invalid JSON on line {lineno}, column {err.column}: {err.detail}{hint}.")
+            if not last:
+                raise error
+            cut = error
+            continue
         records.append(value)
+        lines.append(line)
     whole_file = _whole_file_dialect(records, dialect)
     if whole_file is not None:
-        return _whole_file(name, records, whole_file)
+        transcript = _whole_file(name, records, whole_file)
+        if cut is None:
+            return transcript
+        # A session being written right now: its agent skips the unreadable line, and so do we.
+        skipped = f"{str(cut).removesuffix('.')}: skipped, as the agent skips it (a session being written?)"
+        conv = transcript.conversations[0]
+        return replace(transcript, conversations=(replace(conv, warnings=(*conv.warnings, skipped)),))
+    if cut is not None:
+        raise cut
     chosen = dialect or detect_dialect(records, None)
     return Transcript(name, "jsonl", records, (_conversation(name, records, chosen, None),))
 
@@ -165,11 +188,13 @@ def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
         chosen = dialect or detect_dialect(root, None)
         return Transcript(name, "array", root, (_conversation(name, root, chosen, None),))
     if isinstance(root, Mapping):
-        messages = root.get("messages")
+        key = _body_key(root)
+        messages = root.get(key)
         if isinstance(messages, list):
             refuse_foreign_body(root)
             chosen = dialect or detect_dialect(messages, root)
-            return Transcript(name, "body", root, (_conversation(name, messages, chosen, root),))
+            conv = _conversation(name, messages, chosen, root)
+            return Transcript(name, "body", root, (conv,), collection_key=None if key == "messages" else key)
         if "role" in root:
             chosen = dialect or detect_dialect([root], None)
             return Transcript(name, "jsonl", [root], (_conversation(name, [root], chosen, None),))
@@ -190,6 +215,18 @@ def _from_root(name: str, root: Any, dialect: str | None) -> Transcript:
     raise InputError(
         f"is a JSON {json_kind(root)}; expected a message array, a request body with 'messages', JSONL or a Claude Code session."
     )
+
+
+def _body_key(root: Mapping[str, Any]) -> str:
+    """The key of an object's message list: ``messages``, or a SWE-agent ``.traj``'s
+    ``history`` (beside its ``trajectory``)."""
+    if (
+        not isinstance(root.get("messages"), list)
+        and isinstance(root.get("history"), list)
+        and "trajectory" in root
+    ):
+        return "history"
+    return "messages"
 
 
 def _collection_item(name: str, i: int, records: Any, dialect: str, item: Mapping[str, Any]) -> Conversation:
@@ -228,6 +265,7 @@ def _conversation(
         thinking=request.thinking,
         warnings=parsed.warnings,
         recorded=parsed.recorded,
+        problems=parsed.problems,
     )
 
 
@@ -316,23 +354,26 @@ def dump_transcript(transcript: Transcript) -> bytes:
     """Serialize a transcript in its own container (JSON pretty-printed, JSONL one per line).
 
     When no conversation changed, the bytes read come back exactly — formatting, escapes and
-    all — so a pass-through (``--auto`` under the threshold, nothing to offload) is a no-op.
+    all — so a pass-through (``--auto`` under the threshold, nothing to offload) is a no-op;
+    a session log only gets the final newline it lacked (its agent appends after it).
     """
     convs = transcript.conversations
-    if transcript.raw is not None and all(c.unchanged for c in convs):
-        return transcript.raw
-    if transcript.raw is not None and transcript.line_per_record and convs[0].appended is not None:
+    raw = transcript.raw
+    if raw is not None and raw and not raw.endswith(b"\n") and dialect_named(transcript.dialect).owns_file:
+        # The agent appends its next entry right after the last byte: it would be glued on.
+        raw += b"\n"
+    if raw is not None and all(c.unchanged for c in convs):
+        return raw
+    if raw is not None and transcript.line_per_record and convs[0].appended is not None:
         # Appended after the history, which stays byte for byte.
-        raw = (
-            transcript.raw if transcript.raw.endswith(b"\n") or not transcript.raw else transcript.raw + b"\n"
-        )
-        return raw + dump_records(_appended(convs[0]))
+        raw = raw if raw.endswith(b"\n") or not raw else raw + b"\n"
+        return _note_added_newline(transcript.raw, raw + dump_records(_appended(convs[0])))
     if transcript.container == "array":
-        return _dumps(conversation_records(convs[0]), indent=True) + b"\n"
+        return _document(conversation_records(convs[0]), raw)
     if transcript.container == "body":
         body = dict(transcript.root)
-        body["messages"] = conversation_records(convs[0])
-        return _dumps(body, indent=True) + b"\n"
+        body[transcript.collection_key or "messages"] = conversation_records(convs[0])
+        return _document(body, raw)
     if transcript.container == "collection":
         key = transcript.collection_key or "messages"
         items = []
@@ -340,8 +381,40 @@ def dump_transcript(transcript: Transcript) -> bytes:
             new_item = dict(item)
             new_item[key] = conversation_records(conv)
             items.append(new_item)
-        return _dumps(items, indent=True) + b"\n"
-    return dump_records(conversation_records(convs[0]))
+        return _document(items, raw)
+    records = conversation_records(convs[0])
+    if transcript.lines is None or len(transcript.lines) != len(transcript.root):
+        data = dump_records(records)
+    else:
+        # A record kept as it is goes back as it was spelled (spacing, escapes, key order).
+        spelled = {id(r): line for r, line in zip(transcript.root, transcript.lines, strict=True)}
+        data = b"".join((spelled[id(r)] if id(r) in spelled else _dumps(r)) + b"\n" for r in records)
+    return _note_added_newline(transcript.raw, data) if transcript.is_session_log else data
+
+
+def _document(value: Any, raw: bytes | None) -> bytes:
+    """A JSON document in the spelling of the one read: minified when it was written on one
+    line, else indented by two spaces; ending as it ended."""
+    body = raw.strip() if raw is not None else b""
+    indent = raw is None or b"\n" in body
+    ending = raw[len(raw.rstrip()) :] if raw is not None and not indent else b"\n"
+    return _dumps(value, indent=indent) + ending
+
+
+def _note_added_newline(raw: bytes | None, data: bytes) -> bytes:
+    """``data`` with the first line appended after ``raw`` marked ``"newlineAdded": true`` in
+    its ``"ctxcompact"`` field when ``raw`` had no final newline and one was added before it:
+    so that ``uncompact`` gives the file back byte for byte."""
+    if not raw or raw.endswith(b"\n") or not data.startswith(raw + b"\n"):
+        return data
+    head = len(raw) + 1
+    cut = data.find(b"\n", head)
+    line = data[head : cut if cut >= 0 else len(data)]
+    record, error = _loads(line)
+    if error is not None or not isinstance(record, dict) or not isinstance(record.get(POINT_FIELD), dict):
+        return data
+    record[POINT_FIELD] = {**record[POINT_FIELD], "newlineAdded": True}
+    return data[:head] + _dumps(record) + (data[cut:] if cut >= 0 else b"")
 
 
 def dump_records(records: Iterable[Any]) -> bytes:

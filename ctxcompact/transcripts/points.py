@@ -112,6 +112,17 @@ def compaction_time() -> tuple[datetime, bool]:
     return datetime.now(UTC), False
 
 
+def epoch_ms(stamp: Any) -> int:
+    """An ISO 8601 ``timestamp`` (a session log's) in milliseconds since the epoch; 0 when
+    unreadable."""
+    if not isinstance(stamp, str):
+        return 0
+    try:
+        return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return 0
+
+
 def ctxcompact_field(**extra: Any) -> dict[str, Any]:
     """The ``"ctxcompact"`` value of a record we write: our version, and ``extra``."""
     from ctxcompact import __version__

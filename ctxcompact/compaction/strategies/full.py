@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxcompact.accounting.tokens import count_tokens
 from ctxcompact.compaction.partition import Partition, partition_messages
 from ctxcompact.compaction.restore import (
     RestoreResult,
@@ -143,6 +144,32 @@ def split_for_summary(
     return Partition(part.head, tuple(messages[len(part.head) : start])), tuple(messages[start:])
 
 
+#: Below this share of a session log's context before the kept loop, ``--keep-loop`` has too
+#: little to compact: the summary would replace a sliver while the file gets a copy of the
+#: loop appended (a Codex rollout grew 78 % for a 1 % smaller context).
+MIN_COMPACTED_SHARE = 0.10
+
+
+def _nothing_to_compact(
+    part: Partition, kept_tail: Sequence[Message], options: FullOptions, context: StrategyContext
+) -> str | None:
+    """Why a summary compaction would not be worth writing, or None."""
+    if not part.rest:
+        if options.keep_loop:
+            return "nothing to compact before the current request (--keep-loop)"
+        return "nothing to compact: no message after the system prompt"
+    appends = dialect_named(context.dialect).owns_file  # a session log appends the kept loop again
+    if appends and options.keep_loop and kept_tail and options.keep_recent_tokens is None:
+        before = count_tokens(part.rest, counter=context.counter).total
+        kept = count_tokens(kept_tail, counter=context.counter).total
+        if before < MIN_COMPACTED_SHARE * (before + kept):
+            return (
+                f"the current request and its tool loop are {kept / (before + kept):.0%} of the context: "
+                "--keep-loop leaves too little before it to compact (--keep-recent-tokens N keeps less)"
+            )
+    return None
+
+
 def run_full(messages: Sequence[Message], options: FullOptions, context: StrategyContext) -> StrategyResult:
     """Replace everything after the head with a summary and the recently read files.
 
@@ -155,12 +182,8 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
     """
     recent = recent_start(messages, options.keep_recent_tokens, context.counter)
     part, kept_tail = split_for_summary(messages, keep_loop=options.keep_loop, recent=recent)
-    if not part.rest:
-        reason = (
-            "nothing to compact before the current request (--keep-loop)"
-            if options.keep_loop
-            else "nothing to compact: no message after the system prompt"
-        )
+    reason = _nothing_to_compact(part, kept_tail, options, context)
+    if reason is not None:
         return StrategyResult(tuple(messages), False, FullSkipped(), (reason,), compacted_message_count=0)
 
     warnings: list[str] = []

@@ -19,6 +19,7 @@ from ctxcompact.compaction.strategies.options import ItemType as ItemType
 from ctxcompact.compaction.strategies.options import Rule as Rule
 from ctxcompact.compaction.strategies.options import SelectiveOptions as SelectiveOptions
 from ctxcompact.errors import OptionError
+from ctxcompact.transcripts.optionfile import parse_toml, read_option_text
 
 
 def load_rules(path: Path, base: SelectiveOptions = DEFAULT_OPTIONS) -> SelectiveOptions:
@@ -28,18 +29,7 @@ def load_rules(path: Path, base: SelectiveOptions = DEFAULT_OPTIONS) -> Selectiv
     ``[fields]`` sets the thresholds. Types that never compact (summaries, system prompts,
     memory) cannot be given another action. A bad file is a usage error naming it.
     """
-    import tomllib  # only with --rules: start-up matters
-
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise OptionError(
-            "{rules} {path}: cannot read it ({error}).", "rules", path=path, error=exc.strerror
-        ) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise OptionError(
-            "{rules} {path}: not valid TOML ({error}).", "rules", path=path, error=exc
-        ) from None
+    data = parse_toml(read_option_text(path, option="rules"), option="rules", name=str(path))
     unknown = set(data) - {"rules", "fields"}
     if unknown:
         raise OptionError(

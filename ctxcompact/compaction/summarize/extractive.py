@@ -1,64 +1,68 @@
-"""The offline summarizer: a structured summary built from the transcript itself (SPEC §3.5).
+"""The offline summarizer: a structured summary built from the transcript itself (SPEC §3.5, §6).
 
 No model, no key, no network, and deterministic: the same messages always give the same text.
 It fills seed 000's five sections (:data:`~.prompt.DIMENSIONS`) with what the nine-section
-compaction prompts ask for, read off the messages (:mod:`.facts`):
+compaction prompts (Claude Code's, Codex's handoff, OpenHands' condenser) ask for, read off the
+messages (:mod:`.facts`) and quoted, never rephrased:
 
-Goals & Decisions      primary request and intent: the task statement (the first request)
-                       whole, or its first and last parts around a marker when it alone
-                       exceeds its share; an earlier compaction summary (ours or Claude
-                       Code's), carried forward whole under its own heading and only ever cut
-                       between sentences; all user messages, in order; every user instruction
-                       and constraint (sentences with must / never / always / don't / should…,
-                       必须 / 不要 / 需要 / 应该 / 总是 / 永远…); the agent's stated decisions;
-                       key technical concepts (identifiers in backticks the user wrote, or
-                       that were quoted more than once); figures mentioned (numbers with units).
-File Operations        files and code: every file read, written, edited or deleted, by a file
-                       tool or a shell command (:mod:`.shell_files`), files restored by an
-                       earlier compaction, other paths mentioned in commands.
+Goals & Decisions      *Primary request and intent*: the task statement whole (harness
+                       instruction templates shrunk to their constraints; its first and last
+                       parts around a marker when it alone exceeds its share); an earlier
+                       compaction summary carried forward whole, or shortened section by
+                       section, its old current work and next step marked superseded; *all user
+                       messages* in order, in their own words (those given while rejecting a
+                       tool call included); every *instruction and constraint*; the agent's
+                       *decisions and conclusions* in its own words, whole sentences; what the
+                       agent *reported at the end of each turn*; *key technical concepts*;
+                       figures mentioned.
+File Operations        *files and code*: every file read, written, edited or deleted, by a
+                       file tool or a shell command (:mod:`.shell_files`), and the *changes*
+                       made with their new text.
 Tool Calls             calls per tool name, most used first, and how many failed.
-Task Status            pending tasks (the agent's last to-do list), current work (the latest
-                       user request, the agent's last actions and last words) and the next
-                       step: the unanswered request, the pending tool result, or the agent's
-                       own stated plan.
-Errors & Resolutions   errors and fixes, problem solving: each failed tool call with its own
-                       error lines and its own outcome (what the agent said, whether its next
-                       call of that tool on that target succeeded).
+Task Status            *pending tasks* (the agent's to-do list), the *latest user request*,
+                       the *test status* read from the output of each test command, events the
+                       harness reported, *current work* (the agent's last actions and what each
+                       returned, its last words) and the *next step*: the agent's last stated
+                       intent, the call in flight, its open to-do items.
+Errors & Resolutions   *errors and fixes*: each failure of a command that ran, with its own
+                       error lines and outcome (what the agent said, whether its next call of
+                       that tool on that target succeeded); calls the user rejected.
 
-Boilerplate is dropped first (:mod:`.boilerplate`). ``max_words`` is respected as
-:mod:`.layout` describes: the task statement and an earlier summary are served first,
-Task Status next. ``instructions`` are ignored — there is no model to follow them.
+The summary grows with ``max_words`` (:mod:`.layout` shares it out; the task statement and an
+earlier summary are served first, Task Status next); item sizes scale with it, so a larger
+budget keeps more of each message verbatim. ``instructions`` are ignored — there is no model
+to follow them.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from ctxcompact.compaction.summarize import Summary
-from ctxcompact.compaction.summarize.facts import ErrorNote, Facts, call_label, sentences, texts
-from ctxcompact.compaction.summarize.layout import PINNED_SHARE, Part, Section, clip_words, render, words
+from ctxcompact.compaction.summarize import earlier as earlier_summary
+from ctxcompact.compaction.summarize.facts import ErrorNote, Facts
+from ctxcompact.compaction.summarize.layout import (
+    PINNED_SHARE,
+    Part,
+    Section,
+    clip_ends_words,
+    clip_words,
+    render,
+    words,
+)
+from ctxcompact.compaction.summarize.outcomes import TestRun
 from ctxcompact.compaction.summarize.prompt import DIMENSIONS, SUMMARY_MAX_WORDS
+from ctxcompact.compaction.summarize.templates import shrink_harness_instructions
 from ctxcompact.ir import Message
-from ctxcompact.markers import OUR_ACKS
 
-REQUEST_WORDS = 80
-LATEST_REQUEST_WORDS = 300
 ERROR_LINE_WORDS = 24
-LAST_TEXT_WORDS = 80
 LAST_ACTIONS = 6
-PRIMARY_LABEL = "Primary request (the task statement):"
+TESTS_SHOWN = 6
+PRIMARY_LABEL = "Primary request and intent (the task statement):"
 EARLIER_LABEL = "### Earlier compaction summary (carried forward)"
 SAME_AS_TASK = "(the primary request above)"
 #: Headings and labels: what the room for the task statement is short of PINNED_SHARE × max_words.
 TASK_SLACK_WORDS = 60
-
-_NEXT_CUE = re.compile(
-    r"\b(next|then|i'll|i will|let me|let's|remaining|still need|todo|to do|should i|want me to|"
-    r"shall i|would you like)\b",
-    re.IGNORECASE,
-)
-_HEADING = re.compile(r"^\s*#{1,6}\s+(.+?)\s*$")
 
 
 class ExtractiveSummarizer:
@@ -74,61 +78,71 @@ class ExtractiveSummarizer:
         instructions: str | None = None,
     ) -> Summary:
         facts = Facts.gather(messages)
-        sections = build_sections(facts, messages, max_words=max_words)
+        sections = build_sections(facts, max_words=max_words)
         return Summary(render(sections, max_words=max_words), self.name)
 
 
-def build_sections(facts: Facts, messages: Sequence[Message], *, max_words: int) -> list[Section]:
+def build_sections(facts: Facts, *, max_words: int) -> list[Section]:
     goals, files, tools, status, errors = DIMENSIONS
     return [
         Section(goals, _goal_parts(facts, max_words=max_words)),
-        Section(files, (Part(None, _file_lines(facts), "first"),)),
-        Section(tools, (Part(None, _tool_lines(facts), "first"),)),
-        Section(status, _status_parts(facts, messages), priority=True),
+        Section(files, _file_parts(facts)),
+        Section(tools, (Part(None, _tool_lines(facts), "first", rank=3),)),
+        Section(status, _status_parts(facts, max_words=max_words)),
         Section(errors, (Part(None, tuple(_error_line(e) for e in facts.errors), "last"),)),
     ]
 
 
+def _cap(max_words: int, share: int, floor: int) -> int:
+    """An item's word cap: a share of the budget, never under ``floor``."""
+    return max(floor, max_words // share)
+
+
 def _goal_parts(facts: Facts, *, max_words: int) -> tuple[Part, ...]:
-    requests = tuple(
-        f"{n}. {SAME_AS_TASK if text == facts.task else clip_words(text, REQUEST_WORDS)}"
-        for n, (_, text) in enumerate(facts.requests, 1)
-    )
+    cap = _cap(max_words, 6, 120)
+    requests = []
+    for n, request in enumerate(facts.requests, 1):
+        said = (
+            SAME_AS_TASK if request.text == facts.task and not request.via else clip_words(request.text, cap)
+        )
+        requests.append(f"{n}. " + (f"(while {request.via}) " if request.via else "") + said)
     concepts = facts.concept_line()
+    task = shrink_harness_instructions(facts.task)
     # The task statement's own rules are read there while it fits whole; listed again when
     # it will be cut.
-    task_whole = words(facts.task) <= PINNED_SHARE * max_words - TASK_SLACK_WORDS
+    task_whole = words(task) <= PINNED_SHARE * max_words - TASK_SLACK_WORDS
     rules = tuple(r for r in facts.rules if not (task_whole and r in facts.task_rules))
+    report_cap = _cap(max_words, 8, 60)
+    reports = tuple(f"- (request {n}) {clip_words(text, report_cap)}" for n, text in facts.reports)
+    sections = [
+        s for body in facts.earlier for s in earlier_summary.parse(body, superseded=facts.after_earlier)
+    ]
     return (
-        Part(PRIMARY_LABEL, (facts.task,) if facts.task else (), pinned=True, quote=True),
-        Part(EARLIER_LABEL, tuple(_earlier_units(facts.earlier)), "ends", pinned=True, whole=True),
-        Part("All user messages, in order:", requests if len(requests) > 1 else (), "ends"),
-        Part("User instructions and constraints:", rules, "ends"),
-        Part("Decisions:", tuple(facts.decisions[-12:]), "last"),
-        Part("Key technical concepts:", (concepts,) if concepts else (), "first"),
-        Part("Figures mentioned:", (", ".join(facts.figures),) if facts.figures else (), "first"),
+        Part(PRIMARY_LABEL, (task,) if task else (), pinned=True, quote=True),
+        Part(
+            EARLIER_LABEL,
+            tuple(earlier_summary.render(s) for s in sections),
+            pinned=True,
+            quote=True,
+            shorten=earlier_summary.shortener(sections),
+        ),
+        Part("All user messages, in order:", tuple(requests) if len(requests) > 1 else (), "each", rank=0),
+        Part("User instructions and constraints:", rules, "each"),
+        Part(
+            "Decisions and conclusions (the agent's own words):",
+            tuple(f"- {c}" for c in facts.conclusions),
+            "last",
+        ),
+        Part("What the agent reported at the end of each turn:", reports, "each", rank=2),
+        Part("Key technical concepts:", (concepts,) if concepts else (), "first", rank=3),
+        Part("Figures mentioned:", (", ".join(facts.figures),) if facts.figures else (), "first", rank=3),
     )
 
 
-def _earlier_units(summaries: Sequence[str]) -> list[str]:
-    """An earlier summary as whole lines, long lines as whole sentences; its headings become
-    bold labels so they do not compete with ours."""
-    units: list[str] = []
-    for summary in summaries:
-        for line in summary.splitlines():
-            heading = _HEADING.match(line)
-            if heading:
-                units.append(f"**{heading.group(1).strip('*')}**")
-            elif len(line.split()) > 60:
-                units.extend(sentences(line))
-            elif line.strip():
-                units.append(line.rstrip())
-    return units
-
-
-def _file_lines(facts: Facts) -> tuple[str, ...]:
+def _file_parts(facts: Facts) -> tuple[Part, ...]:
     """One line per combination of operations (``edited, read: `a`, `b```), paths in the
-    order last touched — a path costs one word, so many files fit. Changed files first."""
+    order last touched — a path costs one word, so many files fit; changed files first. Then
+    the changes themselves, the newest kept first."""
     groups: dict[str, list[str]] = {}
     for path, entry in sorted(facts.files.items(), key=lambda kv: (kv[1].last, kv[0])):
         groups.setdefault(", ".join(sorted(entry.ops, key=_op_rank)), []).append(path)
@@ -141,7 +155,8 @@ def _file_lines(facts: Facts) -> tuple[str, ...]:
         lines.append("- mentioned in commands: " + ", ".join(f"`{p}`" for p in mentioned))
     if facts.restored:
         lines.append("- restored by an earlier compaction: " + ", ".join(f"`{p}`" for p in facts.restored))
-    return tuple(lines)
+    changes = tuple(f"- `{c.path}` ({c.how}): {c.text}" for c in facts.changes)
+    return (Part(None, tuple(lines), "first"), Part("Changes made, in order:", changes, "each", rank=2))
 
 
 def _op_rank(op: str) -> int:
@@ -162,63 +177,82 @@ def _tool_lines(facts: Facts) -> tuple[str, ...]:
 
 
 def _error_line(error: ErrorNote) -> str:
+    if not error.lines:
+        return f"- {error.call}: {error.outcome}"
     shown = "; ".join(f"`{clip_words(line, ERROR_LINE_WORDS)}`" for line in error.lines[:2])
     more = f" (+{len(error.lines) - 2} more)" if len(error.lines) > 2 else ""
     return f"- {error.call}: {shown}{more} → {error.outcome}"
 
 
-def _status_parts(facts: Facts, messages: Sequence[Message]) -> tuple[Part, ...]:
+def _test_line(run: TestRun) -> str:
+    failures = f" ({', '.join(run.failures)})" if run.failures else ""
+    summary = f": {run.summary}" if run.summary else ""
+    return f"- `{clip_words(run.command, 16)}` → {run.status}{summary}{failures}"
+
+
+def _status_parts(facts: Facts, *, max_words: int) -> tuple[Part, ...]:
     last_request = facts.last_request_index
-    tail = messages[last_request + 1 :] if last_request >= 0 else messages
-    calls = [b for m in tail if m.role == "assistant" for b in m.content if b.get("type") == "tool_use"]
-    actions = [f"- {call_label(b)}" for b in calls[-LAST_ACTIONS:]]
-    if len(calls) > LAST_ACTIONS:
-        actions.insert(0, f"- … {len(calls) - LAST_ACTIONS} earlier calls")
-    last_text = ""
-    for message in reversed(tail):
-        text = texts(message.content) if message.role == "assistant" else ""
-        if text.strip() and text.strip() not in OUR_ACKS:
-            last_text = clip_words(text, LAST_TEXT_WORDS)
-            break
-    latest = facts.requests[-1][1] if facts.requests else ""
-    if latest and latest == facts.task:
-        latest = SAME_AS_TASK
-    step = next_step(messages, facts, last_text)
+    recent = [a for a in facts.actions if a.index > last_request]
+    actions = [f"- {a.label} → {a.outcome or 'result not seen yet'}" for a in recent[-LAST_ACTIONS:]]
+    if len(recent) > LAST_ACTIONS:
+        actions.insert(0, f"- … {len(recent) - LAST_ACTIONS} earlier calls")
+    latest = ""
+    if facts.requests:
+        request = facts.requests[-1]
+        latest = SAME_AS_TASK if request.text == facts.task and not request.via else request.text
+    tests = tuple(_test_line(t) for t in _latest_tests(facts.tests))
+    last_text = clip_words(facts.last_text, _cap(max_words, 5, 150)) if facts.last_text else ""
+    thoughts = clip_ends_words(facts.last_thoughts, _cap(max_words, 8, 80)) if facts.last_thoughts else ""
+    notes = tuple(f"- {clip_words(n, _cap(max_words, 12, 60))}" for n in facts.turn_notes)
     return (
-        Part("Latest user request:", (clip_words(latest, LATEST_REQUEST_WORDS),) if latest else ()),
-        Part("Pending tasks:", tuple(facts.todos), "first"),
+        Part(
+            "Latest user request:", (clip_words(latest, _cap(max_words, 4, 300)),) if latest else (), rank=0
+        ),
+        Part("Pending tasks (the agent's to-do list):", tuple(facts.todos), "first"),
+        Part("Test status:", tests, "last", rank=0),
+        Part("Reported by the harness:", tuple(f"- {e}" for e in facts.events), "last", rank=2),
+        Part("The agent's notes since the latest request:", notes, "each"),
         Part("Current work — the agent's last actions:", tuple(actions), "last"),
-        Part("Agent's last message:", (last_text,) if last_text else ()),
-        Part("Next step:", (step,) if step else ()),
+        Part("Agent's last message:", (last_text,) if last_text else (), rank=0),
+        Part(
+            "The agent's last thoughts (its turn was cut before it spoke):", (thoughts,) if thoughts else ()
+        ),
+        Part("Next step:", tuple(next_step(facts)), "first", rank=0),
     )
 
 
-def next_step(messages: Sequence[Message], facts: Facts, last_text: str) -> str:
-    """The next step, from how the conversation ends (see the module docstring)."""
-    if not messages:
-        return ""
-    last = messages[-1]
-    names: Mapping[str, str] = {
-        str(b.get("id")): str(b.get("name") or "tool")
-        for m in messages
-        for b in m.content
-        if b.get("type") == "tool_use"
-    }
-    if last.role == "user" and len(messages) - 1 == facts.last_request_index:
-        return "Answer the latest user request above; the agent had not responded to it yet."
-    if last.role == "user":
-        pending = [b for b in last.content if b.get("type") == "tool_result"]
-        if pending:
-            labels = ", ".join(sorted({names.get(str(b.get("tool_use_id") or ""), "tool") for b in pending}))
-            return f"Continue from the result of the last tool call ({labels}), not yet seen by the agent."
-    if last.role == "assistant" and any(b.get("type") == "tool_use" for b in last.content):
-        labels = ", ".join(call_label(b) for b in last.content if b.get("type") == "tool_use")
-        return f"The last tool call had not returned: {clip_words(labels, 30)}; check its outcome."
-    plans = [s for s in sentences(last_text) if _NEXT_CUE.search(s)]
-    if plans:
-        return "As the agent said: " + clip_words(" ".join(plans[-2:]), 50)
+def _latest_tests(runs: Sequence[TestRun]) -> list[TestRun]:
+    """The last run of each test command, in order, at most :data:`TESTS_SHOWN`."""
+    latest: dict[str, TestRun] = {}
+    for run in runs:
+        latest.pop(run.command, None)
+        latest[run.command] = run
+    return list(latest.values())[-TESTS_SHOWN:]
+
+
+def next_step(facts: Facts) -> list[str]:
+    """The next step, from the agent's own words and the state the transcript ends in: its
+    last stated intent, the call in flight, its open to-do items — nothing it did not say."""
+    if not facts.requests and not facts.actions and not facts.last_text:
+        return []
+    lines: list[str] = []
+    answered = facts.last_text or any(a.index > facts.last_request_index for a in facts.actions)
+    if facts.requests and not answered:
+        lines.append("Answer the latest user request above; the agent had not responded to it yet.")
+    intent = facts.last_intent()
+    if intent and answered:
+        lines.append(f"The agent's last stated intent: “{clip_words(intent, 60)}”.")
+    recent = [a for a in facts.actions if a.index > facts.last_request_index]
+    waiting = [a.label for a in recent if a.result_index < 0]
+    unseen = [a.label for a in recent if a.result_index == facts.final_index]
+    if waiting:
+        lines.append(f"In flight, no result yet: {clip_words(', '.join(waiting[-3:]), 40)}.")
+    if unseen:
+        lines.append(f"Results the agent had not seen yet: {clip_words(', '.join(unseen[-3:]), 40)}.")
     if facts.todos:
-        return "Continue with the first pending task above."
-    if facts.requests:
-        return "The agent had finished its turn: confirm the latest request is done or wait for the next one."
-    return ""
+        lines.append("Open to-do items: " + "; ".join(t.removeprefix("- ") for t in facts.todos[:6]))
+    if not lines and facts.requests:
+        lines.append(
+            "The agent had finished its turn: confirm the latest request is done or wait for the next one."
+        )
+    return lines

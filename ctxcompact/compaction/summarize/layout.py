@@ -6,26 +6,33 @@ A summary is a list of :class:`Section` (one Markdown heading each), a section a
 
 1. *pinned* parts (the task statement, an earlier compaction summary) claim up to
    :data:`PINNED_SHARE` of the room, first come first served;
-2. the other parts share the rest: ``priority`` sections (Task Status) first, up to 40 %,
-   then water-filling — a section that needs less than an equal share gets what it needs;
-3. what is left over goes back to the pinned parts.
+2. the other parts share the rest by ``rank``, wherever their section: rank 0 (what the user
+   said, the agent's last words and next step) may claim :data:`RANK_SHARE` of what is left,
+   then rank 1 of what is left after it, and so on — inside a rank, water-filling: a part
+   that needs less than an equal share gets what it needs;
+3. what is left over goes back to the parts still short, rank by rank, then to the pinned
+   parts.
 
 Trimming never drops a part's label silently: what is cut is replaced by a note saying how
 much ("(N more omitted)", or a marker inside a clipped task statement). ``whole`` items are
-never cut inside (an earlier summary is cut between its sentences, never mid-sentence).
+never cut inside. ``keep="each"`` shares a part's room over its items (each user message
+keeps its start, rather than the middle ones going whole); a part with its own ``shorten``
+(an earlier summary, section by section) is handed its room.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-Keep = Literal["first", "last", "ends"]
+Keep = Literal["first", "last", "ends", "each"]
 
 #: The share of the room the pinned parts may claim before everything else.
 PINNED_SHARE = 0.75
+#: The share of what is left that the parts of one rank may claim before the next rank.
+RANK_SHARE = 0.6
 #: Inside a task statement too long for its share: head and tail around this marker.
 CLIP_ENDS_MARKER = "[… {count:,} words of the task statement omitted …]"
 _TOKEN = re.compile(r"\S+\s*")
@@ -36,9 +43,13 @@ class Part:
     """A run of items under an optional label, trimmed as a unit.
 
     ``keep`` says which items survive trimming: the ``first``, the ``last``, or both ``ends``
-    (first, last, second, second to last…); items keep their order in the output. ``pinned``
-    parts are served first (see the module docstring). ``whole``: an item is kept whole or
-    not at all. ``quote``: items are multi-line text, written with their line breaks.
+    (first, last, second, second to last…); ``each`` keeps every item it can, each cut to an
+    equal share of the room (a short one whole), the newest served first when even that does
+    not fit. Items keep their order in the output. ``pinned`` parts are served first (see the
+    module docstring). ``whole``: an item is kept whole or not at all. ``quote``: items are
+    multi-line text, written with their line breaks. ``shorten(items, words)``: the part's own
+    way to fit ``words``, used instead of the above. ``rank``: served before the parts of a
+    higher rank (see the module docstring).
     """
 
     label: str | None
@@ -47,14 +58,14 @@ class Part:
     pinned: bool = False
     whole: bool = False
     quote: bool = False
+    shorten: Callable[[Sequence[str], int], tuple[str, ...]] | None = field(default=None, compare=False)
+    rank: int = 1
 
 
 @dataclass(frozen=True, slots=True)
 class Section:
     title: str
     parts: tuple[Part, ...]
-    #: Share of the budget this section may claim before the others (Task Status matters most).
-    priority: bool = False
 
 
 def words(text: str) -> int:
@@ -67,6 +78,16 @@ def clip_words(text: str, limit: int) -> str:
     if len(tokens) <= limit:
         return " ".join(tokens)
     return " ".join(tokens[: max(limit - 1, 1)]) + " …"
+
+
+def clip_ends_words(text: str, limit: int) -> str:
+    """``text`` on one line, its first and last words around an ellipsis when it has more than
+    ``limit``: a train of thought keeps where it started and where it got to."""
+    tokens = text.split()
+    if len(tokens) <= limit:
+        return " ".join(tokens)
+    head = max((limit - 1) // 3, 1)
+    return " ".join(tokens[:head]) + " … " + " ".join(tokens[-(limit - 1 - head) :])
 
 
 def clip_ends(text: str, limit: int) -> str:
@@ -123,51 +144,51 @@ def _fit(sections: Sequence[Section], room: int) -> list[Section]:
     for part in pinned:
         grants[id(part)] = min(_part_words(part), cap)
         cap -= grants[id(part)]
-    rest = room - sum(grants.values())
-    need = [sum(_part_words(p) for p in s.parts if not p.pinned) for s in sections]
-    quotas = _quotas(need, [s.priority for s in sections], rest)
-    left = rest - sum(quotas)
+    left = room - sum(grants.values())
+    free = [p for s in sections for p in s.parts if not p.pinned]
+    ranks = sorted({p.rank for p in free})
+    for n, rank in enumerate(ranks):
+        parts = [p for p in free if p.rank == rank]
+        claim = left if n == len(ranks) - 1 else int(left * RANK_SHARE)
+        for part, quota in zip(parts, _quotas([_part_words(p) for p in parts], claim), strict=True):
+            grants[id(part)] = quota
+            left -= quota
+    for rank in ranks:  # what the caps held back goes to the parts still short
+        short = [p for p in free if p.rank == rank and grants[id(p)] < _part_words(p)]
+        for part, extra in zip(
+            short, _quotas([_part_words(p) - grants[id(p)] for p in short], left), strict=True
+        ):
+            grants[id(part)] += extra
+            left -= extra
     for part in pinned:
         extra = min(_part_words(part) - grants[id(part)], max(left, 0))
         grants[id(part)] += extra
         left -= extra
-    fitted: list[Section] = []
-    for section, quota in zip(sections, quotas, strict=True):
-        free = [p for p in section.parts if not p.pinned]
-        shares = _quotas([_part_words(p) for p in free], [False] * len(free), quota)
-        by_part = dict(zip((id(p) for p in free), shares, strict=True))
-        parts = tuple(_trim_part(p, grants[id(p)] if p.pinned else by_part[id(p)]) for p in section.parts)
-        fitted.append(replace(section, parts=parts))
-    return fitted
+    return [replace(s, parts=tuple(_trim_part(p, grants[id(p)]) for p in s.parts)) for s in sections]
 
 
-def _quotas(need: Sequence[int], priority: Sequence[bool], room: int) -> list[int]:
-    """Split ``room`` words: priority sections first (up to 40%), then water-filling — a
-    section that needs less than an equal share gets what it needs, the rest share the rest."""
+def _quotas(need: Sequence[int], room: int) -> list[int]:
+    """Split ``room`` words by water-filling: a part that needs less than an equal share gets
+    what it needs, the others share the rest."""
     quotas = [0] * len(need)
     left = room
-    for i, p in enumerate(priority):
-        if p:
-            quotas[i] = min(need[i], room * 2 // 5)
-            left -= quotas[i]
-    pending = sorted((i for i, p in enumerate(priority) if not p), key=lambda i: (need[i], i))
+    pending = sorted(range(len(need)), key=lambda i: (need[i], i))
     while pending:
         share = left // len(pending)
         i = pending.pop(0)
-        quotas[i] = min(need[i], share)
+        quotas[i] = max(min(need[i], share), 0)
         left -= quotas[i]
-    # Priority sections may take back what the others left unused.
-    for i, p in enumerate(priority):
-        if p and left > 0:
-            extra = min(need[i] - quotas[i], left)
-            quotas[i] += extra
-            left -= extra
     return quotas
 
 
 def _trim_part(part: Part, quota: int) -> Part:
     if _part_words(part) <= quota:
         return part
+    if part.shorten is not None:
+        shortened = part.shorten(part.items, quota)
+        return replace(part, label=part.label if shortened else None, items=shortened)
+    if part.keep == "each":
+        return _trim_each(part, quota)
     if part.quote and len(part.items) == 1:
         return replace(part, items=(clip_ends(part.items[0], quota),)) if quota >= 12 else _empty(part)
     note_words = 3  # "(N more omitted)"
@@ -187,8 +208,34 @@ def _trim_part(part: Part, quota: int) -> Part:
     omitted = len(part.items) - len(kept)
     items = [kept[i] for i in sorted(kept)]
     if omitted and quota >= note_words:
-        items.append(f"({omitted} more omitted)")
+        # Where the omitted items were: before the kept ones when the newest are kept.
+        if part.keep == "last":
+            items.insert(0, f"({omitted} earlier omitted)")
+        else:
+            items.append(f"({omitted} more omitted)")
     return replace(part, label=part.label if items else None, items=tuple(items))
+
+
+#: The fewest words an item keeps under ``keep="each"`` before the oldest items go whole.
+EACH_MIN_WORDS = 12
+
+
+def _trim_each(part: Part, quota: int) -> Part:
+    """Every item cut to an equal share (water-filled: a short item keeps its words); when a
+    share would fall under :data:`EACH_MIN_WORDS`, the oldest items go (a note says how many)."""
+    if quota < 3:
+        return _empty(part)
+    items = list(part.items)
+    while items and len(items) * EACH_MIN_WORDS + (3 if len(items) < len(part.items) else 0) > quota:
+        items.pop(0)
+    omitted = len(part.items) - len(items)
+    room = quota - (3 if omitted else 0)
+    sizes = [words(i) for i in items]
+    shares = _quotas(sizes, room) if items else []
+    kept = [i if words(i) <= share else clip_words(i, share) for i, share in zip(items, shares, strict=True)]
+    if omitted:
+        kept.insert(0, f"({omitted} earlier omitted)")
+    return replace(part, label=part.label if kept else None, items=tuple(kept))
 
 
 def _empty(part: Part) -> Part:

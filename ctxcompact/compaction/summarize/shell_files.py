@@ -5,7 +5,8 @@ Recognised (deterministic, no shell is run):
 * tool inputs ``path``, ``file_path``, ``filename``, ``notebook_path`` — the operation from
   the tool's name (``Edit`` → edited, ``Write`` → written, ``Read`` → read…) or an editor
   tool's ``command`` (``view`` → read, ``create`` → written, else edited);
-* shell commands (``command``, ``cmd``, ``script``; a list is joined): ``sed -i`` → edited;
+* shell commands (``command``, ``cmd``, ``script``; a list is joined; a relative path after
+  ``cd DIR`` is taken under DIR, so a file written in ``/tmp/x`` stays ``/tmp/x/f``): ``sed -i`` → edited;
   ``>``/``>>`` redirects (``cat > f <<EOF`` included), ``tee [-a] f``, ``touch``, ``cp``/``mv``
   targets → written; ``rm`` → deleted; ``cat``/``head``/``tail``/``less``/``nl``/``sed -n``
   → read; any other path-like argument → mentioned;
@@ -18,6 +19,7 @@ A path-like word has a ``/`` or a known file extension; dotted names that are co
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from collections.abc import Iterator, Mapping
@@ -97,12 +99,25 @@ def command_texts(tool_input: Any) -> list[str]:
         if isinstance(value, str):
             out.append(value)
         elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-            out.append(shlex.join(value) if len(value) > 1 else "".join(value))
+            out.append(argv_command(value))
     return out
 
 
-def tool_file_ops(tool: str, tool_input: Any) -> Iterator[tuple[str, str]]:
-    """``(path, operation)`` for every file a call touches; ``mentioned`` for the rest."""
+#: ``bash -lc SCRIPT``: an argv that only runs a script in a shell (Codex's legacy ``shell``
+#: tool, ``local_shell``) is that script.
+_SHELLS = frozenset({"bash", "sh", "zsh"})
+
+
+def argv_command(argv: list[str]) -> str:
+    """A command given as an argv list, as the shell line it runs."""
+    if len(argv) == 3 and argv[0].rsplit("/", 1)[-1] in _SHELLS and argv[1] in ("-c", "-lc", "-l"):
+        return argv[2]
+    return shlex.join(argv) if len(argv) > 1 else "".join(argv)
+
+
+def tool_file_ops(tool: str, tool_input: Any, *, follow_cd: bool = True) -> Iterator[tuple[str, str]]:
+    """``(path, operation)`` for every file a call touches; ``mentioned`` for the rest.
+    ``follow_cd=False``: shell paths as the command wrote them, not under a ``cd`` directory."""
     if isinstance(tool_input, Mapping):
         for key in PATH_FIELDS:
             value = tool_input.get(key)
@@ -110,10 +125,10 @@ def tool_file_ops(tool: str, tool_input: Any) -> Iterator[tuple[str, str]]:
                 yield value.strip(), file_op(tool, tool_input)
                 break
     for text in command_texts(tool_input):
-        yield from shell_file_ops(text)
+        yield from shell_file_ops(text, follow_cd=follow_cd)
 
 
-def shell_file_ops(command: str) -> Iterator[tuple[str, str]]:
+def shell_file_ops(command: str, *, follow_cd: bool = True) -> Iterator[tuple[str, str]]:
     """``(path, operation)`` pairs for one shell command or patch (see the module docstring)."""
     known: set[str] = set()
     for match in _PATCH_LINE.finditer(command):
@@ -124,13 +139,50 @@ def shell_file_ops(command: str) -> Iterator[tuple[str, str]]:
             known.add(match.group(3))
             yield match.group(3), "edited"
     body_free = _HEREDOC.sub("\n", command)
+    cwd = ""
+    mentions: list[str] = []
     for segment in _SEGMENT.split(body_free):
+        moved = _cd_target(segment) if follow_cd else None
+        if moved is not None:
+            cwd = _under(cwd, moved) if moved else ""
+            continue
         for path, op in _segment_ops(segment):
+            path = _under(cwd, path)
             known.add(path)
             yield path, op
-    for path in path_mentions(body_free):
+        mentions.extend(_under(cwd, p) for p in path_mentions(segment))
+    for path in dict.fromkeys(mentions):
         if path not in known:
             yield path, "mentioned"
+
+
+def path_after(prefix: str, path: str) -> str:
+    """``path`` as a command uses it after ``prefix`` (the command up to it): under the
+    directory the last ``cd`` in ``prefix`` moved to (see :func:`shell_file_ops`)."""
+    cwd = ""
+    for segment in _SEGMENT.split(_HEREDOC.sub("\n", prefix)):
+        moved = _cd_target(segment)
+        if moved is not None:
+            cwd = _under(cwd, moved) if moved else ""
+    return _under(cwd, path)
+
+
+def _cd_target(segment: str) -> str | None:
+    """The directory a ``cd`` segment moves to (``""`` for one the summary cannot follow:
+    ``cd``, ``cd -``, ``cd $VAR``), ``None`` for any other segment."""
+    words = segment.split()
+    if not words or words[0] != "cd":
+        return None
+    where = words[1].strip("'\"") if len(words) > 1 else ""
+    return where if where and where != "-" and not any(c in where for c in "$`~") else ""
+
+
+def _under(cwd: str, path: str) -> str:
+    """``path`` as written, or under ``cwd`` when a ``cd`` moved the shell and it is relative:
+    a file written after ``cd /tmp/x`` is ``/tmp/x/file``, not a repository file."""
+    if not cwd or path.startswith(("/", "~")):
+        return path
+    return posixpath.normpath(posixpath.join(cwd, path))
 
 
 def _segment_ops(segment: str) -> Iterator[tuple[str, str]]:

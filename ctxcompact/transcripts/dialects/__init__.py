@@ -18,11 +18,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxcompact.errors import InputError
-from ctxcompact.transcripts.dialects import anthropic, claude_code, codex, openai
+from ctxcompact.transcripts.dialects import anthropic, claude_code, codex, openai, text_action
 from ctxcompact.transcripts.dialects.common import Dialect, Parsed
 
 #: Every dialect, from the most general to the most specific (see the module docstring).
-DIALECTS: tuple[Dialect, ...] = (anthropic.DIALECT, openai.DIALECT, claude_code.DIALECT, codex.DIALECT)
+DIALECTS: tuple[Dialect, ...] = (
+    anthropic.DIALECT,
+    openai.DIALECT,
+    text_action.DIALECT,
+    claude_code.DIALECT,
+    codex.DIALECT,
+)
 #: What a message list is read as when nothing in it says otherwise.
 DEFAULT_DIALECT: Dialect = DIALECTS[0]
 #: The ``--format`` choices.

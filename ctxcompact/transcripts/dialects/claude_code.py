@@ -36,7 +36,7 @@ from ctxcompact.transcripts.dialects.common import (
     plain_text,
     split_along,
 )
-from ctxcompact.transcripts.points import AppendedCompaction, CompactionPoint, ctxcompact_field
+from ctxcompact.transcripts.points import AppendedCompaction, CompactionPoint, ctxcompact_field, epoch_ms
 from ctxcompact.transcripts.recorded_usage import RecordedUsage, token_field
 
 NAME = "claude-code"
@@ -80,22 +80,19 @@ def parse_records(records: Sequence[Any]) -> Parsed:
                 "drop --format claude-code or choose anthropic/openai."
             )
 
-    boundary = -1
-    for i, record in enumerate(records):
-        if record.get("type") == "system" and record.get("subtype") == "compact_boundary":
-            boundary = i
-    candidates = [
-        i
-        for i, record in enumerate(records)
-        if i > boundary and record.get("type") in MESSAGE_TYPES and isinstance(record.get("message"), Mapping)
-    ]
-    has_main = any(not records[i].get("isSidechain") for i in candidates)
-    visible = [i for i in candidates if not (has_main and records[i].get("isSidechain"))]
+    if records and not looks_like(records):
+        # Only reachable with --format claude-code: another format would read as no message at all.
+        kind = records[0].get("type")
+        raise InputError(
+            f"line 1 is not a Claude Code entry (its type is {kind!r}) and no line of the first 50 is; "
+            "this is not a Claude Code session: drop --format claude-code."
+        )
+    visible, problems = live_entries(records)
 
     groups: list[list[int]] = []
     for i in visible:
         entry = records[i]
-        if groups and entry.get("type") == "user" and records[groups[-1][-1]].get("type") == "user":
+        if groups and entry_role(entry) == "user" and entry_role(records[groups[-1][-1]]) == "user":
             groups[-1].append(i)
             continue
         if entry.get("type") == "assistant":
@@ -107,19 +104,172 @@ def parse_records(records: Sequence[Any]) -> Parsed:
 
     messages: list[Message] = []
     for group in groups:
-        first = records[group[0]]["message"]
-        role = first.get("role") or records[group[0]].get("type")
+        role = entry_role(records[group[0]])
         if role not in MESSAGE_TYPES:
             raise InputError(f"line {group[0] + 1}: message role {role!r} is not 'user' or 'assistant'.")
         blocks: list[Block] = []
         for i in group:
-            blocks.extend(content_blocks(records[i]["message"].get("content"), f"line {i + 1}"))
+            blocks.extend(content_blocks(entry_content(records[i]), f"line {i + 1}"))
         source = Source(tuple(records[i] for i in group), tuple(group))
         messages.append(Message(role, tuple(blocks), source))
 
     in_messages = {i for group in groups for i in group}
     passthrough = frozenset(i for i in range(len(records)) if i not in in_messages)
-    return Parsed(tuple(messages), passthrough, ())
+    return Parsed(tuple(messages), passthrough, (), model=session_model(records), problems=problems)
+
+
+#: Entry types Claude Code links into its ``parentUuid`` chain (its loader keeps these by uuid).
+CHAIN_TYPES = frozenset({"user", "assistant", "attachment", "system", "progress"})
+
+
+def live_entries(records: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple[str, ...]]:
+    """The positions of the message entries Claude Code sends when it resumes this file, in
+    file order, and what makes the file resume otherwise than it reads (a broken chain, an
+    unreachable tail). Claude Code's loader:
+
+    1. keeps every chain entry by ``uuid`` and finds the leaves (entries no entry names as its
+       ``parentUuid``), each walked back to its nearest message entry;
+    2. resumes from the conversation thread's last leaf in the file (not the newest by
+       ``timestamp``: the real client resumes our compaction, written later in the file but
+       stamped earlier under ``SOURCE_DATE_EPOCH``) and walks ``parentUuid`` back until a
+       parent is missing;
+    3. starts the context after the last ``compact_boundary`` on that chain;
+    4. gathers, from the whole file, every entry of a response on the chain (same
+       ``message.id``: one response is written as several entries, each linked to the one
+       before, so parallel tool calls branch) and the tool results answering them (linked to
+       the entry of their call).
+
+    A file whose entries are not linked (no ``uuid`` / ``parentUuid``: not written by Claude
+    Code) is read in file order after its last boundary."""
+    entries = [r for r in records if r.get("type") in MESSAGE_TYPES and isinstance(r.get("message"), Mapping)]
+    sidechain = bool(entries) and all(r.get("isSidechain") for r in entries)
+    by_uuid: dict[str, int] = {}
+    for i, record in enumerate(records):
+        uid = _link(record, "uuid")
+        if uid is not None and record.get("type") in CHAIN_TYPES:
+            by_uuid[uid] = i
+
+    def in_thread(i: int) -> bool:
+        record = records[i]
+        return is_message_entry(record) and bool(record.get("isSidechain")) == sidechain
+
+    linked = any(_link(records[i], "parentUuid") for i in by_uuid.values())
+    leaf = _last_leaf(records, by_uuid, in_thread) if linked else None
+    if leaf is None:
+        return _file_order(records, in_thread), ()
+    chain: list[int] = []
+    seen: set[int] = set()
+    at: int | None = leaf
+    missing: str | None = None
+    while at is not None and at not in seen:
+        seen.add(at)
+        chain.append(at)
+        parent = _link(records[at], "parentUuid")
+        at = by_uuid.get(parent) if parent is not None else None
+        if parent is not None and at is None:
+            missing = parent
+    chain.reverse()
+    boundary = max(
+        (k for k, i in enumerate(chain) if claude_code_compact.is_boundary(records[i])), default=-1
+    )
+    live = {i for i in chain[boundary + 1 :] if in_thread(i)}
+    response_ids = {_response_id(records[i]) for i in live} - {None}
+    live |= {i for i in range(len(records)) if in_thread(i) and _response_id(records[i]) in response_ids}
+    calls = {_link(records[i], "uuid") for i in live if records[i].get("type") == "assistant"}
+    live |= {
+        i
+        for i in range(len(records))
+        if in_thread(i)
+        and records[i].get("type") == "user"
+        and _link(records[i], "parentUuid") in calls
+        and _only_tool_results(records[i])
+    }
+    visible = sorted(live)
+    thread = [i for i in range(len(records)) if in_thread(i)]
+    since = chain[boundary] if boundary >= 0 else -1
+    newer = [i for i in thread if i > since and i not in live and _later(records[i], records[leaf])]
+    return visible, _chain_problems(visible, thread, chain[0], leaf, missing if boundary < 0 else None, newer)
+
+
+def _chain_problems(
+    visible: Sequence[int],
+    thread: Sequence[int],
+    first: int,
+    leaf: int,
+    missing: str | None,
+    newer: Sequence[int],
+) -> tuple[str, ...]:
+    """Why Claude Code resumes the file otherwise than its lines read: its chain (from line
+    ``first`` to ``leaf``) stops at a ``missing`` parent with message entries of the thread
+    before it; or message entries written after the one it resumes from (``newer``: later
+    ``timestamp``, after its boundary) are on no chain it follows — an unreachable tail."""
+    problems: list[str] = []
+    live = set(visible)
+    dropped = [i for i in thread if i < first and i not in live]
+    if missing is not None and dropped:
+        problems.append(
+            f"line {first + 1}: its parentUuid {missing} is not in the file, so Claude Code resumes "
+            f"from this entry and drops the {len(dropped)} message entries before it (a broken "
+            "parentUuid chain: an entry was removed without relinking its children)"
+        )
+    if newer:
+        problems.append(
+            f"line {newer[0] + 1}: {len(newer)} message entries written after line {leaf + 1}, the "
+            "entry Claude Code resumes from, are not on its parentUuid chain: it never sends them "
+            "(an unreachable tail)"
+        )
+    return tuple(problems)
+
+
+def _later(entry: Mapping[str, Any], than: Mapping[str, Any]) -> bool:
+    """``entry`` was written after ``than`` (both ``timestamp`` readable)."""
+    mine, theirs = epoch_ms(entry.get("timestamp")), epoch_ms(than.get("timestamp"))
+    return bool(mine and theirs and mine > theirs)
+
+
+def _last_leaf(
+    records: Sequence[Mapping[str, Any]], by_uuid: Mapping[str, int], in_thread: Any
+) -> int | None:
+    """The message entry Claude Code resumes from (see :func:`live_entries`), if any."""
+    parents = {_link(records[i], "parentUuid") for i in by_uuid.values()}
+    leaves: set[int] = set()
+    for uid, i in by_uuid.items():
+        if uid in parents:
+            continue
+        at: int | None = i
+        steps = 0
+        while at is not None and steps <= len(by_uuid):
+            if records[at].get("type") in MESSAGE_TYPES:
+                leaves.add(at)
+                break
+            parent = _link(records[at], "parentUuid")
+            at = by_uuid.get(parent) if parent is not None else None
+            steps += 1
+    return max((i for i in leaves if in_thread(i)), default=None)
+
+
+def _file_order(records: Sequence[Mapping[str, Any]], in_thread: Any) -> list[int]:
+    """Message entries after the file's last compact boundary, in file order."""
+    boundary = max((i for i, r in enumerate(records) if claude_code_compact.is_boundary(r)), default=-1)
+    return [i for i in range(boundary + 1, len(records)) if in_thread(i)]
+
+
+def _response_id(record: Mapping[str, Any]) -> str | None:
+    inner = record.get("message") if record.get("type") == "assistant" else None
+    value = inner.get("id") if isinstance(inner, Mapping) else None
+    return value if isinstance(value, str) and value else None
+
+
+def session_model(records: Sequence[Any]) -> str | None:
+    """The model of the session's newest response (``message.model``, not Claude Code's
+    ``<synthetic>`` error answers), before the boundary too: a session just compacted still
+    runs on the model its history names."""
+    for record in reversed(records):
+        inner = record.get("message") if record.get("type") == "assistant" else None
+        model = inner.get("model") if isinstance(inner, Mapping) else None
+        if isinstance(model, str) and model and not model.startswith("<"):
+            return model
+    return None
 
 
 def _open_response(records: Sequence[Any], groups: list[list[int]], message_id: Any) -> list[int] | None:
@@ -140,8 +290,42 @@ def _open_response(records: Sequence[Any], groups: list[list[int]], message_id: 
     return None
 
 
+def is_local_command(entry: Mapping[str, Any]) -> bool:
+    """A ``system`` entry of subtype ``local_command`` (a slash command's output): Claude Code
+    sends it to the model as a user message (unless it is ``isDisplayOnly``)."""
+    return (
+        entry.get("type") == "system"
+        and entry.get("subtype") == "local_command"
+        and isinstance(entry.get("content"), str)
+        and not entry.get("isDisplayOnly")
+    )
+
+
+def is_message_entry(entry: Mapping[str, Any]) -> bool:
+    """An entry Claude Code sends as (part of) a message."""
+    return (
+        entry.get("type") in MESSAGE_TYPES and isinstance(entry.get("message"), Mapping)
+    ) or is_local_command(entry)
+
+
+def entry_role(entry: Mapping[str, Any]) -> Any:
+    """The role an entry is sent with."""
+    if is_local_command(entry):
+        return "user"
+    inner = entry.get("message")
+    return (inner.get("role") if isinstance(inner, Mapping) else None) or entry.get("type")
+
+
+def entry_content(entry: Mapping[str, Any]) -> Any:
+    """The content an entry sends: its ``message.content``, a local command's ``content``."""
+    if is_local_command(entry):
+        return entry.get("content")
+    inner = entry.get("message")
+    return inner.get("content") if isinstance(inner, Mapping) else None
+
+
 def _only_tool_results(entry: Mapping[str, Any]) -> bool:
-    content = entry["message"].get("content")
+    content = entry_content(entry)
     return (
         isinstance(content, list)
         and bool(content)
@@ -171,10 +355,11 @@ def render_message(message: Message) -> list[Any]:
                 "type": message.role,
                 "message": inner,
                 "uuid": _derived_uuid(None, inner),
+                **claude_code_compact.new_entry_flags(message),
                 _NEW_MARK: True,
             }
         ]
-    originals = [content_blocks(t["message"].get("content"), "entry") for t in templates]
+    originals = [content_blocks(entry_content(t), "entry") for t in templates]
     new = list(message.content)
     slices = split_along(originals, new)
     out: list[Any] = []
@@ -185,6 +370,10 @@ def render_message(message: Message) -> list[Any]:
             out.append(template)
             continue
         entry = dict(template)
+        if is_local_command(template):
+            entry["content"] = "\n".join(str(b.get("text", "")) for b in after if b.get("type") == "text")
+            out.append(entry)
+            continue
         inner = dict(entry.get("message") or {})
         text = plain_text(tuple(after)) if isinstance(inner.get("content"), str) else None
         inner["content"] = text if text is not None else [dict(b) for b in after]

@@ -23,14 +23,14 @@ and our reader, start the live context at the latest boundary.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from ctxcompact.ir import Message
 from ctxcompact.markers import SUMMARY_PREFIX, claude_code_summary_text
 from ctxcompact.transcripts.dialects.common import plain_text
-from ctxcompact.transcripts.points import AppendedCompaction, CompactionPoint, ctxcompact_field
+from ctxcompact.transcripts.points import AppendedCompaction, CompactionPoint, ctxcompact_field, epoch_ms
 
 #: Fields an appended entry takes from the thread's last entry.
 SESSION_FIELDS = ("isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "agentId", "slug")
@@ -128,7 +128,7 @@ def append_entries(
     out = [boundary]
     for message in live:
         for part in message.meta.get("parts", (message,)):
-            for entry in _entries_of(part, session, stamp, render):
+            for entry in _entries_of(part, session, stamp, render, boundary["uuid"]):
                 parent = out[-1]["uuid"]
                 entry["parentUuid"] = parent
                 entry["uuid"] = derive_uuid(parent, entry.get("message"))
@@ -137,10 +137,19 @@ def append_entries(
 
 
 def _entries_of(
-    message: Message, session: Mapping[str, Any], stamp: str, render: Callable[[Message], list[Any]]
+    message: Message,
+    session: Mapping[str, Any],
+    stamp: str,
+    render: Callable[[Message], list[Any]],
+    boundary: str,
 ) -> list[dict[str, Any]]:
     """Fresh entries for one live message: a new one (summary, restored file), or copies of a
-    kept one's entries (rendered anew when a strategy changed it)."""
+    kept one's entries (rendered anew when a strategy changed it).
+
+    A copy is written now (``timestamp``: the compaction's) and, for an assistant entry, is a
+    response of its own: a ``message.id`` derived from the original's and the ``boundary``.
+    Claude Code gathers every entry sharing a ``message.id`` from the whole file, so a copy
+    keeping the original's would bring the pre-boundary original back: sent twice."""
     if message.source is None:
         text = plain_text(message.content)
         entry: dict[str, Any] = {
@@ -152,9 +161,7 @@ def _entries_of(
                 "content": text if text is not None else [dict(b) for b in message.content],
             },
         }
-        if message.meta.get("kind") == "summary":
-            entry["isVisibleInTranscriptOnly"] = True
-            entry["isCompactSummary"] = True
+        entry.update(new_entry_flags(message))
         entry["uuid"] = ""
         entry["timestamp"] = stamp
         entry["ctxcompact"] = ctxcompact_field()
@@ -163,10 +170,33 @@ def _entries_of(
     copies: list[dict[str, Any]] = []
     for template in templates:
         copy = dict(template)
-        copy.setdefault("timestamp", stamp)
+        copy["timestamp"] = stamp
+        inner = copy.get("message")
+        if isinstance(inner, Mapping) and isinstance(inner.get("id"), str) and inner["id"]:
+            copy["message"] = {**inner, "id": copied_message_id(inner["id"], boundary)}
         copy["ctxcompact"] = ctxcompact_field(copiedFrom=template.get("uuid"))
         copies.append(copy)
     return copies
+
+
+def copied_message_id(original: str, boundary: str) -> str:
+    """The ``message.id`` of a copy of a response's entries after ``boundary``: the same for
+    every entry of the response (they stay one message), new for each compaction."""
+    digest = hashlib.sha256(f"{boundary}:{original}".encode()).hexdigest()[:24]
+    return f"msg_ctxcompact_{digest}"
+
+
+def new_entry_flags(message: Message) -> dict[str, Any]:
+    """The flags Claude Code sets on an entry like the new ``message``: its own summary is
+    ``isCompactSummary`` and ``isVisibleInTranscriptOnly``; a restored file (an attachment Claude
+    Code itself injects) is ``isMeta`` — without it Claude Code takes the last one for a prompt
+    the user typed and never answered."""
+    kind = message.meta.get("kind")
+    if kind == "summary":
+        return {"isVisibleInTranscriptOnly": True, "isCompactSummary": True}
+    if kind == "restored_file":
+        return {"isMeta": True}
+    return {}
 
 
 def session_points(records: Sequence[Any]) -> list[CompactionPoint]:
@@ -190,16 +220,7 @@ def session_points(records: Sequence[Any]) -> list[CompactionPoint]:
             CompactionPoint(
                 str(summary.get("uuid", "")) if summary else "",
                 str(record.get("logicalParentUuid") or ""),
-                _epoch_ms(record.get("timestamp")),
+                epoch_ms(record.get("timestamp")),
             )
         )
     return points
-
-
-def _epoch_ms(stamp: Any) -> int:
-    if not isinstance(stamp, str):
-        return 0
-    try:
-        return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
-        return 0

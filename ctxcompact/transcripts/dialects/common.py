@@ -28,6 +28,9 @@ class Parsed:
     system: tuple[Block, ...] = ()
     model: str | None = None
     recorded: RecordedUsage | None = None
+    #: Why the agent would resume this file otherwise than it reads (a session log's broken
+    #: ``parentUuid`` chain, an unreachable tail): ``check`` reports each as an error.
+    problems: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +172,16 @@ class RecordsFolder(Protocol):
 
     def recorded_cwd(self, records: Sequence[Any]) -> str | None:
         """The folder the session ran in, when the file says."""
+        ...
+
+
+@runtime_checkable
+class CompactionLog(Protocol):
+    """A session-log dialect whose file records its compactions (Claude Code's boundaries,
+    Codex's ``compacted`` lines): ``export --points`` lists them."""
+
+    def compaction_points(self, records: Sequence[Any]) -> list[CompactionPoint]:
+        """The compactions the file records, oldest first."""
         ...
 
 

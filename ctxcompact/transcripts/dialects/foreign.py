@@ -16,9 +16,9 @@ from ctxcompact.errors import InputError
 
 def refuse_foreign_object(root: Mapping[str, Any]) -> None:
     """A top-level JSON object of another tool's format."""
-    if "history" in root and ("trajectory" in root or "info" in root):
+    if "history" in root and "info" in root and not isinstance(root.get("history"), list):
         raise InputError(
-            "looks like a SWE-agent trajectory (.traj): not a supported input format; export its 'history' as a message list."
+            "looks like a SWE-agent trajectory (.traj) without a 'history' list: nothing to read."
         )
     if "history" in root and "instance_id" in root:
         raise InputError("looks like an OpenHands evaluation record: not a supported input format.")

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from ctxcompact.ir import Message
-from ctxcompact.transcripts.dialects.codex.history import compacted_history, recorded_usage
+from ctxcompact.transcripts.dialects.codex.history import compacted_history, compaction_points, recorded_usage
 from ctxcompact.transcripts.dialects.codex.read import (
     KEEP_USER_TOKENS,
     NAME,
@@ -21,6 +21,7 @@ from ctxcompact.transcripts.dialects.codex.read import (
 )
 from ctxcompact.transcripts.dialects.codex.write import finalize_records, render_message
 from ctxcompact.transcripts.dialects.common import Parsed
+from ctxcompact.transcripts.points import CompactionPoint
 from ctxcompact.transcripts.recorded_usage import RecordedUsage as NeutralUsage
 
 
@@ -73,6 +74,10 @@ class CodexDialect:
         paths inside it are read as relative to it, so restoring from it, or from where
         ``--path-map`` re-roots it, finds them."""
         return session_cwd(records)
+
+    def compaction_points(self, records: Sequence[Any]) -> list[CompactionPoint]:
+        """Its ``compacted`` lines (see :func:`.history.compaction_points`)."""
+        return compaction_points(records)
 
     def recorded_usage(self, messages: Sequence[Message]) -> NeutralUsage | None:
         """None: a rollout's usage is in its ``token_count`` event lines, not in its messages;

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxcompact.ir import Message, new_message, text_of
+from ctxcompact.markers import restored_file_paths
 from ctxcompact.transcripts.dialects.codex.read import (
     CODEX_SUMMARY_PREFIX,
     KEEP_USER_TOKENS,
@@ -25,6 +26,7 @@ from ctxcompact.transcripts.dialects.codex.read import (
     select_user_texts,
 )
 from ctxcompact.transcripts.dialects.recorded import RecordedUsage, TokenUsage
+from ctxcompact.transcripts.points import CompactionPoint, epoch_ms
 
 
 def recorded_usage(records: Sequence[Any]) -> RecordedUsage | None:
@@ -54,6 +56,17 @@ def recorded_usage(records: Sequence[Any]) -> RecordedUsage | None:
     return None
 
 
+def compaction_points(records: Sequence[Any]) -> list[CompactionPoint]:
+    """Every ``compacted`` line (Codex's compactions and ours), oldest first: named by position
+    (``#N``, the line's index) as a message list's points are — the summary is that line, the
+    boundary the line before it — with the line's time."""
+    return [
+        CompactionPoint(f"#{i}", f"#{i - 1}", epoch_ms(record.get("timestamp")))
+        for i, record in enumerate(records)
+        if isinstance(record, Mapping) and record.get("type") == "compacted"
+    ]
+
+
 def _is_context(message: Message) -> bool:
     if message.role == "system":
         return True
@@ -61,7 +74,12 @@ def _is_context(message: Message) -> bool:
 
 
 def _is_user_turn(message: Message) -> bool:
+    """A message the user wrote: not a tool output, Codex's injected context, a summary, or a
+    file an earlier compaction restored (restoration brings back the current ones; keeping
+    them as user messages would pile them up compaction after compaction)."""
     if message.role != "user" or any(b.get("type") == "tool_result" for b in message.content):
+        return False
+    if restored_file_paths(message):
         return False
     text = text_of(message)
     return bool(text.strip()) and not is_session_prefix(text) and not is_summary(text)

@@ -57,6 +57,11 @@ _CALL_KINDS = frozenset({"function_call", "custom_tool_call", "local_shell_call"
 _SYSTEM_ROLES = frozenset({"developer", "system"})
 #: Marks a tool_use / tool_result block that is not a plain function call or output.
 KIND_KEY = "codex_item"
+#: On a tool_result read from the legacy ``shell`` tool's JSON envelope
+#: (``{"output": TEXT, "metadata": {"exit_code", "duration_seconds"}}``, Codex ≤ 0.5x): the
+#: ``metadata``, so the writer wraps a changed output the same way. The block's content is
+#: the output text, and a non-zero ``exit_code`` makes it ``is_error``.
+ENVELOPE_KEY = "codex_metadata"
 
 
 def looks_like(records: Sequence[Any], body: Mapping[str, Any] | None = None) -> bool:
@@ -296,6 +301,11 @@ def item_blocks(payload: Mapping[str, Any], where: str, *, cwd: str | None = Non
             "tool_use_id": _call_id(payload, where),
             "content": _output_content(payload.get("output")),
         }
+        envelope = shell_envelope(payload.get("output"))
+        if envelope is not None:
+            result["content"], result[ENVELOPE_KEY] = envelope
+            if envelope[1].get("exit_code") not in (0, None):
+                result["is_error"] = True
         if kind != "function_call_output":
             result[KIND_KEY] = kind
         return (result,)
@@ -371,6 +381,22 @@ def _output_content(output: Any) -> Any:
     if isinstance(output, Mapping) and isinstance(output.get("content"), str):
         return output["content"]
     return json.dumps(output, ensure_ascii=False)
+
+
+def shell_envelope(output: Any) -> tuple[str, Mapping[str, Any]] | None:
+    """The text and metadata of a legacy ``shell`` output envelope, else None."""
+    if not isinstance(output, str) or not output.startswith('{"output"'):
+        return None
+    try:
+        value = json.loads(output)
+    except ValueError:
+        return None
+    if not isinstance(value, Mapping) or set(value) != {"output", "metadata"}:
+        return None
+    text, metadata = value.get("output"), value.get("metadata")
+    if not isinstance(text, str) or not isinstance(metadata, Mapping):
+        return None
+    return text, metadata
 
 
 def instructions(records: Sequence[Any]) -> tuple[Block, ...]:

@@ -18,6 +18,7 @@ from ctxcompact.ir import READ_PATHS, Block, Message
 from ctxcompact.markers import SUMMARY_PREFIX
 from ctxcompact.transcripts.dialects.codex.read import (
     CODEX_SUMMARY_PREFIX,
+    ENVELOPE_KEY,
     KIND_KEY,
     LiveItem,
     is_summary,
@@ -26,6 +27,7 @@ from ctxcompact.transcripts.dialects.codex.read import (
     message_text,
 )
 from ctxcompact.transcripts.dialects.common import split_along
+from ctxcompact.transcripts.points import FIELD, ctxcompact_field
 
 
 class Rendered(dict[str, Any]):
@@ -105,7 +107,7 @@ def _rebuild(payload: Mapping[str, Any], blocks: Sequence[Block]) -> dict[str, A
     if kind in ("function_call_output", "custom_tool_call_output") and kinds == {"tool_result"}:
         if len(blocks) != 1:
             return None
-        out["output"] = _output(blocks[0].get("content"), payload.get("output"))
+        out["output"] = _output(blocks[0].get("content"), payload.get("output"), blocks[0].get(ENVELOPE_KEY))
         return out
     if kind in ("function_call", "custom_tool_call", "local_shell_call") and kinds == {"tool_use"}:
         return {**payload, **_call(blocks[0])} if len(blocks) == 1 else None
@@ -127,10 +129,14 @@ def _part(role: Any, block: Block) -> dict[str, Any]:
     return dict(block)
 
 
-def _output(content: Any, before: Any) -> Any:
+def _output(content: Any, before: Any, envelope: Any = None) -> Any:
     if isinstance(content, list):
         return [_part("user", b) if isinstance(b, Mapping) else b for b in content]
     text = "" if content is None else str(content)
+    if isinstance(envelope, Mapping):  # the legacy shell tool's JSON envelope, as it was
+        return json.dumps(
+            {"output": text, "metadata": dict(envelope)}, ensure_ascii=False, separators=(",", ":")
+        )
     if isinstance(before, Mapping) and "content" in before:
         return {**before, "content": text}
     return text
@@ -202,7 +208,7 @@ def blocks_to_items(role: str, blocks: Sequence[Block]) -> list[dict[str, Any]]:
                 {
                     "type": output_kind,
                     "call_id": block.get("tool_use_id"),
-                    "output": _output(block.get("content"), None),
+                    "output": _output(block.get("content"), None, block.get(ENVELOPE_KEY)),
                 }
             )
         elif kind in ("thinking", "redacted_thinking"):
@@ -294,6 +300,9 @@ def _compacted_line(original: Sequence[Any], history: Sequence[Mapping[str, Any]
     line: dict[str, Any] = {
         "type": "compacted",
         "payload": {"message": summary, "replacement_history": items},
+        # Codex reads a line's timestamp, type and payload and ignores other keys: this one
+        # tells our compaction from Codex's own (``ctxcompact uncompact``).
+        FIELD: ctxcompact_field(),
     }
     stamp = _last_timestamp(original)
     return {"timestamp": stamp, **line} if stamp else line

@@ -1,0 +1,250 @@
+"""What a tool call came to: whether the command failed, its error lines, its test status.
+
+*A failure is a failure of the command that ran*, never a line quoted inside a successful
+log (:func:`failed`):
+
+1. the result says so (``is_error``; Claude Code's rejections aside, see
+   :mod:`.boilerplate`);
+2. else the harness printed the command's exit status where harnesses print it — Claude
+   Code's and Codex's ``Exit code N`` first line, Codex's ``Process exited with code N``
+   header, mini-swe-agent's ``<returncode>N</returncode>``, a ``[exit code: N]`` last line,
+   Codex's ``"exit_code": N`` metadata: non-zero is a failure, zero is a success;
+3. else, in a transcript whose results carry ``is_error`` (the dialect reports failures), no
+   flag means success;
+4. else (chat-completions tools report nothing) an error line among the last lines of the
+   output — a traceback or an ``Error:`` that ends it — is the command failing.
+
+*Test status is read from the output* (:func:`read_tests`) of a test command (pytest, unittest
+and Django's runner, go, cargo, jest/vitest, mocha, rspec, npm/yarn/pnpm test, make test…),
+whatever the exit code: ``pytest … | tail`` exits 0 when tests fail.
+
+Every scan is linear in the text (issue 24: a newline-free tool result with "error" every 60
+characters used to take quadratic time).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from ctxcompact.ir import Block
+
+#: Lines at the end of an output where an error means the command failed (rule 4).
+TAIL_LINES = 3
+TEST_FAILURES_SHOWN = 3
+
+_ERROR_LINE = re.compile(
+    r"^\s*(?:E\s+)?(?:Traceback \(most recent call last\)|[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b:|"
+    r"(?:error|fatal|panic)(?:\[\w+\])?:|(?:FAILED|ERROR)\s+\S+::|FAILED \()"
+    r"|\b\d+ failed\b|\bexit (?:code|status):? *[1-9]\d*\b|<tool_use_error>",
+    re.IGNORECASE,
+)
+#: Every match of :data:`_ERROR_LINE` holds one of these words (in any case): a line without
+#: one is not searched (found by substring scans of the lowered text, not by a regex).
+_ERROR_WORDS = ("traceback", "error", "exception", "exit", "fatal", "panic", "failed")
+#: Line breaks ``str.splitlines`` knows besides ``\n``: a text with one is re-joined on ``\n``.
+_OTHER_LINE_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # looked for with `in`: faster than a regex
+_NONSPACE = re.compile(r"\S")
+
+_EXIT_HEAD = re.compile(
+    r"\A\s*(?:Exit code:? (-?\d+)|<returncode>(-?\d+)</returncode>)|"
+    r"\A(?:[^\n]*\n){0,4}Process exited with code (-?\d+)"
+)
+_EXIT_TAIL = re.compile(r"\[exit code: (-?\d+)\]\s*\Z|\"exit_code\":\s*(-?\d+)")
+_FRAME_HEAD = re.compile(
+    r"\A\s*(?:<returncode>-?\d+</returncode>\s*(?:<output>\n?)?|Exit code:? -?\d+[ \t]*\n"
+    r"|(?:(?:Chunk ID|Wall time|Process exited with code|Process running with session ID|Original token count)"
+    r"[^\n]*\n)+(?:Output:\n)?)"
+)
+_FRAME_TAIL = re.compile(r"\n?(?:</output>|\[exit code: -?\d+\])\s*\Z")
+
+TEST_COMMAND = re.compile(
+    r"\b(?:py\.?test|tox|nox|unittest|runtests\.py|manage\.py\s+test|go\s+test|cargo\s+(?:test|nextest)|"
+    r"(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test|deno\s+test|jest|vitest|mocha|rspec|phpunit|"
+    r"mvn\b[^|;&\n]*\btest|gradlew?\b[^|;&\n]*\btest|dotnet\s+test|mix\s+test|ctest|make\s+(?:test|check)|"
+    r"mise\s+run\s+test|just\s+test)\b"
+)
+#: Summary lines of test runners, and the failing tests they name.
+_TEST_SUMMARY = re.compile(
+    r"^[ =]*((?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?)[, ]*)+)(?:in [\d.]+s)?[ =]*$"
+    r"|^(Ran \d+ tests? in [\d.]+s)$|^(OK(?: \(.*\))?|FAILED \(.*\))$"
+    r"|^(Tests?:\s+.*\d+ (?:passed|failed|total).*)$|^(Test Files\s+.*)$"
+    r"|^(test result: (?:ok|FAILED)\..*)$|^((?:ok|FAIL)\s+\S+\s+[\d.]+s)$|^(PASS|FAIL)$"
+    r"|^\s*(\d+ passing.*|\d+ failing.*)$|^(\d+ examples?, \d+ failures?.*)$",
+    re.MULTILINE,
+)
+_TEST_FAILED_NAME = re.compile(
+    r"^(?:FAILED|ERROR) (\S+)|^--- FAIL: (\S+)|^FAIL:? (\S+(?: \(.*\))?)$", re.MULTILINE
+)
+_FAILING = re.compile(
+    r"\b[1-9]\d* (?:failed|errors?|failing|failures?)\b|\bFAILED\b|^FAIL\b|test result: FAILED", re.MULTILINE
+)
+
+
+def exit_status(text: str) -> int | None:
+    """The command's exit status where a harness prints it (see the module docstring)."""
+    head = _EXIT_HEAD.search(text[:400])
+    if head:
+        return int(next(g for g in head.groups() if g is not None))
+    tail = _EXIT_TAIL.search(text[-200:])
+    if tail:
+        return int(next(g for g in tail.groups() if g is not None))
+    return None
+
+
+def failed(result: Block, text: str, *, flags_reported: bool) -> bool:
+    """Whether the command behind ``result`` (its text ``text``) failed (module docstring)."""
+    if result.get("is_error"):
+        return True
+    status = exit_status(text)
+    if status is not None:
+        return status != 0
+    if flags_reported:
+        return False
+    tail = [line for line in text[-2000:].splitlines() if line.strip()][-TAIL_LINES:]
+    return any(_ERROR_LINE.search(line) for line in tail)
+
+
+def output_of(text: str) -> str:
+    """A tool result's output without the harness's frame: mini-swe-agent's
+    ``<returncode>``/``<output>`` tags, Codex's header lines, an ``Exit code N`` first line,
+    a ``[exit code: N]`` last line."""
+    head = _FRAME_HEAD.match(text)
+    if head:
+        text = text[head.end() :]
+    tail = _FRAME_TAIL.search(text[-200:])
+    if tail:
+        text = text[: len(text) - 200 + tail.start()] if len(text) > 200 else text[: tail.start()]
+    return text
+
+
+def last_output_line(text: str) -> str:
+    lines = [line.strip() for line in output_of(text)[-2000:].splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def failure_lines(text: str) -> list[str]:
+    """What to show of a failed command: its error lines (:func:`error_lines`), else its first
+    line of three words or more and its last line, the harness's frame left out."""
+    found = [line for line in error_lines(output_of(text)) if exit_status(line) is None]
+    if found:
+        return found
+    lines = [line.strip() for line in output_of(text)[-4000:].splitlines() if line.strip()]
+    first = next((line for line in lines if len(line.split()) >= 3), "")
+    last = lines[-1] if lines else ""
+    # A CLI's message is usually its first sentence, a runtime's its last line: both, once.
+    return [line for line in dict.fromkeys((first, last)) if line] or ["(no output)"]
+
+
+def error_lines(text: str) -> list[str]:
+    """The error lines of a tool output (each once, in order; a bare ``Traceback`` header only
+    when nothing more informative is there): the lines :data:`_ERROR_LINE` matches."""
+    found: list[str] = []
+    for line in _candidate_lines(text):
+        if _ERROR_LINE.search(line):
+            line = re.sub(r"^\s*E\s{2,}", "", line).strip(" =")
+            line = line.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
+            if line and line not in found:
+                found.append(line)
+    informative = [line for line in found if not line.startswith("Traceback")]
+    return informative or found
+
+
+def _candidate_lines(text: str) -> list[str]:
+    """The lines of ``text`` (as ``str.splitlines`` cuts them) that hold one of
+    :data:`_ERROR_WORDS` where a match could use it (:func:`_may_match`), in order: substring
+    scans of the lowered text instead of a regex per line, each line's bounds found once.
+
+    Exact: a character the regex's IGNORECASE matches to a letter of those words lowers to that
+    letter, except dotless ``ı`` (matches ``i``) and ``İ`` (lowers to two characters, so
+    positions shift): with either, every line is a candidate.
+    """
+    if any(c in text for c in _OTHER_LINE_BREAKS):
+        text = "\n".join(text.splitlines())  # the same lines, now cut at "\n" alone
+    low = text.lower()
+    if len(low) != len(text) or "\u0131" in text:
+        return text.split("\n")
+    breaks = [m.start() for m in re.finditer("\n", low)] if "\n" in low else []
+    starts: set[int] = set()
+    lead: dict[int, tuple[int, int]] = {}  # line start -> its first two non-space positions
+    for word in _ERROR_WORDS:
+        at = low.find(word)
+        while at >= 0:
+            line = bisect_right(breaks, at - 1)  # the line holding `at`
+            start = breaks[line - 1] + 1 if line else 0
+            end = breaks[line] if line < len(breaks) else len(low)
+            if start not in starts and _may_match(low, start, at, word, lead, end):
+                starts.add(start)
+                at = low.find(word, end)
+            else:
+                at = low.find(word, at + 1)
+    lines = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        lines.append(text[start:] if end < 0 else text[start:end])
+    return lines
+
+
+def _may_match(low: str, start: int, at: int, word: str, lead: dict[int, tuple[int, int]], end: int) -> bool:
+    """Whether the error word at ``at`` (its line ``low[start:end]``) can be part of a match
+    of :data:`_ERROR_LINE`: what each of its alternatives needs next to that word ("Error:",
+    "error[E1]:", "<tool_use_error>", "ERROR x::" at the line's start, "3 failed", "exit code")."""
+    nxt = low[at + len(word) : at + len(word) + 1]
+    if word == "error":
+        return nxt in (":", "[", ">") or (nxt.isspace() and _blank_or_e(low, start, at, lead, end))
+    if word == "failed":
+        return nxt.isspace() or low[at - 1 : at] == " "
+    if word == "exit":
+        return nxt in (":", " ")
+    return nxt == {"traceback": " ", "exception": ":"}.get(word) or (
+        word in ("fatal", "panic") and nxt in (":", "[")
+    )
+
+
+def _blank_or_e(low: str, start: int, at: int, lead: dict[int, tuple[int, int]], end: int) -> bool:
+    """``low[start:at].strip() in ("", "e")``, from the line's first two non-space positions
+    (found once per line, not once per word on it)."""
+    found = lead.get(start)
+    if found is None:
+        first = _NONSPACE.search(low, start, end)
+        one = first.start() if first else end
+        second = _NONSPACE.search(low, one + 1, end) if first else None
+        found = lead[start] = (one, second.start() if second else end)
+    one, two = found
+    return one >= at or (low[one] == "e" and two >= at)
+
+
+@dataclass(frozen=True, slots=True)
+class TestRun:
+    """One run of a test command: ``status`` passed / failed / unknown, the runner's summary
+    line, and the first failing tests it named."""
+
+    index: int
+    command: str
+    status: str
+    summary: str
+    failures: tuple[str, ...] = ()
+
+
+def read_tests(index: int, command: str, text: str, *, command_failed: bool) -> TestRun | None:
+    """The test status of a test command's output; ``None`` when ``command`` runs no tests."""
+    if not TEST_COMMAND.search(command):
+        return None
+    summaries = [next(g for g in m.groups() if g) for m in _TEST_SUMMARY.finditer(text)]
+    names = []
+    for match in _TEST_FAILED_NAME.finditer(text):
+        name = next(g for g in match.groups() if g)
+        if name not in names:
+            names.append(name)
+    failing = bool(names) or any(_FAILING.search(s) for s in summaries)
+    if failing or (command_failed and not summaries):
+        status = "failed"
+    elif summaries:
+        status = "passed"
+    else:
+        status = "unknown"
+    summary = "; ".join(s.strip(" =") for s in summaries[-2:])
+    if not summary:
+        summary = "; ".join(failure_lines(text)[:2]) if command_failed else last_output_line(text)
+    return TestRun(index, command, status, summary, tuple(names[:TEST_FAILURES_SHOWN]))
