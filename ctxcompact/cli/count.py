@@ -25,6 +25,7 @@ from ctxcompact.cli.options import (
     counter_for,
 )
 from ctxcompact.cli.streams import Streams, streams_for
+from ctxcompact.names import BreakdownView as View
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
@@ -59,8 +60,17 @@ def count(
         ),
     ] = False,
     html: Html = None,
+    by: Annotated[
+        View,
+        typer.Option(
+            "--by",
+            case_sensitive=False,
+            help="The picture's parts: category (system and tools, user and assistant text, tool calls, "
+            "tool results by tool, thinking, images…), tool, role or type.",
+        ),
+    ] = View.category,
 ) -> None:
-    """Where do my tokens go? Totals per role and block type, the largest messages and tool results.
+    """Where do my tokens go? A picture of the real context by category, totals per role and block type, the largest messages and tool results.
 
     The model (for the share of its window) is --model, else the transcript's own. A Claude
     Code session shows its last recorded usage beside our count, and its sidechain and meta
@@ -93,6 +103,7 @@ def count(
             top=top,
             as_json=as_json,
             system_tokens=system_tokens,
+            by=by,
         )
     if loaded.failed:
         raise typer.Exit(ExitStatus.BAD_INPUT)
@@ -109,12 +120,14 @@ def _print_counts(
     top: int,
     as_json: bool,
     system_tokens: int | None,
+    by: View,
 ) -> None:
     """Each conversation counted, with its window share when its model's window is known."""
+    from ctxcompact.accounting.breakdown import context_breakdown, tool_calls
     from ctxcompact.accounting.check import conversation_model, measure, unknown_model_warning
     from ctxcompact.accounting.context_size import context_size, side_entries
     from ctxcompact.accounting.tokens import make_counter
-    from ctxcompact.accounting.windows import resolve_model
+    from ctxcompact.accounting.windows import make_budget, resolve_model
     from ctxcompact.output.json import CountRow, count_to_json
 
     rows: list[CountRow] = []
@@ -136,9 +149,19 @@ def _print_counts(
             size = context_size(conv, report, model=own, system_tokens=system_tokens)
             plain = chosen if hasattr(chosen, "count_batch") else make_counter(encoding=encoding)
             side = side_entries(conv, plain)
+            calls = tool_calls(conv.messages, plain) if by == View.tool else ()
+            budget = make_budget(row_info) if row_info is not None else None
+            picture = context_breakdown(report, size, view=by.value, budget=budget, calls=calls)
             rows.append(
                 CountRow(
-                    conv.label, conv.dialect, report, row_info, size=size, side=side, recorded=conv.recorded
+                    conv.label,
+                    conv.dialect,
+                    report,
+                    row_info,
+                    size=size,
+                    side=side,
+                    recorded=conv.recorded,
+                    breakdown=picture,
                 )
             )
     streams.warnings(warnings)
@@ -147,7 +170,9 @@ def _print_counts(
     else:
         from ctxcompact.output.text import count_report
 
-        streams.report(count_report(rows, top=top))
+        stdout = streams.terminal.stdout
+        width = stdout.width if stdout.is_terminal else None
+        streams.report(count_report(rows, top=top, width=width, color=stdout.color))
 
 
 def _timelines(loaded: Loaded, model: str | None, registry: dict[str, int]) -> list[Timeline]:

@@ -198,7 +198,7 @@ def _print_result(
     result: EvalResult, streams: Streams, *, as_json: bool, show_lost: int, judged: JudgeResult | None
 ) -> None:
     """JSON, or the table (Rich on a terminal, plain text when piped) and the lost probes."""
-    from ctxcompact.output.eval_table import lost_lines, summary_table, terminal_table
+    from ctxcompact.output.eval_table import for_terminal, lost_lines, summary_table
     from ctxcompact.output.table import plain_table
 
     if as_json:
@@ -216,8 +216,9 @@ def _print_result(
         from ctxcompact.output.judge import judge_table
 
         table = judge_table(table, result, judged)
-    if streams.terminal.stdout.is_terminal:
-        streams.report([terminal_table(table)])
+    stdout = streams.terminal.stdout
+    if stdout.is_terminal:
+        streams.report([for_terminal(table, stdout.width)])
     else:
         streams.write_text(plain_table(table))
     lost = lost_lines(result, show_lost)
