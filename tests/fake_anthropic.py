@@ -48,6 +48,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "fake_anthropic_server",
+    "server_sent_events",
 ]
 
 MESSAGES_PATH = "/v1/messages"
@@ -85,7 +86,10 @@ class Reply:
     response (status line, headers, body) is written one byte at a time, this
     many seconds apart — a server too slow to finish but never silent long
     enough for a per-read timeout. ``headers`` override the defaults
-    (``content-type``, ``request-id``).
+    (``content-type``, ``request-id``). ``endless``: after ``body``, the
+    response goes on with spaces (no ``content-length``) until the client
+    hangs up — an answer of unbounded size. ``declare_length``: the
+    ``content-length`` sent (a lie: ``body`` is sent as it is).
     """
 
     status: int = 200
@@ -93,6 +97,8 @@ class Reply:
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     drip: float = 0.0
+    endless: bool = False
+    declare_length: int | None = None
 
 
 @dataclass
@@ -196,10 +202,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._dispatch()
 
+    def do_CONNECT(self) -> None:
+        # A client told to use this server as its HTTPS proxy asks for a tunnel: recorded with
+        # ``path`` "host:port" and refused (see FakeAnthropicServer._reply_for).
+        self._dispatch()
+
     def _dispatch(self) -> None:
         owner = self.server.owner
         parts = urlsplit(self.path)
-        path = parts.path
+        path = self.path if self.command == "CONNECT" else parts.path
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length > 0 else b""
         body: Any
@@ -212,9 +223,10 @@ class _Handler(BaseHTTPRequestHandler):
             except ValueError:
                 body = text
         headers = {name.lower(): value for name, value in self.headers.items()}
-        owner._record(RecordedRequest(self.command, path, headers, body, parts.query))
+        request = RecordedRequest(self.command, path, headers, body, parts.query)
+        owner._record(request)
 
-        reply = owner._next_reply(path, body)
+        reply = owner._reply_for(request)
         # One request per connection: keeps shutdown simple (no idle keep-alive
         # handler threads blocked reading the next request).
         self.close_connection = True
@@ -235,8 +247,12 @@ class _Handler(BaseHTTPRequestHandler):
         }
         for name, value in reply.headers.items():
             out_headers[name.lower()] = value
-        out_headers["content-length"] = str(len(payload))
+        out_headers["content-length"] = str(
+            reply.declare_length if reply.declare_length is not None else len(payload)
+        )
         out_headers["connection"] = "close"
+        if reply.endless:
+            del out_headers["content-length"]  # read until the connection closes
 
         if reply.drip > 0:
             self._drip(reply, out_headers, payload)
@@ -248,6 +264,19 @@ class _Handler(BaseHTTPRequestHandler):
         if payload:
             self.wfile.write(payload)
         self.wfile.flush()
+        if reply.endless:
+            self._endless()
+
+    def _endless(self) -> None:
+        """Spaces (valid between JSON tokens, and a JSONL line that never ends) until the
+        client hangs up or the server stops."""
+        chunk = b" " * 65536
+        stop = self.server.owner._stop_event
+        try:
+            while not stop.is_set():
+                self.wfile.write(chunk)
+        except OSError:
+            pass
 
     def _drip(self, reply: Reply, headers: dict[str, str], payload: bytes) -> None:
         """Write the response one byte at a time, ``reply.drip`` seconds apart."""
@@ -302,6 +331,10 @@ class FakeAnthropicServer:
         self.batch_result: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
         #: How many retrievals of a new batch answer ``in_progress`` before ``ended``.
         self.batch_polls_in_progress = 1
+        #: What a batch's results URL answers, when set (a hostile server: not JSON, endless).
+        self.results_reply: Reply | None = None
+        #: What a look at a batch answers, when set (a hostile server: retry-after, a drip).
+        self.poll_reply: Reply | None = None
         self.batches: dict[str, FakeBatch] = {}
 
     # -- lifecycle ---------------------------------------------------------
@@ -397,6 +430,28 @@ class FakeAnthropicServer:
         )
 
     @staticmethod
+    def reply_text_stream(text: str, *, model: str = "claude-fake", output_tokens: int = 20) -> Reply:
+        """The same answer as :meth:`reply_text`, streamed the way the API answers a request
+        with ``"stream": true`` (server-sent events: ``message_start``, one text block in one
+        delta, ``message_delta`` with the stop reason and usage, ``message_stop``)."""
+        body = FakeAnthropicServer.reply_text(text, model=model, output_tokens=0).body
+        assert isinstance(body, dict)
+        message = {**body, "content": [], "stop_reason": None}
+        events: list[dict[str, Any]] = [
+            {"type": "message_start", "message": message},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+            {"type": "content_block_stop", "index": 0},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": output_tokens},
+            },
+            {"type": "message_stop"},
+        ]
+        return Reply(body=server_sent_events(events), headers={"content-type": "text/event-stream"})
+
+    @staticmethod
     def reply_error(
         status: int,
         kind: str | None = None,
@@ -468,13 +523,22 @@ class FakeAnthropicServer:
         with self._lock:
             return f"req_fake_{next(self._request_ids):06d}"
 
+    def _reply_for(self, request: RecordedRequest) -> Reply:
+        """The reply to one request; a subclass serving more routes overrides this."""
+        if request.method == "CONNECT":
+            return Reply(status=403, body=f"fake server: no tunnel to {request.path}")
+        return self._next_reply(request.path, request.body)
+
     def _next_reply(self, path: str, body: Any) -> Reply:
         with self._lock:
             queue = self._queues.get(path)
             if queue:
                 return queue.popleft()
         if path == MESSAGES_PATH:
-            return self.reply_text(self.answer(body) if self.answer else "fake summary")
+            text = self.answer(body) if self.answer else "fake summary"
+            if isinstance(body, dict) and body.get("stream") is True:
+                return self.reply_text_stream(text)
+            return self.reply_text(text)
         if path.startswith(BATCHES_PATH):
             return self._batch_reply(path, body)
         if path == COUNT_TOKENS_PATH:
@@ -506,10 +570,14 @@ class FakeAnthropicServer:
         if found is None:
             return self.reply_error(404, message=f"no batch {batch_id}", retry_after_ms=None)
         if tail == "results":
+            if self.results_reply is not None:
+                return self.results_reply
             lines = [
                 json.dumps({"custom_id": cid, "result": result}) for cid, result in found.results.items()
             ]
             return Reply(body="\n".join(lines) + "\n", headers={"content-type": "application/binary"})
+        if self.poll_reply is not None:
+            return self.poll_reply
         with self._lock:
             ended = found.polls_left <= 0
             found.polls_left -= 1
@@ -539,6 +607,11 @@ class FakeAnthropicServer:
             "cancel_initiated_at": None,
             "results_url": f"{self.base_url}{BATCHES_PATH}/{batch.id}/results" if ended else None,
         }
+
+
+def server_sent_events(events: list[dict[str, Any]]) -> str:
+    """``events`` as a server-sent-event stream: ``event: TYPE`` and ``data: JSON`` per event."""
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
 
 
 def fake_anthropic_server() -> Iterator[FakeAnthropicServer]:

@@ -11,6 +11,7 @@ from ctxcompact.accounting.tokens import DEFAULT_ENCODING
 from ctxcompact.cli.common import load_all, reports_errors
 from ctxcompact.cli.options import (
     Counter,
+    Deadline,
     Encoding,
     Files,
     FormatOption,
@@ -22,6 +23,7 @@ from ctxcompact.cli.options import (
     option_groups,
 )
 from ctxcompact.cli.streams import streams_for
+from ctxcompact.llm.retry import DEFAULT_DEADLINE, deadline_in
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
@@ -41,6 +43,7 @@ def check(
     max_input_bytes: MaxInputBytes = DEFAULT_MAX_INPUT_BYTES,
     counter: Counter = CounterName.tiktoken,
     encoding: Encoding = DEFAULT_ENCODING,
+    deadline: Deadline = DEFAULT_DEADLINE,
     as_json: Json = False,
     system_tokens: SystemTokens = None,
 ) -> None:
@@ -64,6 +67,7 @@ def check(
     from ctxcompact.accounting.check import check_conversation
 
     streams = streams_for(ctx)
+    deadline_at = deadline_in(deadline)
     results = []
     warnings: list[str] = []
     loaded = load_all(files, fmt, max_bytes=max_input_bytes, streams=streams)
@@ -72,7 +76,9 @@ def check(
             resolved, said = budget.resolve(conv)
             warnings.extend(said)
             warnings.extend(f"{conv.label}: {w}" for w in conv.warnings)
-            chosen = counter_for(counter, encoding=encoding, model=resolved.model.model)
+            chosen = counter_for(
+                counter, encoding=encoding, model=resolved.model.model, deadline_at=deadline_at
+            )
             results.append(
                 check_conversation(
                     conv, budget=resolved, counter=chosen, validate=validate, system_tokens=system_tokens

@@ -22,6 +22,7 @@ from ctxcompact.cli.common import (
     traceback_wanted,
 )
 from ctxcompact.cli.options import (
+    Deadline,
     Files,
     FormatOption,
     FromList,
@@ -59,6 +60,7 @@ from ctxcompact.cli.options.compaction import (
     takes_strategy_options,
 )
 from ctxcompact.cli.streams import Streams, streams_for
+from ctxcompact.llm.retry import DEFAULT_DEADLINE, deadline_in
 from ctxcompact.names import LocalCounterName, OutputFormat, SummarizerName
 from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
 
@@ -132,6 +134,7 @@ def compact(
     ] = False,
     system_tokens: SystemTokens = None,
     counter: LocalCounter = LocalCounterName.tiktoken,
+    deadline: Deadline = DEFAULT_DEADLINE,
     archive_dir: Annotated[
         Path | None,
         typer.Option(
@@ -180,7 +183,7 @@ def compact(
             append=append,
             path_map=path_map_of(path_map),
             pins=pin_options(pin, pin_first),
-            configured=strategy_options(strategy_values),
+            configured=strategy_options(strategy_values, deadline_at=deadline_in(deadline)),
         ),
         dialect=fmt.value if fmt else None,
         max_input_bytes=max_input_bytes,
@@ -400,8 +403,13 @@ def _run_batch(
     batches = None
     if options.compact.full.summarizer == SummarizerName.anthropic_batch:
         from ctxcompact.llm.anthropic_api import AnthropicBatches
+        from ctxcompact.llm.retry import RequestLimits
 
-        batches = AnthropicBatches()  # no key: exit 2 before any file or folder is touched
+        full = options.compact.full
+        limits = RequestLimits(
+            timeout=full.timeout, max_retries=full.max_retries, deadline_at=full.deadline_at
+        )
+        batches = AnthropicBatches(limits=limits)  # no key: exit 2 before any file or folder is touched
     journal = open_journal(options, out_dir=out_dir, in_place=in_place, report=report, resume=resume)
     if batches is not None:
         result = _run_message_batches(

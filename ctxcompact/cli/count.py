@@ -13,6 +13,7 @@ from ctxcompact.accounting.tokens import DEFAULT_ENCODING
 from ctxcompact.cli.common import load_all, reports_errors
 from ctxcompact.cli.options import (
     Counter,
+    Deadline,
     Encoding,
     Files,
     FormatOption,
@@ -25,6 +26,7 @@ from ctxcompact.cli.options import (
     counter_for,
 )
 from ctxcompact.cli.streams import Streams, streams_for
+from ctxcompact.llm.retry import DEFAULT_DEADLINE, deadline_in
 from ctxcompact.names import BreakdownView as View
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
@@ -43,6 +45,7 @@ def count(
     max_input_bytes: MaxInputBytes = DEFAULT_MAX_INPUT_BYTES,
     counter: Counter = CounterName.tiktoken,
     encoding: Encoding = DEFAULT_ENCODING,
+    deadline: Deadline = DEFAULT_DEADLINE,
     model: Model = None,
     top: Annotated[
         int,
@@ -104,6 +107,7 @@ def count(
             as_json=as_json,
             system_tokens=system_tokens,
             by=by,
+            deadline_at=deadline_in(deadline),
         )
     if loaded.failed:
         raise typer.Exit(ExitStatus.BAD_INPUT)
@@ -121,6 +125,7 @@ def _print_counts(
     as_json: bool,
     system_tokens: int | None,
     by: View,
+    deadline_at: float | None,
 ) -> None:
     """Each conversation counted, with its window share when its model's window is known."""
     from ctxcompact.accounting.breakdown import context_breakdown, tool_calls
@@ -137,7 +142,7 @@ def _print_counts(
     for transcript in loaded.transcripts:
         for conv in transcript.conversations:
             own = model or conversation_model(conv)
-            chosen = counter_for(counter, encoding=encoding, model=own)
+            chosen = counter_for(counter, encoding=encoding, model=own, deadline_at=deadline_at)
             report = measure(conv, chosen)
             warnings.extend(f"{conv.label}: {w}" for w in conv.warnings)
             row_info = info

@@ -11,6 +11,7 @@ import typer
 from ctxcompact.accounting.check import BudgetSpec  # a run-time name: Typer reads the signature
 from ctxcompact.cli.common import ensure_writable_dir, expand_batch_inputs, reports_errors
 from ctxcompact.cli.options import (
+    Deadline,
     Files,
     FormatOption,
     Globs,
@@ -26,6 +27,7 @@ from ctxcompact.compaction.strategies.options import FullOptions
 from ctxcompact.errors import InputError, UsageError
 from ctxcompact.evaluation.judge import DEFAULT_JUDGE_MODEL, DEFAULT_QUESTIONS_PER_KIND
 from ctxcompact.evaluation.run import DEFAULT_CONVERSATIONS, default_strategies
+from ctxcompact.llm.retry import DEFAULT_DEADLINE, deadline_in
 from ctxcompact.names import JudgeName, SummarizerName
 from ctxcompact.status import ExitStatus
 from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
@@ -95,6 +97,7 @@ def eval_command(
             help="Judge questions per kind (recall, artifact, continuation, decision) per conversation.",
         ),
     ] = DEFAULT_QUESTIONS_PER_KIND,
+    deadline: Deadline = DEFAULT_DEADLINE,
     yes: Annotated[
         bool,
         typer.Option(
@@ -131,6 +134,7 @@ def eval_command(
     from ctxcompact.evaluation.files import EvalSettings, evaluate_inputs
     from ctxcompact.output.rich.batch import files_progress
 
+    deadline_at = deadline_in(deadline)
     ensure_writable_dir(html, "--html")
     chosen = strategy if strategy is not None else strategy_old_spelling
     names = [s.strip() for s in chosen.split(",") if s.strip()] if chosen is not None else None
@@ -142,6 +146,7 @@ def eval_command(
         dialect=fmt.value if fmt else None,
         max_bytes=max_input_bytes,
         keep_context=judge is not None,
+        deadline_at=deadline_at,
         budget=budget,
     )
     if judge is not None:
@@ -172,6 +177,7 @@ def eval_command(
             per_kind=questions,
             yes=yes,
             cache_dir=judge_cache,
+            deadline_at=deadline_at,
         )
     if html is not None:
         streams.write_output(_html(result, judged, show_lost=show_lost or 20).encode(), html)
@@ -240,18 +246,22 @@ def _check_judge_key(judge: JudgeName) -> None:
         )
 
 
-def _make_asker(judge: JudgeName, streams: Streams) -> Asker:
-    """The asker for ``--judge`` (exit 2 when no API key is set)."""
+def _make_asker(judge: JudgeName, streams: Streams, *, deadline_at: float | None) -> Asker:
+    """The asker for ``--judge`` (exit 2 when no API key is set), within ``--deadline``."""
     _check_judge_key(judge)
     if judge == JudgeName.anthropic_batch:
         from ctxcompact.evaluation.judge.ask import BatchAsker
         from ctxcompact.llm.anthropic_api import AnthropicBatches
+        from ctxcompact.llm.retry import RequestLimits
 
-        return BatchAsker(AnthropicBatches(), on_poll=lambda poll: streams.note(poll.describe()))
+        backend = AnthropicBatches(limits=RequestLimits(deadline_at=deadline_at))
+        return BatchAsker(
+            backend, on_poll=lambda poll: streams.note(poll.describe()), deadline_at=deadline_at
+        )
     from ctxcompact.evaluation.judge.ask import DirectAsker
     from ctxcompact.llm.anthropic_api import AnthropicTransport
 
-    return DirectAsker(AnthropicTransport())
+    return DirectAsker(AnthropicTransport(), deadline_at=deadline_at)
 
 
 def _run_judge(
@@ -263,6 +273,7 @@ def _run_judge(
     per_kind: int,
     yes: bool,
     cache_dir: Path | None,
+    deadline_at: float | None,
 ) -> JudgeResult:
     """Print the cost line, ask to continue (unless ``yes`` or nothing is left to send), run."""
     from ctxcompact.accounting.tokens import make_counter
@@ -272,7 +283,7 @@ def _run_judge(
     from ctxcompact.evaluation.judge.run import JudgeSettings, judge_eval, plan_judge
     from ctxcompact.output.judge import judge_notes
 
-    asker = _make_asker(judge, streams)
+    asker = _make_asker(judge, streams, deadline_at=deadline_at)
     cache = JudgeCache(cache_dir or default_cache_dir())
     cache.check_writable()
     counter = make_counter()

@@ -138,16 +138,37 @@ Encoding = Annotated[
 ]
 
 
+Deadline = Annotated[
+    float,
+    typer.Option(
+        "--deadline",
+        min=0.0,
+        metavar="SECONDS",
+        help="Stop using the Anthropic API after this many seconds in all: no request starts and no wait "
+        "(a retry, a Message Batch still in progress) goes past it [default: 93600, 26 h: a batch ends "
+        "within 24 h].",
+        show_default=False,
+    ),
+]
+
+
 def counter_for(
-    name: CounterName | LocalCounterName, *, encoding: str = DEFAULT_ENCODING, model: str | None = None
+    name: CounterName | LocalCounterName,
+    *,
+    encoding: str = DEFAULT_ENCODING,
+    model: str | None = None,
+    deadline_at: float | None = None,
 ) -> TokenCounter:
-    """The counter ``--counter`` names (``anthropic``: the API's exact count for ``model``)."""
+    """The counter ``--counter`` names (``anthropic``: the API's exact count for ``model``,
+    within ``--deadline``)."""
     from ctxcompact.accounting.tokens import make_counter
 
     if name is CounterName.anthropic:
         from ctxcompact.llm.anthropic_api import DEFAULT_COUNT_MODEL, AnthropicTotalCounter
+        from ctxcompact.llm.retry import RequestLimits
 
-        return AnthropicTotalCounter(model=model or DEFAULT_COUNT_MODEL)  # type: ignore[return-value]
+        limits = RequestLimits(deadline_at=deadline_at)
+        return AnthropicTotalCounter(model=model or DEFAULT_COUNT_MODEL, limits=limits)  # type: ignore[return-value]
     return make_counter(name.value, encoding=encoding)
 
 

@@ -235,9 +235,10 @@ def takes_strategy_options(command: F) -> F:
     return command
 
 
-def strategy_options(values: dict[str, Any]) -> tuple[object, ...]:
+def strategy_options(values: dict[str, Any], *, deadline_at: float | None = None) -> tuple[object, ...]:
     """The options objects the command line configured: every strategy option's value (parsed
-    from what was typed), grouped by the options type that declares it."""
+    from what was typed), grouped by the options type that declares it; the summary's requests
+    end by ``deadline_at`` (``--deadline``: the run's clock, not a flag of the strategy's)."""
     objects: dict[type[Any], Any] = {}
     changes: dict[type[Any], dict[str, Any]] = {}
     for found in _strategy_flags():
@@ -249,6 +250,7 @@ def strategy_options(values: dict[str, Any]) -> tuple[object, ...]:
             objects[found.owner] = parsed
         else:
             changes.setdefault(found.owner, {})[found.name] = parsed
+    changes.setdefault(FullOptions, {})["deadline_at"] = deadline_at
     for kind, given in changes.items():
         objects[kind] = replace(objects[kind], **given) if kind in objects else kind(**given)
     return tuple(objects.values())

@@ -13,7 +13,7 @@ so ``from ctxcompact.compaction.strategies.full import FullOptions`` keeps worki
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
@@ -71,6 +71,11 @@ class FullOptions:
         "--max-retries",
         help="Retries on 429/5xx/overloaded/connection errors, with backoff.",
     )
+    #: ``time.monotonic()`` after which no summary request starts and no wait ends (``--deadline``:
+    #: :func:`ctxcompact.llm.retry.deadline_in`); None: none beyond each request's own bounds.
+    #: A run's clock, not a choice about the result: left out of repr and equality (a
+    #: ``--resume`` journal compares options by their repr).
+    deadline_at: float | None = field(default=None, repr=False, compare=False)
     restore: bool = flag(
         True, "--restore/--no-restore", help="Re-read the files the agent read most recently."
     )
@@ -151,7 +156,11 @@ class FullOptions:
         from ctxcompact.compaction.summarize import make_summarizer
 
         return make_summarizer(
-            self.summarizer, model=self.summary_model, timeout=self.timeout, max_retries=self.max_retries
+            self.summarizer,
+            model=self.summary_model,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            deadline_at=self.deadline_at,
         )
 
 
