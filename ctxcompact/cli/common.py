@@ -189,15 +189,26 @@ class Loaded:
     failed: int = 0
 
 
-def load_all(paths: Sequence[Path] | None, fmt: Format | None, *, max_bytes: int, streams: Streams) -> Loaded:
+def load_all(
+    paths: Sequence[Path] | None,
+    fmt: Format | None,
+    *,
+    max_bytes: int,
+    streams: Streams,
+    plain_text: bool = False,
+) -> Loaded:
     """Every input read. With one input a bad one is the command's error; with several each
-    bad one is reported on stderr and the others are still read (exit 2 at the end)."""
+    bad one is reported on stderr and the others are still read (exit 2 at the end). With
+    ``plain_text`` (``count``), stdin that is no JSON is counted as text, said on stderr."""
     from ctxcompact.transcripts.io import load_transcript
 
     inputs = expand_inputs(paths, streams.terminal)
     loaded = Loaded([])
     for path in inputs:
         try:
+            if plain_text and fmt is None and (path is None or str(path) == "-"):
+                loaded.transcripts.append(_stdin_or_text(max_bytes, streams))
+                continue
             loaded.transcripts.append(
                 load_transcript(path, dialect=fmt.value if fmt else None, max_bytes=max_bytes)
             )
@@ -209,3 +220,19 @@ def load_all(paths: Sequence[Path] | None, fmt: Format | None, *, max_bytes: int
     if not loaded.transcripts:
         raise InputError(f"none of the {len(inputs)} inputs could be read (see above).")
     return loaded
+
+
+def _stdin_or_text(max_bytes: int, streams: Streams) -> Transcript:
+    """Stdin as a transcript, or — when it is no JSON — as plain text (one user message)."""
+    from ctxcompact.transcripts.fileio import read_bytes
+    from ctxcompact.transcripts.io import load_transcript, text_transcript
+
+    name, raw = read_bytes(None, max_bytes=max_bytes)
+    try:
+        return load_transcript(data=raw, name=name)
+    except InputError:
+        text = text_transcript(raw, name=name)
+        if text is None:
+            raise
+        streams.note(f"{name}: not JSON: counted as plain text (one user message)")
+        return text

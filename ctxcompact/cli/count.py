@@ -92,7 +92,7 @@ def count(
 
     streams = streams_for(ctx)
     registry = load_registry(models_file)
-    loaded = load_all(files, fmt, max_bytes=max_input_bytes, streams=streams)
+    loaded = load_all(files, fmt, max_bytes=max_input_bytes, streams=streams, plain_text=True)
     if timeline or html is not None:
         _print_timelines(_timelines(loaded, model, registry), streams, as_json=as_json, html=html)
     else:

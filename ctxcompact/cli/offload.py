@@ -18,6 +18,7 @@ from ctxcompact.cli.options import (
     Quiet,
     StatsJson,
 )
+from ctxcompact.cli.sizes import SIZE
 from ctxcompact.cli.streams import Streams, streams_for
 from ctxcompact.errors import UsageError
 from ctxcompact.names import LocalCounterName
@@ -45,7 +46,7 @@ def offload(
         int,
         typer.Option(
             "--min-chars",
-            min=0,
+            parser=SIZE,
             help="Offload tool results of at least this many characters (string length; JSON of a block list).",
         ),
     ] = DEFAULT_MIN_CHARS,

@@ -29,6 +29,7 @@ import typer
 
 from ctxcompact.accounting.tokens import DEFAULT_ENCODING
 from ctxcompact.accounting.windows import DEFAULT_RATIO
+from ctxcompact.cli.sizes import POSITIVE_SIZE, SIZE
 from ctxcompact.names import CounterName, LocalCounterName
 from ctxcompact.transcripts.dialects import DIALECT_NAMES
 
@@ -65,9 +66,9 @@ MaxInputBytes = Annotated[
     int,
     typer.Option(
         "--max-input-bytes",
-        min=1,
+        parser=POSITIVE_SIZE,
         show_default=False,
-        help="Refuse an input larger than this (bytes) without reading it all [default: 512 MiB].",
+        help="Refuse an input larger than this (bytes; 1MiB, 500k also) without reading it all [default: 512 MiB].",
     ),
 ]
 Globs = Annotated[
@@ -183,12 +184,19 @@ Model = Annotated[
     ),
 ]
 ContextWindow = Annotated[
-    int | None, typer.Option("--context-window", "-w", help="Override the model's context window (tokens).")
+    int | None,
+    typer.Option(
+        "--context-window",
+        "-w",
+        parser=POSITIVE_SIZE,
+        help="Override the model's context window (tokens; 200k, 1M also).",
+    ),
 ]
 OutputReserve = Annotated[
     int | None,
     typer.Option(
         "--output-reserve",
+        parser=SIZE,
         help="Tokens kept free for the reply [default: 32000; a quarter of the window under 64K].",
     ),
 ]
@@ -207,7 +215,7 @@ SystemTokens = Annotated[
     int | None,
     typer.Option(
         "--system-tokens",
-        min=0,
+        parser=SIZE,
         help="Tokens the system prompt and tool definitions add when no usage is recorded "
         "[default: 24000 for a Claude Code session on a Claude model, else 0].",
     ),

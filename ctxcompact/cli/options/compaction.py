@@ -18,6 +18,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from ctxcompact.cli.sizes import SIZE
 from ctxcompact.compaction.pins import PinOptions
 from ctxcompact.compaction.strategies import STRATEGIES, STRATEGY_NAMES
 from ctxcompact.compaction.strategies.base import Flag, flag_of
@@ -38,6 +39,8 @@ def from_flag(kind: type[Any], name: str, **override: Any) -> Any:
 
 def _option(declared: Flag, **override: Any) -> Any:
     settings: dict[str, Any] = {"help": declared.help, "metavar": declared.metavar}
+    if declared.size:
+        settings["parser"] = SIZE
     return typer.Option(*declared.names, **{**settings, **override})
 
 

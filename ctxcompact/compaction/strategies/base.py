@@ -58,6 +58,8 @@ class Flag:
     parse: Callable[[Any], Any] | None = None
     cli_default: Any = ...
     metavar: str | None = None
+    #: A size: the command line takes units too (``500k``, ``1.5M``).
+    size: bool = False
     hidden: tuple[str, ...] = ()
 
 

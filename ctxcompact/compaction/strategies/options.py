@@ -95,16 +95,23 @@ class FullOptions:
     )
     max_files: int = flag(DEFAULT_MAX_FILES, "--max-files", help="Restore at most this many files.")
     max_tokens_per_file: int = flag(
-        DEFAULT_MAX_TOKENS_PER_FILE, "--max-tokens-per-file", help="Skip files larger than this."
+        DEFAULT_MAX_TOKENS_PER_FILE,
+        "--max-tokens-per-file",
+        help="Skip files larger than this (tokens).",
+        size=True,
     )
     max_tokens_total: int = flag(
-        DEFAULT_MAX_TOKENS_TOTAL, "--max-tokens-total", help="Stop restoring past this total."
+        DEFAULT_MAX_TOKENS_TOTAL,
+        "--max-tokens-total",
+        help="Stop restoring past this total (tokens).",
+        size=True,
     )
     #: Newest tokens kept verbatim after the summary (None: 0, or 20 % of the threshold under
     #: ``--auto``, see :data:`ctxcompact.compaction.pipeline.AUTO_RECENT_SHARE`).
     keep_recent_tokens: int | None = flag(
         None,
         "--keep-recent-tokens",
+        size=True,
         help="full: keep the newest N tokens verbatim (cut at a round), summarize what is older. "
         "Default 0; under --auto 20% of the threshold.",
     )
@@ -114,6 +121,7 @@ class FullOptions:
     keep_user_tokens: int | None = flag(
         None,
         "--keep-user-tokens",
+        size=True,
         help="full: keep the newest user messages verbatim up to N tokens after the summary "
         "[default: 0 (off); Codex sessions: 20,000, Codex's own rule (bytes/4)].",
     )
@@ -179,6 +187,7 @@ class PruneOptions:
     clear_at_least: int = flag(
         DEFAULT_CLEAR_AT_LEAST,
         "--clear-at-least",
+        size=True,
         help="Change nothing unless at least this many tokens can be freed.",
     )
     exclude_tools: tuple[str, ...] = flag(
