@@ -18,10 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ctxcompact.accounting.check import BudgetOptions
 from ctxcompact.errors import InputError
 from ctxcompact.evaluation.run import (
     DEFAULT_CONVERSATIONS,
-    EvalBudget,
     EvalResult,
     StrategyRun,
     check_eval_strategies,
@@ -43,7 +43,7 @@ class EvalSettings:
     #: Send back each run's messages too (``eval --judge`` needs them); else the figures only.
     keep_context: bool = False
     #: The budget every strategy runs with (``-m``, ``-w``, ``-t``… as ``compact`` takes them).
-    budget: EvalBudget = field(default_factory=EvalBudget)
+    budget: BudgetOptions = field(default_factory=BudgetOptions)
 
 
 @dataclass(frozen=True, slots=True)
