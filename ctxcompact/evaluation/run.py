@@ -31,7 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxcompact.accounting.check import BudgetSpec, measure
+from ctxcompact.accounting.check import BudgetSpec, conversation_model, measure
+from ctxcompact.accounting.context_size import context_size
 from ctxcompact.accounting.tokens import TokenCounter, make_counter
 from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
 from ctxcompact.compaction.strategies import AUTO_STRATEGIES, STRATEGY_NAMES
@@ -243,13 +244,15 @@ def conversation_probes(conversation: Conversation) -> tuple[Probe, ...]:
 
 
 def _offload(conversation: Conversation, counter: TokenCounter) -> tuple[int, int, Sequence[Message]]:
+    """``offload`` measured as the compaction pipeline measures a strategy: the context size
+    before, and the same size of the rewrite (:meth:`ContextSize.resized`)."""
     from ctxcompact.offload.tool_results import offload_tool_results
 
-    before = measure(conversation, counter).total
+    size = context_size(conversation, measure(conversation, counter), model=conversation_model(conversation))
     with tempfile.TemporaryDirectory(prefix="ctxcompact-eval-offload-") as out_dir:
         result = offload_tool_results(conversation.messages, out_dir=out_dir, counter=counter)
-    after = measure(conversation.with_messages(result.messages), counter).total
-    return before, after, result.messages
+    after = size.resized(measure(conversation.with_messages(result.messages), counter).total)
+    return size.tokens, after, result.messages
 
 
 def _summarize(name: str, runs: Sequence[StrategyRun]) -> StrategySummary:
