@@ -34,6 +34,7 @@ from time import monotonic
 from typing import Any, TypeVar
 
 from ctxcompact.accounting.check import (
+    BudgetSpec,
     MessagesLike,
     as_conversation,
     budget_for,
@@ -56,6 +57,7 @@ from ctxcompact.compaction.strategies import (
     strategy_name,
 )
 from ctxcompact.compaction.strategies.ladder import auto_recent_tokens, ladder_if_over
+from ctxcompact.compaction.strategies.options import PruneOptions
 from ctxcompact.compaction.strategies.pipeline import PipelineOptions, run_pipeline
 from ctxcompact.compaction.summarize import Summarizer
 from ctxcompact.errors import OptionError, WorkFailedError
@@ -294,7 +296,7 @@ def _context(
         work_dir_note=work_dir.note,
         pins=options.pins,
         fixed_tokens=fixed,
-        include_loop=options.prune.include_loop,
+        include_loop=options.options_for(PruneOptions).include_loop,
     )
 
 
@@ -316,7 +318,7 @@ def _targets(
         budget = budget_for(conversation)
     if auto and budget is not None and options.full.keep_recent_tokens is None:
         recent = auto_recent_tokens(budget.threshold)
-        options = replace(options, full=replace(options.full, keep_recent_tokens=recent))
+        options = options.with_options(replace(options.full, keep_recent_tokens=recent))
     return budget, options
 
 
@@ -465,8 +467,6 @@ def compact_messages(
     >>> result.messages[0]["content"].startswith("[Conversation compressed]")
     True
     """
-    from ctxcompact.accounting.check import budget_for
-
     conv = as_conversation(messages, dialect=dialect)
     if isinstance(summarizer, str):
         options["summarizer"] = summarizer
@@ -477,11 +477,8 @@ def compact_messages(
     if auto:
         options.setdefault("strategies", AUTO_STRATEGIES)
     opts = CompactOptions.from_keywords(**options)
-    budget = None
-    if auto or model or context_window:
-        budget = budget_for(
-            conv, model=model, context_window=context_window, output_reserve=output_reserve, ratio=threshold
-        )
+    spec = BudgetSpec(model, context_window, output_reserve, threshold)
+    budget = spec.resolve(conv)[0] if auto or spec.given else None
     chosen = make_counter(counter) if isinstance(counter, str) else counter
     return compact_conversation(
         conv,
