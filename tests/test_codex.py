@@ -205,7 +205,12 @@ def test_a_rollout_with_line_types_of_a_newer_codex_is_still_a_rollout() -> None
     records = [{**record, "ordinal": k} for k, record in enumerate(sample())]
     records[2:2] = [
         {"timestamp": TS, "ordinal": 90, "type": "world_state", "payload": {"full": True, "state": {}}},
-        {"timestamp": TS, "ordinal": 91, "type": "token_usage_record", "payload": {"usage": {"total_tokens": 9}}},
+        {
+            "timestamp": TS,
+            "ordinal": 91,
+            "type": "token_usage_record",
+            "payload": {"usage": {"total_tokens": 9}},
+        },
     ]
     raw = b"".join(orjson.dumps(r) + b"\n" for r in records)
     transcript = parse_transcript(raw, name="rollout.jsonl")

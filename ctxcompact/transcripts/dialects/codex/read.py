@@ -80,9 +80,7 @@ def looks_like(records: Sequence[Any], body: Mapping[str, Any] | None = None) ->
 
 
 def _is_line(record: Any) -> bool:
-    return (
-        isinstance(record, Mapping) and "payload" in record and isinstance(record.get("type"), str)
-    )
+    return isinstance(record, Mapping) and "payload" in record and isinstance(record.get("type"), str)
 
 
 # --- the live history ---------------------------------------------------------------------------
