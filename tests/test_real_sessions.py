@@ -684,3 +684,13 @@ def test_a_whole_chain_reads_as_its_lines_and_a_cut_one_is_reported(
     kept = [e for e in entries if e is not cut]
     [conv] = load_transcript(data="".join(json.dumps(e) + "\n" for e in kept), name="s.jsonl").conversations
     assert conv.problems and "broken parentUuid chain" in conv.problems[0]
+
+
+def test_text_action_commands_and_failures_are_probes(tmp_path: Path) -> None:
+    from ctxcompact.evaluation.probes import extract_probes
+
+    path = _miniswe_text_trajectory(tmp_path / "t.traj.json")
+    [conv] = load_transcript(path).conversations
+    probes = {(p.kind, p.text) for p in extract_probes(conv.messages)}
+    assert ("path", "src/app.py") in probes
+    assert any(kind == "error" and "ModuleNotFoundError" in text for kind, text in probes)
