@@ -169,6 +169,7 @@ def evaluate_transcripts(
     budget: EvalBudget | None = None,
     counter: TokenCounter | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    deadline_at: float | None = None,
 ) -> EvalResult:
     """Every strategy on the first ``max_conversations`` conversations of each transcript.
 
@@ -196,6 +197,7 @@ def evaluate_transcripts(
                             budget=budget,
                             counter=counter,
                             clock=clock,
+                            deadline_at=deadline_at,
                             probes=probes,
                         )
                     )
@@ -212,6 +214,7 @@ def evaluate_strategy(
     budget: EvalBudget | None = None,
     counter: TokenCounter,
     clock: Callable[[], float] = time.perf_counter,
+    deadline_at: float | None = None,
     probes: Sequence[Probe] | None = None,
 ) -> StrategyRun:
     """One strategy on one conversation (see the module docstring); ``probes``: the
@@ -226,7 +229,10 @@ def evaluate_strategy(
         else:
             auto = strategy == AUTO
             options = CompactOptions.from_keywords(
-                strategies=AUTO_STRATEGIES if auto else (strategy,), work_dir=work_dir, summarizer=summarizer
+                strategies=AUTO_STRATEGIES if auto else (strategy,),
+                work_dir=work_dir,
+                summarizer=summarizer,
+                deadline_at=deadline_at,
             )
             result = compact_conversation(
                 conversation, options=options, budget=limits, auto=auto, dry_run=True, counter=counter
