@@ -16,7 +16,7 @@ the summary is ``extractive`` unless the caller names another summarizer, so an 
 needs no API key. A strategy that cannot run (a summarizer without its key) is reported as
 skipped with the reason, not as a failure of the whole run.
 
-*The budget* (:class:`~ctxcompact.accounting.check.BudgetOptions`: ``--model``, ``--context-window``, ``--output-reserve``,
+*The budget* (:class:`BudgetSpec`: ``--model``, ``--context-window``, ``--output-reserve``,
 ``--threshold``, ``--models-file``, as ``compact`` takes them) is worked out per conversation
 as ``compact`` does, and every strategy runs with it, so a row is what ``compact -w N
 --strategy X`` writes; ``auto`` always has one (the transcript's own model's when none is
@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxcompact.accounting.check import BudgetOptions, conversation_model, measure
+from ctxcompact.accounting.check import BudgetSpec, conversation_model, measure
 from ctxcompact.accounting.context_size import context_size
 from ctxcompact.accounting.tokens import TokenCounter, make_counter
 from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
@@ -141,7 +141,7 @@ def evaluate_transcripts(
     summarizer: str = "extractive",
     work_dir: Path | None = None,
     max_conversations: int = DEFAULT_CONVERSATIONS,
-    budget: BudgetOptions | None = None,
+    budget: BudgetSpec | None = None,
     counter: TokenCounter | None = None,
     clock: Callable[[], float] = time.perf_counter,
     deadline_at: float | None = None,
@@ -186,7 +186,7 @@ def evaluate_strategy(
     source: str,
     summarizer: str = "extractive",
     work_dir: Path,
-    budget: BudgetOptions | None = None,
+    budget: BudgetSpec | None = None,
     counter: TokenCounter,
     clock: Callable[[], float] = time.perf_counter,
     deadline_at: float | None = None,
@@ -195,8 +195,8 @@ def evaluate_strategy(
     """One strategy on one conversation (see the module docstring); ``probes``: the
     conversation's (:func:`conversation_probes`), read here when not given."""
     start = clock()
-    budget = budget or BudgetOptions()
-    limits = budget.for_conversation(conversation) if budget.given or strategy == AUTO else None
+    budget = budget or BudgetSpec()
+    limits = budget.resolve(conversation)[0] if budget.given or strategy == AUTO else None
     threshold = limits.threshold if limits is not None else None
     try:
         if strategy == OFFLOAD:
