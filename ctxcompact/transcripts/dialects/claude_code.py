@@ -135,7 +135,8 @@ def live_entries(records: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple
        stamped earlier under ``SOURCE_DATE_EPOCH``) and walks ``parentUuid`` back until a
        parent is missing;
     3. starts the context after the last ``compact_boundary`` on that chain, and splices the
-       entries that boundary preserved (:func:`_preserved_segment`) in after its summary;
+       entries that boundary preserved
+       (:func:`~ctxcompact.transcripts.dialects.claude_code_compact.preserved_segment`) in after its summary;
     4. gathers, from the whole file, every entry of a response on the chain (same
        ``message.id``: one response is written as several entries, each linked to the one
        before, so parallel tool calls branch) and the tool results answering them (linked to
@@ -175,7 +176,7 @@ def live_entries(records: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple
         (k for k, i in enumerate(chain) if claude_code_compact.is_boundary(records[i])), default=-1
     )
     live = {i for i in chain[boundary + 1 :] if in_thread(i)}
-    anchor, preserved = _preserved_segment(records, by_uuid, chain, boundary)
+    anchor, preserved = claude_code_compact.preserved_segment(records, by_uuid, chain, boundary)
     live |= {i for i in preserved if in_thread(i)}
     response_ids = {_response_id(records[i]) for i in live} - {None}
     live |= {i for i in range(len(records)) if in_thread(i) and _response_id(records[i]) in response_ids}
@@ -195,37 +196,6 @@ def live_entries(records: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple
     thread = [i for i in range(len(records)) if in_thread(i)]
     newer = [i for i in thread if i > since and i not in live and _later(records[i], records[leaf])]
     return visible, _chain_problems(visible, thread, chain[0], leaf, missing if boundary < 0 else None, newer)
-
-
-def _preserved_segment(
-    records: Sequence[Mapping[str, Any]], by_uuid: Mapping[str, int], chain: Sequence[int], boundary: int
-) -> tuple[int | None, list[int]]:
-    """The entries a compaction kept verbatim, and the entry they follow (its summary).
-
-    Since 2.1.x Claude Code keeps the latest messages through its compaction (manual or auto)
-    without writing them again: its boundary's ``compactMetadata.preservedSegment`` names them
-    by ``headUuid`` … ``tailUuid`` (a ``parentUuid`` chain before the boundary) and the
-    ``anchorUuid`` they are sent after, and its loader splices them in there. (None, []) when
-    the boundary has none, or its links do not resolve to a chain on the file."""
-    if boundary < 0:
-        return None, []
-    metadata = records[chain[boundary]].get("compactMetadata")
-    segment = metadata.get("preservedSegment") if isinstance(metadata, Mapping) else None
-    if not isinstance(segment, Mapping):
-        return None, []
-    head, tail = by_uuid.get(str(segment.get("headUuid"))), by_uuid.get(str(segment.get("tailUuid")))
-    anchor = by_uuid.get(str(segment.get("anchorUuid")))
-    if head is None or tail is None or anchor not in chain[boundary + 1 :]:
-        return None, []
-    kept: list[int] = []
-    at: int | None = tail
-    while at is not None and at not in kept and at < chain[boundary]:
-        kept.append(at)
-        if at == head:
-            return anchor, kept[::-1]
-        parent = _link(records[at], "parentUuid")
-        at = by_uuid.get(parent) if parent is not None else None
-    return None, []
 
 
 def _chain_problems(
