@@ -59,6 +59,7 @@ from ctxcompact.cli.restore import (
     MAX_TOKENS_TOTAL_OPT,
     PATH_MAP_OPT,
     READ_TOOL_OPT,
+    TRUST_SESSION_CWD_OPT,
     WORK_DIR_OPT,
 )
 from ctxcompact.cli.streams import streams_for
@@ -186,6 +187,7 @@ def compact(
     ),
     work_dir: Path | None = WORK_DIR_OPT,
     path_map: list[str] | None = PATH_MAP_OPT,
+    trust_session_cwd: bool = TRUST_SESSION_CWD_OPT,
     read_tool: list[str] | None = READ_TOOL_OPT,
     max_files: int = MAX_FILES_OPT,
     max_tokens_per_file: int = MAX_TOKENS_PER_FILE_OPT,

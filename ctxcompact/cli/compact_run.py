@@ -43,6 +43,7 @@ def file_options(p: Mapping[str, Any], *, archive_dir: Path | None) -> FileOptio
         archive_dir=archive_dir,
         append=p["append"],
         path_map=parse_path_map(p["path_map"] or ()),
+        trust_session_cwd=p["trust_session_cwd"],
         full=FullOptions(
             summarizer=p["summarizer"],
             summary_model=p["summary_model"],

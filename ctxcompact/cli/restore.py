@@ -33,8 +33,14 @@ if TYPE_CHECKING:
 WORK_DIR_OPT = typer.Option(
     None,
     "--work-dir",
-    help="Files are resolved in, and must stay inside, this directory [default: a session's own cwd when it exists, else the current directory].",
+    help="Files are resolved in, and must stay inside, this directory [default: the current directory, or a session's own cwd inside it (see --trust-session-cwd)].",
     show_default=False,
+)
+TRUST_SESSION_CWD_OPT = typer.Option(
+    False,
+    "--trust-session-cwd",
+    help="Read a session's files from the folder it recorded (its cwd) even outside the current "
+    "directory. Without it a transcript never chooses what is read: only --work-dir or the current directory.",
 )
 PATH_MAP_OPT = typer.Option(
     None,
@@ -70,6 +76,7 @@ def restore_files(
     ),
     work_dir: Path | None = WORK_DIR_OPT,
     path_map: list[str] | None = PATH_MAP_OPT,
+    trust_session_cwd: bool = TRUST_SESSION_CWD_OPT,
     read_tool: list[str] | None = READ_TOOL_OPT,
     max_files: int = MAX_FILES_OPT,
     max_tokens_per_file: int = MAX_TOKENS_PER_FILE_OPT,
@@ -113,6 +120,7 @@ def restore_files(
         transcript,
         work_dir=work_dir,
         path_map=parse_path_map(path_map or ()),
+        trust_session_cwd=trust_session_cwd,
         read_tools=read_tools(read_tool),
         max_files=max_files,
         max_tokens_per_file=max_tokens_per_file,

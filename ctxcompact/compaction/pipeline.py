@@ -250,7 +250,13 @@ def _context(
     """What every strategy of this run shares; the summarizer is made once, when first asked.
     The target is the threshold in our count: the count whose size (``size``'s measure) is
     under it; the system prompt and tools (``report``) are fixed."""
-    work_dir = work_dir_for(conversation.dialect, conversation.records, options.work_dir, options.path_map)
+    work_dir = work_dir_for(
+        conversation.dialect,
+        conversation.records,
+        options.work_dir,
+        options.path_map,
+        trust_session_cwd=options.trust_session_cwd,
+    )
     return StrategyContext(
         counter=counter,
         summarizer=(lambda: summarizer) if summarizer is not None else cache(options.full.make_summarizer),
@@ -263,6 +269,7 @@ def _context(
         configured=options.strategy_options,
         path_map=options.path_map,
         work_dir_note=work_dir.note,
+        session_dir_refused=work_dir.refused,
         pins=options.pins,
         fixed_tokens=report.total - sum(m.tokens for m in report.messages),
     )
