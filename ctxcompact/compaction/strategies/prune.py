@@ -50,8 +50,9 @@ from ctxcompact.ir import (
     replace_blocks,
     tool_pairs,
 )
+from ctxcompact.markers import PRUNE_PLACEHOLDER_PREFIX, is_prune_placeholder
 
-PLACEHOLDER_PREFIX = "[Tool result cleared by ctxcompact"
+PLACEHOLDER_PREFIX = PRUNE_PLACEHOLDER_PREFIX
 THINKING_TYPES = ("thinking", "redacted_thinking")
 CLEAR_TOOL_USES = "clear_tool_uses_20250919"
 CLEAR_THINKING = "clear_thinking_20251015"
@@ -92,7 +93,8 @@ def placeholder_for(tool_name: str, tokens: int) -> str:
 
 
 def is_placeholder(content: Any) -> bool:
-    return isinstance(content, str) and content.startswith(PLACEHOLDER_PREFIX)
+    """Whether ``content`` is a placeholder we wrote (the whole of it, not a mere prefix)."""
+    return is_prune_placeholder(content)
 
 
 def run_prune(messages: Sequence[Message], options: PruneOptions, context: StrategyContext) -> StrategyResult:
