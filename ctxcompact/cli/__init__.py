@@ -23,8 +23,8 @@ from ctxcompact.cli import config as config_cli
 
 #: command name -> (module, function), in the order ``--help`` lists them.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "count": ("ctxcompact.cli.inspect", "count"),
-    "check": ("ctxcompact.cli.inspect", "check"),
+    "count": ("ctxcompact.cli.count", "count"),
+    "check": ("ctxcompact.cli.check", "check"),
     "compact": ("ctxcompact.cli.compact", "compact"),
     "restore-files": ("ctxcompact.cli.restore", "restore_files"),
     "offload": ("ctxcompact.cli.offload", "offload"),
@@ -80,7 +80,7 @@ app = typer.Typer(
         "70 internal error (a bug: set CTXCOMPACT_TRACEBACK=1 and report it)."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_show_locals=False,
     context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,

@@ -34,6 +34,7 @@ from time import monotonic
 from typing import Any, TypeVar
 
 from ctxcompact.accounting.check import (
+    BudgetSpec,
     MessagesLike,
     as_conversation,
     budget_for,
@@ -293,7 +294,7 @@ def _targets(
         budget = budget_for(conversation)
     if auto and budget is not None and options.full.keep_recent_tokens is None:
         recent = auto_recent_tokens(budget.threshold)
-        options = replace(options, full=replace(options.full, keep_recent_tokens=recent))
+        options = options.with_options(replace(options.full, keep_recent_tokens=recent))
     return budget, options
 
 
@@ -421,13 +422,18 @@ def compact_messages(
     unknown one is a :class:`~ctxcompact.errors.UsageError`. With no API key the offline extractive summarizer is
     used. Raises :class:`~ctxcompact.errors.CtxcompactError` subclasses on bad input or failure.
 
+    **It writes one file**: before returning, the raw records of every message a rewrite
+    replaced or removed are archived as JSONL in ``archive_dir`` — by default
+    ``$XDG_STATE_HOME/ctxcompact/archive/`` (``~/.local/state/ctxcompact/archive/``), never the
+    current directory — and ``result.stats.archive_path`` names the file. Pass ``archive_dir=`` to
+    choose the folder, or ``dry_run=True`` to write nothing. A compaction appended as a point
+    (``append=True``, Claude Code sessions) archives nothing: the history stays in the result.
+
     >>> from ctxcompact import compact_messages
     >>> result = compact_messages([{"role": "user", "content": "hi"}], summarizer="extractive")
     >>> result.messages[0]["content"].startswith("[Conversation compressed]")
     True
     """
-    from ctxcompact.accounting.check import budget_for
-
     conv = as_conversation(messages, dialect=dialect)
     if isinstance(summarizer, str):
         options["summarizer"] = summarizer
@@ -438,11 +444,8 @@ def compact_messages(
     if auto:
         options.setdefault("strategies", AUTO_STRATEGIES)
     opts = CompactOptions.from_keywords(**options)
-    budget = None
-    if auto or model or context_window:
-        budget = budget_for(
-            conv, model=model, context_window=context_window, output_reserve=output_reserve, ratio=threshold
-        )
+    spec = BudgetSpec(model, context_window, output_reserve, threshold)
+    budget = spec.resolve(conv)[0] if auto or spec.given else None
     chosen = make_counter(counter) if isinstance(counter, str) else counter
     return compact_conversation(
         conv,

@@ -16,7 +16,7 @@ the summary is ``extractive`` unless the caller names another summarizer, so an 
 needs no API key. A strategy that cannot run (a summarizer without its key) is reported as
 skipped with the reason, not as a failure of the whole run.
 
-*The budget* (:class:`EvalBudget`: ``--model``, ``--context-window``, ``--output-reserve``,
+*The budget* (:class:`BudgetSpec`: ``--model``, ``--context-window``, ``--output-reserve``,
 ``--threshold``, ``--models-file``, as ``compact`` takes them) is worked out per conversation
 as ``compact`` does, and every strategy runs with it, so a row is what ``compact -w N
 --strategy X`` writes; ``auto`` always has one (the transcript's own model's when none is
@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxcompact.accounting.check import budget_for, measure
+from ctxcompact.accounting.check import BudgetSpec, conversation_model, measure
+from ctxcompact.accounting.context_size import context_size
 from ctxcompact.accounting.tokens import TokenCounter, make_counter
-from ctxcompact.accounting.windows import DEFAULT_RATIO, Budget
 from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
 from ctxcompact.compaction.strategies import AUTO_STRATEGIES, STRATEGY_NAMES
 from ctxcompact.errors import CtxcompactError, UsageError
@@ -58,31 +58,6 @@ DEFAULT_CONVERSATIONS = 3
 def default_strategies() -> tuple[str, ...]:
     """Every strategy of the table, then ``offload`` and ``auto``."""
     return (*STRATEGY_NAMES, OFFLOAD, AUTO)
-
-
-@dataclass(frozen=True, slots=True)
-class EvalBudget:
-    """The budget options, as ``compact`` takes them (plain data: it travels to workers)."""
-
-    model: str | None = None
-    context_window: int | None = None
-    output_reserve: int | None = None
-    ratio: float = DEFAULT_RATIO
-    registry: Mapping[str, int] | None = None
-
-    @property
-    def given(self) -> bool:
-        return bool(self.model) or bool(self.context_window)
-
-    def for_conversation(self, conversation: Conversation) -> Budget:
-        return budget_for(
-            conversation,
-            model=self.model,
-            context_window=self.context_window,
-            output_reserve=self.output_reserve,
-            ratio=self.ratio,
-            registry=self.registry,
-        )
 
 
 def check_eval_strategies(names: Sequence[str]) -> tuple[str, ...]:
@@ -166,7 +141,7 @@ def evaluate_transcripts(
     summarizer: str = "extractive",
     work_dir: Path | None = None,
     max_conversations: int = DEFAULT_CONVERSATIONS,
-    budget: EvalBudget | None = None,
+    budget: BudgetSpec | None = None,
     counter: TokenCounter | None = None,
     clock: Callable[[], float] = time.perf_counter,
     deadline_at: float | None = None,
@@ -211,7 +186,7 @@ def evaluate_strategy(
     source: str,
     summarizer: str = "extractive",
     work_dir: Path,
-    budget: EvalBudget | None = None,
+    budget: BudgetSpec | None = None,
     counter: TokenCounter,
     clock: Callable[[], float] = time.perf_counter,
     deadline_at: float | None = None,
@@ -220,8 +195,8 @@ def evaluate_strategy(
     """One strategy on one conversation (see the module docstring); ``probes``: the
     conversation's (:func:`conversation_probes`), read here when not given."""
     start = clock()
-    budget = budget or EvalBudget()
-    limits = budget.for_conversation(conversation) if budget.given or strategy == AUTO else None
+    budget = budget or BudgetSpec()
+    limits = budget.resolve(conversation)[0] if budget.given or strategy == AUTO else None
     threshold = limits.threshold if limits is not None else None
     try:
         if strategy == OFFLOAD:
@@ -269,13 +244,15 @@ def conversation_probes(conversation: Conversation) -> tuple[Probe, ...]:
 
 
 def _offload(conversation: Conversation, counter: TokenCounter) -> tuple[int, int, Sequence[Message]]:
+    """``offload`` measured as the compaction pipeline measures a strategy: the context size
+    before, and the same size of the rewrite (:meth:`ContextSize.resized`)."""
     from ctxcompact.offload.tool_results import offload_tool_results
 
-    before = measure(conversation, counter).total
+    size = context_size(conversation, measure(conversation, counter), model=conversation_model(conversation))
     with tempfile.TemporaryDirectory(prefix="ctxcompact-eval-offload-") as out_dir:
         result = offload_tool_results(conversation.messages, out_dir=out_dir, counter=counter)
-    after = measure(conversation.with_messages(result.messages), counter).total
-    return before, after, result.messages
+    after = size.resized(measure(conversation.with_messages(result.messages), counter).total)
+    return size.tokens, after, result.messages
 
 
 def _summarize(name: str, runs: Sequence[StrategyRun]) -> StrategySummary:
