@@ -88,10 +88,11 @@ def restored_file_paths(message: Message) -> tuple[str, ...]:
 # that quotes one, a hostile page): only the exact shape we write, and no more text than it
 # holds, counts as ours — a 1 MB output that merely begins with a marker is still content.
 
-#: ``prune``'s placeholder: ``[Tool result cleared by ctxcompact: read_file output, 4,210 tokens]``.
+#: A masked tool result (``prune``, ``hybrid``): ``[Tool result cleared by ctxcompact: Bash
+#: `pytest` → error: 2 failed; 2,345 tokens]``, or the older ``[…: read_file output, 4,210 tokens]``.
 PRUNE_PLACEHOLDER_PREFIX = "[Tool result cleared by ctxcompact"
 _PRUNE_PLACEHOLDER = re.compile(
-    r"\[Tool result cleared by ctxcompact: [^\n\]]{0,300} output, [\d,]{1,20} tokens\]"
+    r"\[Tool result cleared by ctxcompact: [^\n]{0,600}(?: output, |; )[\d,]{1,20} tokens\]"
 )
 #: ``offload``'s reference line, optionally followed by its preview (``--preview N``).
 OFFLOAD_REFERENCE_PREFIX = "[Content offloaded to: "
@@ -110,7 +111,7 @@ _CHARS_PER_KEPT_TOKEN = 64
 
 
 def is_prune_placeholder(text: object) -> bool:
-    """Whether ``text`` is exactly a placeholder ``prune`` wrote."""
+    """Whether ``text`` is exactly a stub ``prune`` or ``hybrid`` wrote."""
     return isinstance(text, str) and _PRUNE_PLACEHOLDER.fullmatch(text) is not None
 
 
