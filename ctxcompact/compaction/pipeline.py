@@ -372,15 +372,14 @@ def _assert_valid(original: Conversation, messages: Sequence[Message]) -> None:
     code and tool id, which do not move with the messages). If it does, that is a bug in a
     strategy: nothing is emitted and the run fails (exit 3) instead of writing a transcript the
     API would reject."""
+    found = errors_only(validate_messages(messages, dialect=original.dialect))
+    if not found:  # the common case: the input's own errors need not be looked for
+        return
     before = {
         (v.code, v.subject)
         for v in errors_only(validate_messages(original.messages, dialect=original.dialect))
     }
-    new = [
-        v
-        for v in errors_only(validate_messages(messages, dialect=original.dialect))
-        if (v.code, v.subject) not in before
-    ]
+    new = [v for v in found if (v.code, v.subject) not in before]
     if new:
         raise WorkFailedError(
             f"the rewrite would break an API invariant ({new[0]}); nothing was written. "

@@ -22,8 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxcompact.accounting.check import measure
-from ctxcompact.accounting.tokens import TokenCounter, make_counter
+from ctxcompact.accounting.check import measure_total
+from ctxcompact.accounting.counters import shared_cache
+from ctxcompact.accounting.tokens import TokenCounter
 from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
 from ctxcompact.compaction.strategies import STRATEGY_NAMES
 from ctxcompact.errors import CtxcompactError, UsageError
@@ -124,7 +125,6 @@ def evaluate_transcripts(
     so nothing of the local disk leaks into a score).
     """
     names = check_eval_strategies(strategies or default_strategies())
-    counter = counter or make_counter()
     runs: list[StrategyRun] = []
     with tempfile.TemporaryDirectory(prefix="ctxcompact-eval-") as scratch:
         root = work_dir or Path(scratch)
@@ -132,6 +132,9 @@ def evaluate_transcripts(
             convs = transcript.conversations[:max_conversations]
             for i, conv in enumerate(convs):
                 source = transcript.name if len(convs) == 1 else f"{transcript.name}#{i}"
+                # One cache for the conversation's strategies: each block is encoded once.
+                shared = shared_cache(counter)
+                measure_total(conv, shared)  # before the clock: no strategy is charged for it
                 for name in names:
                     runs.append(
                         evaluate_strategy(
@@ -140,7 +143,7 @@ def evaluate_transcripts(
                             source=source,
                             summarizer=summarizer,
                             work_dir=root,
-                            counter=counter,
+                            counter=shared,
                             clock=clock,
                         )
                     )
@@ -189,12 +192,16 @@ def evaluate_strategy(
 
 
 def _offload(conversation: Conversation, counter: TokenCounter) -> tuple[int, int, Sequence[Message]]:
+    """Offload as ``ctxcompact offload`` does, its files kept in memory: what it leaves in
+    the context is all a score reads."""
+    from ctxcompact.offload.store import MemoryWriter
     from ctxcompact.offload.tool_results import offload_tool_results
 
-    before = measure(conversation, counter).total
-    with tempfile.TemporaryDirectory(prefix="ctxcompact-eval-offload-") as out_dir:
-        result = offload_tool_results(conversation.messages, out_dir=out_dir, counter=counter)
-    after = measure(conversation.with_messages(result.messages), counter).total
+    before = measure_total(conversation, counter)
+    result = offload_tool_results(
+        conversation.messages, out_dir=OFFLOAD, writer=MemoryWriter(), measure_tokens=False
+    )
+    after = measure_total(conversation.with_messages(result.messages), counter)
     return before, after, result.messages
 
 
