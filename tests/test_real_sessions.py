@@ -607,3 +607,37 @@ def test_keep_loop_on_a_session_that_is_all_one_loop_writes_nothing(tmp_path: Pa
     assert result.exit_code == 0, result.stderr
     assert any("--keep-loop leaves too little" in w for w in json.loads(stats.read_text())["warnings"])
     assert out.read_bytes() == before
+
+
+def test_the_last_leaf_in_the_file_is_resumed_whatever_its_timestamp(tmp_path: Path) -> None:
+    """The real client resumes our second compaction, written last but stamped earlier than the
+    turn it resumed (SOURCE_DATE_EPOCH fixes our time): so does our reader."""
+    path = _reading_session(tmp_path)
+    fixed = {"SOURCE_DATE_EPOCH": "1767225600"}  # 2026-01-01, before the resumed turn below
+    archive = tmp_path / "archive"
+    args = ["compact", path, "-i", "--force", "--summarizer", "extractive", "--archive-dir", archive]
+    assert run_cli(*args, env=fixed).exit_code == 0
+    _resume_turn(path, "go on " + BIG, (7, 2_000, 9_000, 50))
+    assert run_cli(*args, env=fixed).exit_code == 0
+    [conv] = load_transcript(path).conversations
+    boundary = max(i for i, e in enumerate(_lines(path)) if e.get("subtype") == "compact_boundary")
+    assert all(i > boundary for m in conv.messages if m.source for i in m.source.indices)
+    assert "resume_chain" not in run_cli("check", path).stdout
+
+
+def test_a_second_compaction_of_a_re_rooted_session_restores_its_files(tmp_path: Path) -> None:
+    """``--path-map /=ROOT``: the first compaction restores the files under ROOT and names them
+    so; the second must not root them twice."""
+    root = tmp_path / "root"
+    builder = SessionBuilder(cwd="/proj").user("read the modules " + BIG)
+    for n in range(2):
+        source = root / "proj" / f"m{n}.py"
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text(f"VALUE_{n} = {n}\n", encoding="utf-8")
+        builder.tool_call("Read", {"file_path": f"/proj/m{n}.py"}, source.read_text(), call_id=f"toolu_{n}")
+    builder.assistant("read them", usage=(3, 1_000, 141_000, 30))
+    path = builder.write(tmp_path / "s.jsonl")
+    for _ in range(2):
+        stats = tmp_path / "stats.json"
+        _compact(path, "--path-map", f"/={root}", "--stats-json", stats)
+        assert json.loads(stats.read_text())["restoredFileCount"] == 2

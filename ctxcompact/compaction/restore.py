@@ -258,7 +258,11 @@ def parse_path_map(specs: Sequence[str]) -> PathMap:
 
 
 def map_path(path: str, path_map: PathMap) -> str:
-    """``path`` with the first matching OLD prefix (a whole component) replaced by its NEW."""
+    """``path`` with the first matching OLD prefix (a whole component) replaced by its NEW; a
+    path already under a NEW prefix is left as it is (an earlier compaction restored the file
+    under the name it mapped it to: ``/=ROOT`` would otherwise root it twice)."""
+    if any(_under(path, new) for _, new in path_map):
+        return path
     for old, new in path_map:
         if path == old:
             return new
@@ -266,6 +270,10 @@ def map_path(path: str, path_map: PathMap) -> str:
         if path.startswith(prefix):
             return new.rstrip("/") + "/" + path[len(prefix) :]
     return path
+
+
+def _under(path: str, prefix: str) -> bool:
+    return prefix != "/" and (path == prefix or path.startswith(prefix.rstrip("/") + "/"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,8 +129,10 @@ def live_entries(records: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple
 
     1. keeps every chain entry by ``uuid`` and finds the leaves (entries no entry names as its
        ``parentUuid``), each walked back to its nearest message entry;
-    2. resumes from the newest leaf of the conversation's thread (``timestamp``; the later
-       line on a tie) and walks ``parentUuid`` back until a parent is missing;
+    2. resumes from the conversation thread's last leaf in the file (not the newest by
+       ``timestamp``: the real client resumes our compaction, written later in the file but
+       stamped earlier under ``SOURCE_DATE_EPOCH``) and walks ``parentUuid`` back until a
+       parent is missing;
     3. starts the context after the last ``compact_boundary`` on that chain;
     4. gathers, from the whole file, every entry of a response on the chain (same
        ``message.id``: one response is written as several entries, each linked to the one
@@ -152,7 +154,7 @@ def live_entries(records: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple
         return is_message_entry(record) and bool(record.get("isSidechain")) == sidechain
 
     linked = any(_link(records[i], "parentUuid") for i in by_uuid.values())
-    leaf = _newest_leaf(records, by_uuid, in_thread) if linked else None
+    leaf = _last_leaf(records, by_uuid, in_thread) if linked else None
     if leaf is None:
         return _file_order(records, in_thread), ()
     chain: list[int] = []
@@ -184,15 +186,23 @@ def live_entries(records: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple
     }
     visible = sorted(live)
     thread = [i for i in range(len(records)) if in_thread(i)]
-    return visible, _chain_problems(visible, thread, chain[0], leaf, missing if boundary < 0 else None)
+    since = chain[boundary] if boundary >= 0 else -1
+    newer = [i for i in thread if i > since and i not in live and _later(records[i], records[leaf])]
+    return visible, _chain_problems(visible, thread, chain[0], leaf, missing if boundary < 0 else None, newer)
 
 
 def _chain_problems(
-    visible: Sequence[int], thread: Sequence[int], first: int, leaf: int, missing: str | None
+    visible: Sequence[int],
+    thread: Sequence[int],
+    first: int,
+    leaf: int,
+    missing: str | None,
+    newer: Sequence[int],
 ) -> tuple[str, ...]:
     """Why Claude Code resumes the file otherwise than its lines read: its chain (from line
     ``first`` to ``leaf``) stops at a ``missing`` parent with message entries of the thread
-    before it, or thread entries after the last one it sends are on no chain it follows."""
+    before it; or message entries written after the one it resumes from (``newer``: later
+    ``timestamp``, after its boundary) are on no chain it follows — an unreachable tail."""
     problems: list[str] = []
     live = set(visible)
     dropped = [i for i in thread if i < first and i not in live]
@@ -202,17 +212,22 @@ def _chain_problems(
             f"from this entry and drops the {len(dropped)} message entries before it (a broken "
             "parentUuid chain: an entry was removed without relinking its children)"
         )
-    tail = [i for i in thread if i > (visible[-1] if visible else -1)]
-    if tail:
+    if newer:
         problems.append(
-            f"line {tail[0] + 1}: {len(tail)} message entries from here to the end are not on the "
-            f"parentUuid chain Claude Code resumes (from line {leaf + 1}): it never sends them "
+            f"line {newer[0] + 1}: {len(newer)} message entries written after line {leaf + 1}, the "
+            "entry Claude Code resumes from, are not on its parentUuid chain: it never sends them "
             "(an unreachable tail)"
         )
     return tuple(problems)
 
 
-def _newest_leaf(
+def _later(entry: Mapping[str, Any], than: Mapping[str, Any]) -> bool:
+    """``entry`` was written after ``than`` (both ``timestamp`` readable)."""
+    mine, theirs = epoch_ms(entry.get("timestamp")), epoch_ms(than.get("timestamp"))
+    return bool(mine and theirs and mine > theirs)
+
+
+def _last_leaf(
     records: Sequence[Mapping[str, Any]], by_uuid: Mapping[str, int], in_thread: Any
 ) -> int | None:
     """The message entry Claude Code resumes from (see :func:`live_entries`), if any."""
@@ -230,8 +245,7 @@ def _newest_leaf(
             parent = _link(records[at], "parentUuid")
             at = by_uuid.get(parent) if parent is not None else None
             steps += 1
-    ours = [i for i in leaves if in_thread(i)]
-    return max(ours, key=lambda i: (epoch_ms(records[i].get("timestamp")), i), default=None)
+    return max((i for i in leaves if in_thread(i)), default=None)
 
 
 def _file_order(records: Sequence[Mapping[str, Any]], in_thread: Any) -> list[int]:
