@@ -49,7 +49,9 @@ def test_a_command_table_beats_the_shared_keys_and_paths_are_relative_to_the_fil
     assert data["file"] == str(tmp_path / "ctxcompact.toml")
     rows = {(r["key"], tuple(r["commands"])): r for r in data["settings"]}
     assert rows[("model", ("check",))]["source"] == "ctxcompact.toml [check]"
-    assert rows[("model", ("compact", "count", "sessions", "uncompact"))]["source"] == "ctxcompact.toml"
+    assert (
+        rows[("model", ("compact", "count", "eval", "sessions", "uncompact"))]["source"] == "ctxcompact.toml"
+    )
     assert rows[("work-dir", ("compact", "eval", "restore-files"))]["value"] == str(tmp_path / "ws")
     assert rows[("threshold", ("check",))]["value"] == 0.5
     env = run_cli("config", "--json", env={"CTXCOMPACT_JOBS": "3"})

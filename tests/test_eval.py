@@ -26,9 +26,9 @@ def ticking_clock() -> object:
     return lambda: float(next(ticks))
 
 
-def test_default_strategies_are_the_table_plus_offload() -> None:
+def test_default_strategies_are_the_table_plus_offload_and_auto() -> None:
     # A strategy added to the table is evaluated without touching eval.
-    assert default_strategies() == (*STRATEGY_NAMES, "offload")
+    assert default_strategies() == (*STRATEGY_NAMES, "offload", "auto")
 
 
 def test_each_strategy_has_cost_and_retention() -> None:
@@ -41,6 +41,9 @@ def test_each_strategy_has_cost_and_retention() -> None:
     assert full.report.score("instruction") == 1.0
     # Masking tool output loses the errors it held; the table says so.
     assert by_name["prune"].report.score("error") == 0.0
+    # Every strategy answers the same probes, read from the whole conversation.
+    totals = {name: s.report.total for name, s in by_name.items() if s.runs}
+    assert len(set(totals.values())) == 1, totals
 
 
 def test_unknown_strategy_is_a_usage_error() -> None:
@@ -86,7 +89,31 @@ def test_cli_table_json_html_and_lost(tmp_path: Path) -> None:
     data = run_cli("eval", SESSION, "-s", "full", "--json", "--html", tmp_path / "e.html").json()
     assert data["strategies"][0]["strategy"] == "full"
     assert data["strategies"][0]["retention"]["byKind"]["path"]["score"] == 1.0
+    assert set(data["strategies"][0]["retention"]["byCategory"]) == {
+        "task",
+        "artifacts",
+        "continuation",
+        "decisions",
+        "recall",
+    }
     assert (tmp_path / "e.html").read_text().startswith("<!doctype html>")
+
+
+def test_budget_options_give_every_strategy_the_threshold_compact_would() -> None:
+    """`eval -w N` runs what `compact -w N` writes; the fits column says which results are
+    under the threshold, and `auto` is `compact --auto`."""
+    out = run_cli("eval", SESSION, "-s", "full,prune,auto", "-w", "20000", "--json")
+    assert out.exit_code == 0, out.stderr
+    runs = {r["strategy"]: r for r in out.json()["runs"]}
+    threshold = runs["full"]["threshold"]
+    assert threshold == int((20000 - 5000) * 0.6)  # a quarter of a small window is reserved
+    assert all(r["threshold"] == threshold for r in runs.values())
+    assert runs["full"]["fits"] is True and runs["auto"]["fits"] is True
+    table = run_cli("eval", SESSION, "-s", "full,auto", "-w", "20000")
+    assert re.search(r"^auto\s+1\s.*\s1/1\s", table.stdout, re.M), table.stdout
+    # Without a budget option, only auto has one (the transcript's model's, as compact --auto).
+    plain = {r["strategy"]: r for r in run_cli("eval", SESSION, "-s", "full,auto", "--json").json()["runs"]}
+    assert plain["full"]["threshold"] is None and plain["auto"]["threshold"] is not None
 
 
 def test_cli_refuses_an_unknown_strategy() -> None:

@@ -45,10 +45,18 @@ def kinds(probes: tuple[Probe, ...], kind: str) -> list[str]:
 
 def test_every_kind_is_extracted_and_boilerplate_is_not() -> None:
     probes = extract_probes(SESSION)
-    assert kinds(probes, "path") == ["src/config.py"]
+    assert kinds(probes, "task") == [
+        "Speed up `load_config` in src/config.py; it takes 30 s.",
+        "You must not change the public API.",
+    ]
+    assert kinds(probes, "path") == [
+        "src/config.py"
+    ]  # changed by the sed -i (read-only files are not probed)
+    assert kinds(probes, "change") == ["s/yaml.load/yaml.safe_load/"]
     assert kinds(probes, "identifier") == ["load_config"]
     assert kinds(probes, "number") == ["30 s"]
-    assert kinds(probes, "error") == ["KeyError"]
+    # The meaningful line of the failure, not its Traceback header.
+    assert kinds(probes, "error") == ["KeyError: 'path'"]
     assert kinds(probes, "url") == ["https://example.com/issue/7"]
     assert kinds(probes, "instruction") == [
         "You must not change the public API.",
@@ -58,6 +66,71 @@ def test_every_kind_is_extracted_and_boilerplate_is_not() -> None:
     assert kinds(probes, "last_request") == ["Also never touch the docs."]
     assert kinds(probes, "next_step") == ["Next I will run the benchmark again."]
     assert not any("ignore this" in p.text for p in probes)
+
+
+def test_decisions_statements_and_test_status_are_probed() -> None:
+    messages = [
+        msg("user", text("Why do invoices come out a cent short?")),
+        msg(
+            "assistant",
+            text(
+                "The issue is that `compute_tax` rounds half to even, so 3.625 becomes 3.62. "
+                "The rounding lives in `src/invoice/tax.py` at line 57 and nowhere else."
+            ),
+            use("t", "Bash", command="pytest -q | tail -3"),
+        ),
+        msg(
+            "user",
+            result(
+                "t",
+                "FAILED tests/test_tax.py::test_half_cent - AssertionError\n1 failed, 34 passed in 0.12s\n",
+            ),
+        ),
+    ]
+    probes = extract_probes(messages)
+    assert kinds(probes, "decision") == [
+        "The issue is that `compute_tax` rounds half to even, so 3.625 becomes 3.62."
+    ]
+    assert kinds(probes, "statement") == [
+        "The rounding lives in `src/invoice/tax.py` at line 57 and nowhere else."
+    ]
+    assert kinds(probes, "test") == ["1 failed, 34 passed", "tests/test_tax.py::test_half_cent"]
+
+
+def test_a_bare_path_list_does_not_keep_the_changes() -> None:
+    messages = [
+        msg("user", text("Round half up.")),
+        msg(
+            "assistant",
+            use(
+                "e",
+                "Edit",
+                file_path="src/tax.py",
+                old_string="x",
+                new_string="return value.quantize(CENT, rounding=ROUND_HALF_UP)",
+            ),
+        ),
+        msg("user", result("e", "ok")),
+    ]
+    probes = [p for p in extract_probes(messages) if p.kind in ("path", "change")]
+    listed = score_probes(probes, "Files: - edited: `src/tax.py`")
+    assert listed.score("path") == 1.0 and listed.score("change") == 0.0
+    shown = score_probes(
+        probes, "- `src/tax.py` (Edit): x → return value.quantize(CENT, rounding=ROUND_HALF_UP)"
+    )
+    assert shown.category("artifacts").score == 1.0
+
+
+def test_the_score_is_the_mean_of_the_categories() -> None:
+    probes = [
+        Probe("task", "Port the parser to Rust quickly."),
+        *(Probe("path", f"src/m{i}.rs") for i in range(9)),
+    ]
+    report = score_probes(
+        probes, "src/m0.rs src/m1.rs src/m2.rs src/m3.rs src/m4.rs src/m5.rs src/m6.rs src/m7.rs src/m8.rs"
+    )
+    # Nine paths kept out of ten probes, but the task is gone: half the categories.
+    assert report.overall == 0.9 and report.mean == 0.5
 
 
 def test_extraction_is_deterministic_and_leaves_the_input_alone() -> None:
@@ -74,7 +147,7 @@ def test_scores_per_kind_overall_and_lost_probes() -> None:
     probes = extract_probes(SESSION)
     summary = (
         "Task: speed up LOAD_CONFIG in `src/config.py` (30 s); never touch the docs. "
-        "Error: keyerror. You must not change the public API."
+        "Error: KeyError: 'path'. You must not change the public API."
     )
     report = score_probes(probes, summary)
     assert report.score("path") == 1.0
@@ -106,6 +179,10 @@ def test_a_paraphrased_sentence_is_kept_a_lost_one_is_not() -> None:
 def test_context_text_reads_tool_inputs_and_results() -> None:
     out = context_text(SESSION)
     assert "src/config.py" in out and "KeyError" in out and "safe_load" in out
+    # A tool input's strings as the model reads them, not JSON-escaped: a change quoted in an
+    # edit is found where it was written.
+    edit = msg("assistant", use("e", "Edit", file_path="a.py", new_string='print("hi")\nx = 1'))
+    assert 'print("hi")\nx = 1' in context_text([edit])
 
 
 def test_kinds_without_probes_have_no_score() -> None:

@@ -496,3 +496,51 @@ def test_the_summary_grows_with_the_budget() -> None:
     assert sizes[0] < sizes[1] < sizes[2]
     assert "omitted" in outs[1] and "omitted" not in outs[2]  # all that was worth keeping fits: it is kept
     assert "41. Good. Also keep table 39 read-only for now." in outs[2]
+
+
+def test_a_turn_cut_mid_thought_keeps_the_agents_last_thoughts_and_notes() -> None:
+    """Claude Code writes thinking as its own entry: a transcript cut before the agent spoke
+    ends in thinking alone, which holds where it got to."""
+    messages = [
+        msg("user", text("Is there existing logic for scanning the history?")),
+        msg(
+            "assistant", text("The graph tools are not exposed in this session, so I am falling back to rg.")
+        ),
+        msg("assistant", text("Let me find the history parser."), use("g", "Grep", pattern="HistoryParser")),
+        msg("user", result("g", "src/history-parser.ts")),
+        msg(
+            "assistant",
+            {
+                "type": "thinking",
+                "thinking": "HistoryParser already parses history.jsonl and is used by ClaudeMetricsAdapter. "
+                "Next I will reuse it in the orchestrator instead of a new scanner.",
+            },
+        ),
+    ]
+    status = section(summary(messages), "Task Status")
+    assert "The graph tools are not exposed in this session, so I am falling back to rg." in label(
+        status, "The agent's notes since the latest request:"
+    )
+    thoughts = label(status, "The agent's last thoughts (its turn was cut before it spoke):")
+    assert "HistoryParser already parses history.jsonl" in thoughts
+    assert "Next I will reuse it in the orchestrator instead of a new scanner." in label(status, "Next step:")
+
+
+def test_a_poll_of_a_running_command_is_named_by_that_command() -> None:
+    """Codex runs a long command in a session and polls it with write_stdin: the poll is
+    shown as the command it polls, and a command still running says so."""
+    running = "Chunk ID: a1\nWall time: 1.0 seconds\nProcess running with session ID 42\nOriginal token count: 0\nOutput:\n"
+    done = "Chunk ID: a2\nWall time: 0.0 seconds\nProcess exited with code 0\nOriginal token count: 3\nOutput:\nok\n"
+    messages = [
+        msg("user", text("Find the env var.")),
+        msg("assistant", use("c1", "exec_command", cmd="rg -n COMPACT src")),
+        msg("user", result("c1", running)),
+        msg("assistant", use("c2", "write_stdin", session_id=42, chars="")),
+        msg("user", result("c2", done)),
+        msg("assistant", use("c3", "exec_command", cmd="strings bin/codemie | rg OPENCODE_")),
+        msg("user", result("c3", running.replace("42", "43"))),
+    ]
+    actions = label(section(summary(messages), "Task Status"), "Current work — the agent's last actions:")
+    assert "- exec_command(rg -n COMPACT src) → still running (session 42)" in actions
+    assert "- write_stdin(session 42: exec_command(rg -n COMPACT src)) → ok" in actions
+    assert "→ still running (session 43)" in actions

@@ -9,10 +9,15 @@ import typer
 
 from ctxcompact.cli.batch import GLOB_OPT
 from ctxcompact.cli.common import (
+    CONTEXT_WINDOW_OPT,
     FILES_ARG,
     FORMAT_OPT,
     JSON_OPT,
     MAX_INPUT_BYTES_OPT,
+    MODEL_OPT,
+    MODELS_FILE_OPT,
+    OUTPUT_RESERVE_OPT,
+    THRESHOLD_OPT,
     Format,
     ensure_writable_dir,
     expand_batch_inputs,
@@ -76,6 +81,11 @@ def eval_command(
     ),
     fmt: Format | None = FORMAT_OPT,
     max_input_bytes: int = MAX_INPUT_BYTES_OPT,
+    model: str | None = MODEL_OPT,
+    context_window: int | None = CONTEXT_WINDOW_OPT,
+    output_reserve: int | None = OUTPUT_RESERVE_OPT,
+    threshold: float = THRESHOLD_OPT,
+    models_file: Path | None = MODELS_FILE_OPT,
     judge: JudgeName | None = typer.Option(
         None,
         "--judge",
@@ -105,23 +115,30 @@ def eval_command(
     ),
 ) -> None:
     """How much does each strategy save, and what does it lose? Runs every strategy on the
-    transcripts and scores the probes (paths, identifiers, numbers, errors, URLs, user
-    instructions, last request, next step) taken from the compacted-away part.
+    transcripts (with the budget -m/-w/-t gives, as compact would) and scores the probes taken
+    from the compacted-away part: the task, user instructions and last request; files changed
+    and their changes; the next step and test status; the agent's decisions; errors,
+    identifiers, numbers and URLs.
 
     \b
     Examples:
       ctxcompact eval session.jsonl
+      ctxcompact eval session.jsonl -w 50000
       ctxcompact eval sessions/ --strategies full,prune --show-lost 5
       ctxcompact eval sessions/ --json | jq '.strategies[] | {strategy, ratio}'
       ctxcompact eval sessions/ --html eval.html
       ctxcompact eval ~/.claude/projects/ --glob '*.jsonl' --jobs 4
       ctxcompact eval session.jsonl --judge anthropic-batch --yes
     """
+    from ctxcompact.accounting.windows import load_registry, validate_ratio
     from ctxcompact.batch.workers import default_jobs
     from ctxcompact.evaluation.files import EvalSettings, evaluate_inputs
+    from ctxcompact.evaluation.run import EvalBudget
     from ctxcompact.output.rich.batch import files_progress
 
     ensure_writable_dir(html, "--html")
+    validate_ratio(threshold)
+    budget = EvalBudget(model, context_window, output_reserve, threshold, load_registry(models_file))
     names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies is not None else None
     settings = EvalSettings(
         tuple(names) if names is not None else default_strategies(),
@@ -131,6 +148,7 @@ def eval_command(
         dialect=fmt.value if fmt else None,
         max_bytes=max_input_bytes,
         keep_context=judge is not None,
+        budget=budget,
     )
     if judge is not None:
         from ctxcompact.cli.eval_judge import check_judge_key

@@ -21,6 +21,7 @@ from pathlib import Path
 from ctxcompact.errors import InputError
 from ctxcompact.evaluation.run import (
     DEFAULT_CONVERSATIONS,
+    EvalBudget,
     EvalResult,
     StrategyRun,
     check_eval_strategies,
@@ -41,6 +42,8 @@ class EvalSettings:
     max_bytes: int = DEFAULT_MAX_INPUT_BYTES
     #: Send back each run's messages too (``eval --judge`` needs them); else the figures only.
     keep_context: bool = False
+    #: The budget every strategy runs with (``-m``, ``-w``, ``-t``… as ``compact`` takes them).
+    budget: EvalBudget = field(default_factory=EvalBudget)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,7 @@ def evaluate_input(path: str | None, settings: EvalSettings) -> InputOutcome:
         summarizer=settings.summarizer,
         work_dir=settings.work_dir,
         max_conversations=settings.max_conversations,
+        budget=settings.budget,
     )
     if settings.keep_context:
         return InputOutcome(runs=result.runs)

@@ -1,34 +1,42 @@
 """Fidelity probes: facts from the compacted-away part, looked for in the compacted context.
 
 Deterministic (no model): the same transcripts give the same probes and the same scores, so
-the figures can sit in CI reports. What counts as a probe, by kind:
+the figures can sit in CI reports. The probes are read off the replaced messages the way the
+offline summarizer reads them (:class:`~ctxcompact.compaction.summarize.facts.Facts`:
+wrappers stripped per block and line, harness templates shrunk, failures being failures of
+the command that ran), but each probe is the transcript's own text, never the summary's.
+They are grouped in the five categories a judge asks about:
 
-``path``          a file a tool call read, wrote, edited or deleted (tool inputs and shell
-                  commands, :mod:`ctxcompact.compaction.summarize.shell_files`), and path-like words the
-                  user wrote;
-``identifier``    a name in backticks (``parse_args``, ``SyncState``, ``git rebase``) that the
-                  user wrote, or that the agent wrote at least twice;
-``number``        a number with a unit (``30 s``, ``512 MB``, ``20,000 tokens``, ``95 %``) in the
-                  user's or the agent's words;
-``error``         each failed tool result: the exception name it raises, else the first 40
-                  characters of its first line (:func:`ctxcompact.compaction.retention.error_signature`),
-                  wrapper tags such as ``<tool_use_error>`` removed;
-``url``           an ``http(s)://`` address in the user's or the agent's words;
-``instruction``   a user sentence that states an instruction or constraint (must, never,
-                  always, don't, should…; 必须, 不要, 需要, 应该, 总是, 永远…), boilerplate
-                  dropped (:mod:`ctxcompact.compaction.summarize.boilerplate`); an earlier compaction
-                  summary is not the user's words and gives no probes;
-``last_request``  the last user request of the compacted-away part;
-``next_step``     the agent's last stated plan in that part (its last sentence of four or
-                  more words with "next", "I'll", "let me"…), when it stated one.
+``task``          ``task``: the task statement's first sentences; ``instruction``: every
+                  user sentence stating an instruction or constraint (must, never, don't,
+                  should…; 必须, 不要…), words typed while rejecting a tool call included;
+                  ``last_request``: the latest thing the user asked.
+``artifacts``     ``path``: each file created, edited or deleted (as the call wrote it), and path-like
+                  words the user wrote; ``change``: for each changed file, the first line of
+                  its latest new text — a bare list of paths does not keep it.
+``continuation``  ``next_step``: the agent's last stated intent and its open to-do items;
+                  ``test``: the last run of each test command, its status read from the
+                  output (the runner's summary line, the failing tests it names).
+``decisions``     ``decision``: the agent's conclusion sentences ("the issue is…", "the fix…",
+                  "You're right…"), in its own words.
+``recall``        ``statement``: each sentence of the agent's own prose (six words or more)
+                  that names something — a name in backticks, a path, a number — the facts it
+                  found and reported, which a list of names does not keep; ``error``: the
+                  meaningful line of each failure (the exception and its
+                  message, a CLI's complaint; not the ``Traceback`` header, not the harness's
+                  exit-code frame); ``identifier``: names in backticks the user wrote, or the
+                  agent wrote twice; ``number``: numbers with units; ``url``.
 
 A probe is *kept* when its normalised text — lower case, quotes and backticks removed, ``\\``
 read as ``/``, runs of white space as one space — is in the normalised compacted context, or
-when it names a file whose content was restored. Sentence probes (``instruction``,
-``last_request``, ``next_step``) are also kept when at least :data:`SENTENCE_COVERAGE` of
-their distinctive words (4+ letters, or each CJK character) are in the context, so a faithful
-paraphrase passes and a lost sentence does not. The score of a kind is kept / total; the
-overall score is over all probes.
+when it names a file whose content was restored. Sentence-like probes (:data:`SENTENCE_KINDS`)
+are also kept when at least :data:`SENTENCE_COVERAGE` of their distinctive words (4+ letters,
+or each CJK character) are in the context, so a faithful restatement passes — in a summary or
+in the agent's own later words — and a lost sentence does not.
+
+A kind's score is kept / total; a category's is kept / total over its kinds; the overall
+:attr:`ProbeReport.score` is the mean of the categories that have probes, so a hundred paths
+do not outweigh the one task statement, as they would not for a judge.
 """
 
 from __future__ import annotations
@@ -39,25 +47,39 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ctxcompact.compaction.retention import collect_errors
-from ctxcompact.compaction.summarize.boilerplate import user_words
-from ctxcompact.compaction.summarize.facts import NUMBER_WITH_UNIT, USER_RULE, sentences, texts
+from ctxcompact.compaction.summarize.calls import new_texts
+from ctxcompact.compaction.summarize.facts import NUMBER_WITH_UNIT, Facts
+from ctxcompact.compaction.summarize.outcomes import TestRun
 from ctxcompact.compaction.summarize.shell_files import path_mentions, tool_file_ops
-from ctxcompact.compaction.summarize.templates import drop_templates
-from ctxcompact.ir import Message, has_user_text, tool_result_text
-from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES, restored_file_path, restored_file_paths
+from ctxcompact.compaction.summarize.statements import conclusions, prose, sentences, texts
+from ctxcompact.compaction.summarize.templates import shrink_harness_instructions
+from ctxcompact.ir import Message, tool_result_text
+from ctxcompact.markers import restored_file_paths
 
-PROBE_KINDS = ("path", "identifier", "number", "error", "url", "instruction", "last_request", "next_step")
+CATEGORIES: Mapping[str, tuple[str, ...]] = {
+    "task": ("task", "instruction", "last_request"),
+    "artifacts": ("path", "change"),
+    "continuation": ("next_step", "test"),
+    "decisions": ("decision",),
+    "recall": ("statement", "error", "identifier", "number", "url"),
+}
+PROBE_KINDS = tuple(kind for kinds in CATEGORIES.values() for kind in kinds)
 SENTENCE_COVERAGE = 0.8
-SENTENCE_KINDS = frozenset({"instruction", "last_request", "next_step"})
+SENTENCE_KINDS = frozenset(
+    {"task", "instruction", "last_request", "decision", "next_step", "statement", "error"}
+)
+STATEMENT_WORDS = 6
+TASK_SENTENCES = 3
+CHANGE_CHARS = 60
 
 _QUOTES = re.compile(r"[\"'`‘’“”«»]")
 _SPACE = re.compile(r"\s+")
 _IDENT = re.compile(r"`([A-Za-z_][\w.:/-]{2,60}(?:\(\))?|[a-z][\w-]* [\w.-]+(?: [\w.-]+)?)`")
 _URL = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
 _WORD = re.compile(r"[^\W\d_]{4,}|[\u3040-\u30ff\u3400-\u9fff]")
-_TAG = re.compile(r"</?[\w-]+>|</?[\w-]*$")  # <tool_use_error>…: the wrapper is not the error
-_NEXT_CUE = re.compile(r"\b(next|then|i'll|i will|let me|let's|remaining|still need|todo)\b", re.IGNORECASE)
+_TIMING = re.compile(r"\s*\bin [\d.]+s\b.*$")
+_CODE_TOKEN = re.compile(r"\w+")
+_NAMES = re.compile(r"`[^`\n]{2,80}`|\b\d+(?:[.,]\d+)*\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +116,22 @@ class ProbeReport:
 
     @property
     def overall(self) -> float | None:
+        """Probes kept / probes, all kinds pooled."""
         return self.kept / self.total if self.total else None
 
     def score(self, kind: str) -> float | None:
         return next((k.score for k in self.kinds if k.kind == kind), None)
+
+    def category(self, name: str) -> KindScore:
+        """The pooled kept / total of one category's kinds (:data:`CATEGORIES`)."""
+        members = [k for k in self.kinds if k.kind in CATEGORIES[name]]
+        return KindScore(name, sum(k.kept for k in members), sum(k.total for k in members))
+
+    @property
+    def mean(self) -> float | None:
+        """The mean of the category scores that have probes: what a judge's categories weigh."""
+        scores = [s for s in (self.category(c).score for c in CATEGORIES) if s is not None]
+        return sum(scores) / len(scores) if scores else None
 
 
 def normalise(text: str) -> str:
@@ -107,8 +141,9 @@ def normalise(text: str) -> str:
 
 def extract_probes(messages: Sequence[Message]) -> tuple[Probe, ...]:
     """The probes of ``messages`` (the compacted-away part), deduplicated, in a fixed order."""
-    user = _user_texts(messages)
-    agent = [texts(m.content) for m in messages if m.role == "assistant"]
+    facts = Facts.gather(messages)
+    user = [r.text for r in facts.requests]
+    agent = [t for t in (texts(m.content) for m in messages if m.role == "assistant") if t]
     found: dict[tuple[str, str], None] = {}
 
     def add(kind: str, values: Iterable[str]) -> None:
@@ -117,16 +152,91 @@ def extract_probes(messages: Sequence[Message]) -> tuple[Probe, ...]:
             if value:
                 found.setdefault((kind, value), None)
 
-    add("path", _tool_paths(messages))
+    task = shrink_harness_instructions(facts.task)
+    add("task", [s for s in sentences(task) if _long_enough(s)][:TASK_SENTENCES] or [task])
+    add("instruction", (r.removeprefix("- ") for r in facts.rules))
+    add("last_request", user[-1:])
+    add("path", _changed_paths(messages))
     add("path", (p for t in user for p in path_mentions(t)))
+    add("change", _change_lines(messages))
+    add("next_step", [facts.last_intent(), *(t.split("] ", 1)[-1] for t in facts.todos)])
+    add("test", (line for run in _latest_runs(facts.tests) for line in _test_lines(run)))
+    decisions = [c for t in agent for c in conclusions(t)]
+    add("decision", decisions)
+    add("statement", (s for t in agent for s in _statements(t) if s not in decisions))
+    add("error", (e.lines[0] for e in facts.errors if e.lines and e.lines[0] != "(no output)"))
     add("identifier", _identifiers(user, agent))
     add("number", (m.group(0) for t in [*user, *agent] for m in NUMBER_WITH_UNIT.finditer(t)))
-    add("error", (_TAG.sub("", e).strip() for e in collect_errors(messages)))
     add("url", (m.group(0).rstrip(".,;:") for t in [*user, *agent] for m in _URL.finditer(t)))
-    add("instruction", (s for t in user for s in sentences(t) if USER_RULE.search(s) and len(s) >= 4))
-    add("last_request", user[-1:])
-    add("next_step", _next_step(agent))
     return tuple(Probe(kind, text) for kind, text in found)
+
+
+def _changed_paths(messages: Sequence[Message]) -> list[str]:
+    """Files created, edited or deleted, each as its call wrote it (no ``cd`` followed: the
+    words the transcript holds)."""
+    return [
+        path
+        for m in messages
+        if m.role == "assistant"
+        for b in m.content
+        if b.get("type") == "tool_use"
+        for path, op in tool_file_ops(str(b.get("name") or ""), b.get("input"), follow_cd=False)
+        if op in ("edited", "written", "deleted")
+    ]
+
+
+def _statements(text: str) -> list[str]:
+    """The agent's sentences that name something (see the module docstring)."""
+    return [
+        s
+        for s in sentences(prose(text))
+        if len(s.split()) >= STATEMENT_WORDS and (_NAMES.search(s) or path_mentions(s))
+    ]
+
+
+def _long_enough(sentence: str) -> bool:
+    return len(sentence.split()) >= 5 or (len(sentence) >= 10 and not sentence.isascii())
+
+
+def _change_lines(messages: Sequence[Message]) -> list[str]:
+    """The first line of each changed file's latest new text (one probe per file)."""
+    latest: dict[str, str] = {}
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        for block in message.content:
+            if block.get("type") == "tool_use":
+                for path, text in new_texts(block):
+                    line = _first_code_line(text)
+                    if line:
+                        latest.pop(path, None)
+                        latest[path] = line
+    return list(latest.values())
+
+
+def _first_code_line(text: str) -> str:
+    for line in text.splitlines():
+        line = line.strip()
+        if len(line) >= 12 and len(_CODE_TOKEN.findall(line)) >= 3:
+            if len(line) <= CHANGE_CHARS:
+                return line
+            cut = line.rfind(" ", 0, CHANGE_CHARS)
+            return line[: cut if cut > CHANGE_CHARS // 2 else CHANGE_CHARS]
+    return ""
+
+
+def _latest_runs(runs: Sequence[TestRun]) -> list[TestRun]:
+    latest: dict[str, TestRun] = {}
+    for run in runs:
+        latest.pop(run.command, None)
+        latest[run.command] = run
+    return [r for r in latest.values() if r.status != "unknown"]
+
+
+def _test_lines(run: TestRun) -> list[str]:
+    """A run's summary (its first summary line, timing left out) and its failing tests."""
+    summary = _TIMING.sub("", run.summary.split("; ")[0]).strip(" =")
+    return [summary or run.status, *run.failures]
 
 
 def context_text(messages: Iterable[Message]) -> str:
@@ -140,10 +250,21 @@ def context_text(messages: Iterable[Message]) -> str:
             elif kind == "thinking":
                 parts.append(str(block.get("thinking") or ""))
             elif kind == "tool_use":
-                parts.append(json.dumps(block.get("input"), ensure_ascii=False, default=str))
+                parts.append(_input_text(block.get("input")))
             elif kind == "tool_result":
                 parts.append(tool_result_text(block))
     return "\n".join(parts)
+
+
+def _input_text(value: object) -> str:
+    """A tool input as the model reads its strings: the text itself, not JSON-escaped."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return "\n".join(_input_text(v) for v in value.values())
+    if isinstance(value, list):
+        return "\n".join(_input_text(v) for v in value)
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def restored_paths(messages: Iterable[Message]) -> tuple[str, ...]:
@@ -154,13 +275,14 @@ def score_probes(probes: Sequence[Probe], context: str, *, restored: Iterable[st
     """Which ``probes`` are kept in ``context`` (see the module docstring)."""
     haystack = normalise(context)
     words = set(_WORD.findall(haystack))
+    tokens = set(_CODE_TOKEN.findall(haystack))
     files = [normalise(p) for p in restored]
     kept: Counter[str] = Counter()
     total: Counter[str] = Counter()
     lost: list[Probe] = []
     for probe in probes:
         total[probe.kind] += 1
-        if _kept(probe, haystack, words, files):
+        if _kept(probe, haystack, words, tokens, files):
             kept[probe.kind] += 1
         else:
             lost.append(probe)
@@ -168,11 +290,15 @@ def score_probes(probes: Sequence[Probe], context: str, *, restored: Iterable[st
     return ProbeReport(kinds, tuple(lost))
 
 
-def _kept(probe: Probe, haystack: str, words: set[str], files: Sequence[str]) -> bool:
+def _kept(probe: Probe, haystack: str, words: set[str], tokens: set[str], files: Sequence[str]) -> bool:
     needle = normalise(probe.text)
-    if needle in haystack:
+    if not needle:
+        return False
+    # The inner words of an exact match are words of the context (the outer two may be parts
+    # of longer ones): most misses stop here, without a scan of the whole context per probe.
+    if all(t in tokens for t in _CODE_TOKEN.findall(needle)[1:-1]) and needle in haystack:
         return True
-    if any(f == needle or f.endswith("/" + needle.lstrip("./")) or needle in f for f in files if needle):
+    if any(f == needle or f.endswith("/" + needle.lstrip("./")) or needle in f for f in files):
         return True
     if probe.kind in SENTENCE_KINDS:
         wanted = set(_WORD.findall(needle))
@@ -180,40 +306,10 @@ def _kept(probe: Probe, haystack: str, words: set[str], files: Sequence[str]) ->
     return False
 
 
-def _user_texts(messages: Sequence[Message]) -> list[str]:
-    raw = [
-        user_words(m.content)
-        for m in messages
-        if m.role == "user" and has_user_text(m) and restored_file_path(m) is None
-    ]
-    # An earlier compaction summary is not the user speaking: its facts were probed when it was made.
-    return [t for t in drop_templates(raw) if t and not t.startswith(EARLIER_SUMMARY_PREFIXES)]
-
-
-def _tool_paths(messages: Sequence[Message]) -> list[str]:
-    return [
-        path
-        for m in messages
-        if m.role == "assistant"
-        for b in m.content
-        if b.get("type") == "tool_use"
-        for path, op in tool_file_ops(str(b.get("name") or ""), b.get("input"))
-        if op != "mentioned"
-    ]
-
-
 def _identifiers(user: Sequence[str], agent: Sequence[str]) -> list[str]:
     from_agent: Counter[str] = Counter(m.group(1) for t in agent for m in _IDENT.finditer(t))
     from_user = [m.group(1) for t in user for m in _IDENT.finditer(t)]
     return [*from_user, *(name for name, n in from_agent.items() if n >= 2)]
-
-
-def _next_step(agent: Sequence[str]) -> list[str]:
-    for text in reversed(agent):
-        if text.strip():
-            plans = [s for s in sentences(text) if _NEXT_CUE.search(s) and len(s.split()) >= 4]
-            return plans[-1:]
-    return []
 
 
 def probe_counts(report: ProbeReport) -> Mapping[str, tuple[int, int]]:

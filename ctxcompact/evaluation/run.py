@@ -1,36 +1,47 @@
 """``eval``: run strategies on transcripts and measure what each costs and what each keeps.
 
 For every conversation and strategy: tokens before and after, the ratio, the wall time, and
-the retention of the probes (:mod:`ctxcompact.evaluation.probes`) extracted from the part the strategy
-compacted away, scored against the whole compacted context. Strategies run through the
+the retention of the probes (:mod:`ctxcompact.evaluation.probes`) scored against the whole
+compacted context. The probes are read once per conversation, from all of it (its leading
+system messages aside): every strategy answers the same questions, as it would for a judge,
+and one that changed nothing keeps them all. Strategies run through the
 compaction pipeline (:func:`ctxcompact.compaction.pipeline.compact_conversation`) as ``dry_run`` (no
 archive is written), so every strategy in the table is evaluated the same way; ``offload``
 runs through the offload core into a temporary directory that is removed afterwards.
 
 Pure core: nothing printed, nothing written outside temporary directories, inputs untouched.
-The default strategies (:func:`default_strategies`) are every registered one plus
-``offload``; the summary is ``extractive`` unless the caller names another summarizer, so an
-evaluation needs no API key. A strategy that cannot run (a summarizer without its key) is
-reported as skipped with the reason, not as a failure of the whole run.
+The default strategies (:func:`default_strategies`) are every registered one, ``offload``, and
+``auto`` (what ``compact --auto`` does: nothing under the threshold, else its strategies);
+the summary is ``extractive`` unless the caller names another summarizer, so an evaluation
+needs no API key. A strategy that cannot run (a summarizer without its key) is reported as
+skipped with the reason, not as a failure of the whole run.
+
+*The budget* (:class:`EvalBudget`: ``--model``, ``--context-window``, ``--output-reserve``,
+``--threshold``, ``--models-file``, as ``compact`` takes them) is worked out per conversation
+as ``compact`` does, and every strategy runs with it, so a row is what ``compact -w N
+--strategy X`` writes; ``auto`` always has one (the transcript's own model's when none is
+given). Without budget options the other strategies run as plain ``compact --strategy X``.
 """
 
 from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxcompact.accounting.check import measure_total
+from ctxcompact.accounting.check import budget_for, measure_total
 from ctxcompact.accounting.counters import shared_cache
 from ctxcompact.accounting.tokens import TokenCounter
+from ctxcompact.accounting.windows import DEFAULT_RATIO, Budget
 from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
-from ctxcompact.compaction.strategies import STRATEGY_NAMES
+from ctxcompact.compaction.strategies import AUTO_STRATEGIES, STRATEGY_NAMES
 from ctxcompact.errors import CtxcompactError, UsageError
 from ctxcompact.evaluation.probes import (
     PROBE_KINDS,
     KindScore,
+    Probe,
     ProbeReport,
     context_text,
     extract_probes,
@@ -41,12 +52,38 @@ from ctxcompact.ir import Message
 from ctxcompact.transcripts.io import Conversation, Transcript
 
 OFFLOAD = "offload"
+AUTO = "auto"
 DEFAULT_CONVERSATIONS = 3
 
 
 def default_strategies() -> tuple[str, ...]:
-    """Every strategy of the table, then ``offload``."""
-    return (*STRATEGY_NAMES, OFFLOAD)
+    """Every strategy of the table, then ``offload`` and ``auto``."""
+    return (*STRATEGY_NAMES, OFFLOAD, AUTO)
+
+
+@dataclass(frozen=True, slots=True)
+class EvalBudget:
+    """The budget options, as ``compact`` takes them (plain data: it travels to workers)."""
+
+    model: str | None = None
+    context_window: int | None = None
+    output_reserve: int | None = None
+    ratio: float = DEFAULT_RATIO
+    registry: Mapping[str, int] | None = None
+
+    @property
+    def given(self) -> bool:
+        return bool(self.model) or bool(self.context_window)
+
+    def for_conversation(self, conversation: Conversation) -> Budget:
+        return budget_for(
+            conversation,
+            model=self.model,
+            context_window=self.context_window,
+            output_reserve=self.output_reserve,
+            ratio=self.ratio,
+            registry=self.registry,
+        )
 
 
 def check_eval_strategies(names: Sequence[str]) -> tuple[str, ...]:
@@ -70,6 +107,8 @@ class StrategyRun:
     seconds: float = 0.0
     report: ProbeReport | None = None
     skipped: str = ""
+    #: The budget's threshold the run had (None: no budget).
+    threshold: int | None = None
     #: The conversation's messages, the compacted context, and the messages it replaced (for
     #: the LLM judge, :mod:`ctxcompact.evaluation.judge`); references to the run's own objects.
     original: Sequence[Message] = field(default=(), repr=False, compare=False)
@@ -79,6 +118,13 @@ class StrategyRun:
     @property
     def ratio(self) -> float | None:
         return self.tokens_after / self.tokens_before if self.tokens_before and not self.skipped else None
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the result is under the threshold (None without a budget or figures)."""
+        if self.threshold is None or self.skipped:
+            return None
+        return self.tokens_after < self.threshold
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +138,11 @@ class StrategySummary:
     tokens_after: int
     seconds: float
     report: ProbeReport
+    #: Runs whose result is under their threshold, and runs that had one.
+    fitting: int = 0
+    budgeted: int = 0
+    #: The mean of the runs' :attr:`ProbeReport.mean` (each conversation weighs the same).
+    score: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -116,13 +167,14 @@ def evaluate_transcripts(
     summarizer: str = "extractive",
     work_dir: Path | None = None,
     max_conversations: int = DEFAULT_CONVERSATIONS,
+    budget: EvalBudget | None = None,
     counter: TokenCounter | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> EvalResult:
     """Every strategy on the first ``max_conversations`` conversations of each transcript.
 
     ``work_dir``: where ``full`` restores files from (default: an empty temporary directory,
-    so nothing of the local disk leaks into a score).
+    so nothing of the local disk leaks into a score). ``budget``: see the module docstring.
     """
     names = check_eval_strategies(strategies or default_strategies())
     runs: list[StrategyRun] = []
@@ -132,6 +184,7 @@ def evaluate_transcripts(
             convs = transcript.conversations[:max_conversations]
             for i, conv in enumerate(convs):
                 source = transcript.name if len(convs) == 1 else f"{transcript.name}#{i}"
+                probes = conversation_probes(conv)
                 # One cache for the conversation's strategies: each block is encoded once.
                 shared = shared_cache(counter)
                 measure_total(conv, shared)  # before the clock: no strategy is charged for it
@@ -143,8 +196,10 @@ def evaluate_transcripts(
                             source=source,
                             summarizer=summarizer,
                             work_dir=root,
+                            budget=budget,
                             counter=shared,
                             clock=clock,
+                            probes=probes,
                         )
                     )
     return EvalResult(names, tuple(runs))
@@ -157,27 +212,38 @@ def evaluate_strategy(
     source: str,
     summarizer: str = "extractive",
     work_dir: Path,
+    budget: EvalBudget | None = None,
     counter: TokenCounter,
     clock: Callable[[], float] = time.perf_counter,
+    probes: Sequence[Probe] | None = None,
 ) -> StrategyRun:
-    """One strategy on one conversation (see the module docstring)."""
+    """One strategy on one conversation (see the module docstring); ``probes``: the
+    conversation's (:func:`conversation_probes`), read here when not given."""
     start = clock()
+    budget = budget or EvalBudget()
+    limits = budget.for_conversation(conversation) if budget.given or strategy == AUTO else None
+    threshold = limits.threshold if limits is not None else None
     try:
         if strategy == OFFLOAD:
             before, after, messages = _offload(conversation, counter)
         else:
+            auto = strategy == AUTO
             options = CompactOptions.from_keywords(
-                strategies=(strategy,), work_dir=work_dir, summarizer=summarizer
+                strategies=AUTO_STRATEGIES if auto else (strategy,), work_dir=work_dir, summarizer=summarizer
             )
-            result = compact_conversation(conversation, options=options, dry_run=True, counter=counter)
+            result = compact_conversation(
+                conversation, options=options, budget=limits, auto=auto, dry_run=True, counter=counter
+            )
             before, after = result.stats.original_tokens, result.stats.compacted_tokens
             messages = result.conversation.messages
     except CtxcompactError as exc:
-        return StrategyRun(source, strategy, skipped=str(exc))
+        return StrategyRun(source, strategy, skipped=str(exc), threshold=threshold)
     seconds = clock() - start
     kept = {id(m) for m in messages}
     replaced = [m for m in conversation.messages if id(m) not in kept]
-    report = score_probes(extract_probes(replaced), context_text(messages), restored=restored_paths(messages))
+    if probes is None:
+        probes = conversation_probes(conversation)
+    report = score_probes(probes, context_text(messages), restored=restored_paths(messages))
     return StrategyRun(
         source,
         strategy,
@@ -185,10 +251,18 @@ def evaluate_strategy(
         after,
         seconds,
         report,
+        threshold=threshold,
         original=conversation.messages,
         messages=tuple(messages),
         replaced=tuple(replaced),
     )
+
+
+def conversation_probes(conversation: Conversation) -> tuple[Probe, ...]:
+    """The probes of a conversation: read from every message after its leading system ones."""
+    messages = conversation.messages
+    head = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
+    return extract_probes(messages[head:])
 
 
 def _offload(conversation: Conversation, counter: TokenCounter) -> tuple[int, int, Sequence[Message]]:
@@ -216,6 +290,7 @@ def _summarize(name: str, runs: Sequence[StrategyRun]) -> StrategySummary:
         for kind in PROBE_KINDS
     )
     lost = tuple(p for r in done if r.report for p in r.report.lost)
+    means = [m for r in done if r.report and (m := r.report.mean) is not None]
     return StrategySummary(
         name,
         len(done),
@@ -224,4 +299,7 @@ def _summarize(name: str, runs: Sequence[StrategyRun]) -> StrategySummary:
         sum(r.tokens_after for r in done),
         sum(r.seconds for r in done),
         ProbeReport(kinds, lost),
+        fitting=sum(1 for r in done if r.fits),
+        budgeted=sum(1 for r in done if r.fits is not None),
+        score=sum(means) / len(means) if means else None,
     )

@@ -11,23 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from ctxcompact.evaluation.probes import PROBE_KINDS
-from ctxcompact.evaluation.run import EvalResult, StrategyRun, StrategySummary
+from ctxcompact.evaluation.probes import CATEGORIES, KindScore
+from ctxcompact.evaluation.run import EvalResult, StrategyRun
 from ctxcompact.output.table import Column, Table
 
-#: Column headings; the probe kinds' columns follow "kept".
-BASE_HEADERS = ("strategy", "runs", "tokens before → after", "ratio", "time", "kept")
-KIND_HEADERS = {
-    "path": "paths",
-    "identifier": "idents",
-    "number": "numbers",
-    "error": "errors",
-    "url": "urls",
-    "instruction": "instr.",
-    "last_request": "last req.",
-    "next_step": "next step",
-}
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+#: Column headings; the probe categories' columns follow "score".
+BASE_HEADERS = ("strategy", "runs", "tokens before → after", "ratio", "fits", "time", "score")
 
 
 def _pct(value: float | None) -> str:
@@ -35,13 +25,15 @@ def _pct(value: float | None) -> str:
 
 
 def summary_table(result: EvalResult) -> Table:
-    """One row per strategy: the sums of :meth:`EvalResult.summaries`."""
+    """One row per strategy: the sums of :meth:`EvalResult.summaries`; ``score`` is the mean
+    over conversations of the category mean (:attr:`ProbeReport.mean`), each category its
+    pooled kept / total."""
     summaries = result.summaries()
-    headers = (*BASE_HEADERS, *(KIND_HEADERS[k] for k in PROBE_KINDS))
+    headers = (*BASE_HEADERS, *CATEGORIES)
     rows: list[tuple[str, ...]] = []
     values: list[list[float | None]] = []
     for s in summaries:
-        kinds = [s.report.score(k) for k in PROBE_KINDS]
+        categories = [s.report.category(c) for c in CATEGORIES]
         skipped = f" ({s.skipped} skipped)" if s.skipped else ""
         rows.append(
             (
@@ -49,17 +41,20 @@ def summary_table(result: EvalResult) -> Table:
                 f"{s.runs}{skipped}",
                 f"{s.tokens_before:,} → {s.tokens_after:,}",
                 _pct(s.ratio),
+                f"{s.fitting}/{s.budgeted}" if s.budgeted else "—",
                 f"{s.seconds:.2f}s",
-                _pct(s.report.overall),
-                *(_kind_cell(s, k) for k in PROBE_KINDS),
+                _pct(s.score),
+                *(_score_cell(c) for c in categories),
             )
         )
-        values.append([None, None, None, _neg(s.ratio), _neg(s.seconds), s.report.overall, *kinds])
+        fits = s.fitting / s.budgeted if s.budgeted else None
+        values.append(
+            [None, None, None, _neg(s.ratio), fits, _neg(s.seconds), s.score, *(c.score for c in categories)]
+        )
     return Table(tuple(Column(h) for h in headers), tuple(rows), best_cells(values))
 
 
-def _kind_cell(s: StrategySummary, kind: str) -> str:
-    score = next(k for k in s.report.kinds if k.kind == kind)
+def _score_cell(score: KindScore) -> str:
     return "—" if not score.total else f"{score.score:.0%} ({score.kept}/{score.total})"
 
 
@@ -140,7 +135,7 @@ def scatter_svg(result: EvalResult, *, width: int = 640, height: int = 360) -> s
             continue
         x = pad + point[0] * (width - 2 * pad)
         y = height - pad - point[1] * (height - 2 * pad)
-        tip = f"{run.strategy} · {run.source} · ratio {point[0]:.0%} · kept {point[1]:.0%}"
+        tip = f"{run.strategy} · {run.source} · ratio {point[0]:.0%} · score {point[1]:.0%}"
         marks.append(
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{colors[run.strategy]}" fill-opacity="0.7">'
             f"<title>{escape(tip)}</title></circle>"
@@ -154,7 +149,7 @@ def scatter_svg(result: EvalResult, *, width: int = 640, height: int = 360) -> s
         f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#444"/>'
         f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#444"/>'
         f'<text x="{width / 2}" y="{height - 12}" text-anchor="middle" font-size="12">tokens after / before (0 %–100 %)</text>'
-        f'<text x="14" y="{height / 2}" transform="rotate(-90 14 {height / 2})" text-anchor="middle" font-size="12">probes kept (0 %–100 %)</text>'
+        f'<text x="14" y="{height / 2}" transform="rotate(-90 14 {height / 2})" text-anchor="middle" font-size="12">score (0 %–100 %)</text>'
     )
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
@@ -163,9 +158,9 @@ def scatter_svg(result: EvalResult, *, width: int = 640, height: int = 360) -> s
 
 
 def _point(run: StrategyRun) -> tuple[float, float] | None:
-    if run.ratio is None or run.report is None or run.report.overall is None:
+    if run.ratio is None or run.report is None or run.report.mean is None:
         return None
-    return min(max(run.ratio, 0.0), 1.0), run.report.overall
+    return min(max(run.ratio, 0.0), 1.0), run.report.mean
 
 
 _PAGE = """<!doctype html>
@@ -179,9 +174,11 @@ td.best{{background:#d9f2d9;font-weight:bold}}
 li{{font-size:13px;font-family:ui-monospace,monospace}}
 </style></head><body>
 <h1>ctxcompact eval</h1>
-<p>Per strategy: tokens before → after, ratio (after / before, lower is smaller), wall time, and
-the share of probes from the compacted-away part found in the compacted context. Best value per
-column highlighted.</p>
+<p>Per strategy: tokens before → after, ratio (after / before, lower is smaller), how many
+results fit under the threshold, wall time, and the score: per probe category (task, artifacts,
+continuation, decisions, recall) the share of probes from the compacted-away part found in the
+compacted context, averaged over the categories and the conversations. Best value per column
+highlighted.</p>
 {table}
 <h2>Tokens vs retention (one point per conversation)</h2>
 {svg}

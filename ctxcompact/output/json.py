@@ -380,22 +380,30 @@ def sessions_to_json(rows: Sequence[SessionInfo]) -> list[dict[str, Any]]:
 
 def eval_json(result: EvalResult, *, show_lost: int = 0) -> dict[str, Any]:
     """``eval --json``: the per-strategy summary, then every run; ``show_lost`` lost probes each."""
-    from ctxcompact.evaluation.probes import PROBE_KINDS  # not on the count/check start-up path
+    from ctxcompact.evaluation.probes import CATEGORIES, PROBE_KINDS  # not on the count/check start-up path
 
     return {
         "strategies": [_summary_dict(s, show_lost) for s in result.summaries()],
         "runs": [_run_dict(r, show_lost) for r in result.runs],
         "probeKinds": list(PROBE_KINDS),
+        "categories": {name: list(kinds) for name, kinds in CATEGORIES.items()},
     }
 
 
 def _scores(report: ProbeReport | None) -> dict[str, Any]:
+    from ctxcompact.evaluation.probes import CATEGORIES
+
     if report is None:
         return {}
     return {
+        "score": _round(report.mean),
         "overall": _round(report.overall),
         "kept": report.kept,
         "total": report.total,
+        "byCategory": {
+            c.kind: {"kept": c.kept, "total": c.total, "score": _round(c.score)}
+            for c in (report.category(name) for name in CATEGORIES)
+        },
         "byKind": {
             k.kind: {"kept": k.kept, "total": k.total, "score": _round(k.score)} for k in report.kinds
         },
@@ -415,6 +423,9 @@ def _summary_dict(s: StrategySummary, show_lost: int) -> dict[str, Any]:
         "tokensAfter": s.tokens_after,
         "ratio": _round(s.ratio),
         "seconds": round(s.seconds, 3),
+        "score": _round(s.score),
+        "fitting": s.fitting,
+        "budgeted": s.budgeted,
         "retention": _scores(s.report),
         "lost": _lost(s.report.lost, show_lost),
     }
@@ -428,6 +439,8 @@ def _run_dict(r: StrategyRun, show_lost: int) -> dict[str, Any]:
         "tokensAfter": r.tokens_after,
         "ratio": _round(r.ratio),
         "seconds": round(r.seconds, 3),
+        "threshold": r.threshold,
+        "fits": r.fits,
         "retention": _scores(r.report),
         "lost": _lost(r.report.lost, show_lost) if r.report else [],
     }

@@ -2,9 +2,9 @@
 to-do lists, and what became of each error.
 
 * :func:`call_label` — ``Edit(src/app.py)``, ``Bash(pytest -q)``: the tool and its main argument;
-* :func:`changes_of` — what an edit or a write put in a file (Claude Code ``Edit``/``MultiEdit``/
-  ``Write``, editor tools, ``apply_patch``, ``sed -i`` and heredocs in shell commands), the new
-  text on one line;
+* :func:`edits` — what an edit or a write put in a file (Claude Code ``Edit``/``MultiEdit``/
+  ``Write``, editor tools, ``apply_patch``, ``sed -i`` and heredocs in shell commands);
+  :func:`changes_of` shows each on one line, :func:`new_texts` gives the new text as written;
 * :func:`todo_items` — the agent's to-do list: Claude Code ``TodoWrite`` and ``TaskCreate``/
   ``TaskUpdate``, Codex ``update_plan``;
 * :class:`Later` — what follows each message, indexed once: an error's outcome is the agent's
@@ -85,46 +85,60 @@ def _one_line(text: str, words: int) -> str:
 
 def changes_of(index: int, block: Block, *, words: int = 40) -> Iterator[Change]:
     """The changes a tool call makes (see the module docstring)."""
+    for path, how, old, new in edits(block):
+        if old is not None and old.strip():
+            yield Change(index, path, how, f"{_one_line(old, max(words // 4, 6))} → {_one_line(new, words)}")
+        else:
+            lines = new.count("\n") + 1
+            label = (
+                how if how in ("sed -i", "apply_patch") else f"{how}, {lines} line{'s' if lines != 1 else ''}"
+            )
+            yield Change(index, path, label, _one_line(new, words))
+
+
+def new_texts(block: Block) -> Iterator[tuple[str, str]]:
+    """``(path, new text)`` for each change a tool call makes, the text as the call wrote it."""
+    for path, _how, _old, new in edits(block):
+        yield path, new
+
+
+def edits(block: Block) -> Iterator[tuple[str, str, str | None, str]]:
+    """``(path, how, old text or None, new text)`` for each change a tool call makes: a file
+    tool's replacement or content (``MultiEdit`` edit by edit), a heredoc written to a file,
+    a ``sed -i`` expression, the added lines of a patch."""
     name = str(block.get("name") or "tool")
     tool_input = block.get("input")
     if isinstance(tool_input, Mapping):
         path = next((v for k in PATH_FIELDS if isinstance(v := tool_input.get(k), str) and v.strip()), "")
-        edits = tool_input.get("edits")
-        if path and isinstance(edits, list):  # MultiEdit
-            for edit in edits:
+        batch = tool_input.get("edits")
+        if path and isinstance(batch, list):  # MultiEdit
+            for edit in batch:
                 if isinstance(edit, Mapping):
-                    yield from _replacement(index, path, name, edit, words)
+                    yield from _replacement(path, name, edit)
             return
         if path:
-            yield from _replacement(index, path, name, tool_input, words)
+            yield from _replacement(path, name, tool_input)
             return
     for command in command_texts(tool_input):
-        yield from _shell_changes(index, command, words)
+        yield from _shell_edits(command)
 
 
-def _replacement(index: int, path: str, how: str, fields: Mapping[str, Any], words: int) -> Iterator[Change]:
+def _replacement(
+    path: str, how: str, fields: Mapping[str, Any]
+) -> Iterator[tuple[str, str, str | None, str]]:
     new = next((v for k in _NEW_TEXT_FIELDS if isinstance(v := fields.get(k), str)), None)
     if new is None or not new.strip():
         return
     old = next((v for k in _OLD_TEXT_FIELDS if isinstance(v := fields.get(k), str)), None)
-    if old is not None and old.strip():
-        text = f"{_one_line(old, max(words // 4, 6))} → {_one_line(new, words)}"
-    else:
-        lines = new.count("\n") + 1
-        how = f"{how}, {lines} line{'s' if lines != 1 else ''}"
-        text = _one_line(new, words)
-    yield Change(index, path, how, text)
+    yield path, how, old, new
 
 
-def _shell_changes(index: int, command: str, words: int) -> Iterator[Change]:
+def _shell_edits(command: str) -> Iterator[tuple[str, str, str | None, str]]:
     for match in _HEREDOC_WRITE.finditer(command):
-        body = match.group(3)
-        lines = body.count("\n")
-        path = path_after(command[: match.start()], match.group(1))
-        yield Change(index, path, f"heredoc, {lines} line{'s' if lines != 1 else ''}", _one_line(body, words))
+        yield path_after(command[: match.start()], match.group(1)), "heredoc", None, match.group(3)
     for match in _SED_EDIT.finditer(command):
         path = path_after(command[: match.start()], match.group(2).strip("'\""))
-        yield Change(index, path, "sed -i", match.group(1).strip("'\""))
+        yield path, "sed -i", None, match.group(1).strip("'\"")
     if "*** Begin Patch" in command:
         path = ""
         added: dict[str, list[str]] = {}
@@ -135,7 +149,7 @@ def _shell_changes(index: int, command: str, words: int) -> Iterator[Change]:
             elif path and line.startswith("+") and not line.startswith("+++"):
                 added.setdefault(path, []).append(line[1:])
         for path, lines in added.items():
-            yield Change(index, path, "apply_patch", _one_line("\n".join(lines), words))
+            yield path, "apply_patch", None, "\n".join(lines)
 
 
 def todo_items(name: str, tool_input: Any, tasks: dict[str, tuple[str, str]]) -> list[str] | None:

@@ -41,7 +41,15 @@ from collections.abc import Sequence
 from ctxcompact.compaction.summarize import Summary
 from ctxcompact.compaction.summarize import earlier as earlier_summary
 from ctxcompact.compaction.summarize.facts import ErrorNote, Facts
-from ctxcompact.compaction.summarize.layout import PINNED_SHARE, Part, Section, clip_words, render, words
+from ctxcompact.compaction.summarize.layout import (
+    PINNED_SHARE,
+    Part,
+    Section,
+    clip_ends_words,
+    clip_words,
+    render,
+    words,
+)
 from ctxcompact.compaction.summarize.outcomes import TestRun
 from ctxcompact.compaction.summarize.prompt import DIMENSIONS, SUMMARY_MAX_WORDS
 from ctxcompact.compaction.summarize.templates import shrink_harness_instructions
@@ -194,6 +202,8 @@ def _status_parts(facts: Facts, *, max_words: int) -> tuple[Part, ...]:
         latest = SAME_AS_TASK if request.text == facts.task and not request.via else request.text
     tests = tuple(_test_line(t) for t in _latest_tests(facts.tests))
     last_text = clip_words(facts.last_text, _cap(max_words, 5, 150)) if facts.last_text else ""
+    thoughts = clip_ends_words(facts.last_thoughts, _cap(max_words, 8, 80)) if facts.last_thoughts else ""
+    notes = tuple(f"- {clip_words(n, _cap(max_words, 12, 60))}" for n in facts.turn_notes)
     return (
         Part(
             "Latest user request:", (clip_words(latest, _cap(max_words, 4, 300)),) if latest else (), rank=0
@@ -201,8 +211,12 @@ def _status_parts(facts: Facts, *, max_words: int) -> tuple[Part, ...]:
         Part("Pending tasks (the agent's to-do list):", tuple(facts.todos), "first"),
         Part("Test status:", tests, "last", rank=0),
         Part("Reported by the harness:", tuple(f"- {e}" for e in facts.events), "last", rank=2),
+        Part("The agent's notes since the latest request:", notes, "each"),
         Part("Current work — the agent's last actions:", tuple(actions), "last"),
         Part("Agent's last message:", (last_text,) if last_text else (), rank=0),
+        Part(
+            "The agent's last thoughts (its turn was cut before it spoke):", (thoughts,) if thoughts else ()
+        ),
         Part("Next step:", tuple(next_step(facts)), "first", rank=0),
     )
 

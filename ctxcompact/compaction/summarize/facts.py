@@ -64,6 +64,7 @@ NUMBER_WITH_UNIT = re.compile(
     r"(?<![\w.])\d{1,3}(?:,\d{3})*(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes|h|hours|days|"
     r"KB|MB|GB|TB|KiB|MiB|GiB|kB|bytes|tokens|chars|characters|words|lines|%|px|rem|em|GHz|MHz|x)(?![\w])",
 )
+_RUNNING = re.compile(r"Process running with session ID (\w+)")
 _SLASH_COMMAND = re.compile(r"^/[\w:-]+(?:\s.*)?$")  # "/compact focus": not the task
 _CODE_SPAN = re.compile(r"`([A-Za-z_][\w.:/-]{2,60}(?:\(\))?)`")
 
@@ -114,6 +115,10 @@ class Facts:
     #: (request number it answered, text): the agent's last text of each finished turn.
     reports: list[tuple[int, str]] = field(default_factory=list)
     last_text: str = ""
+    #: The agent's earlier texts since the latest request (its running notes of the turn).
+    turn_notes: list[str] = field(default_factory=list)
+    #: The agent's thinking in a last message that has nothing else (a turn cut mid-thought).
+    last_thoughts: str = ""
     concepts: Counter[str] = field(default_factory=Counter)
     figures: dict[str, None] = field(default_factory=dict)
     earlier: list[str] = field(default_factory=list)
@@ -147,7 +152,8 @@ class Facts:
 
     def last_intent(self) -> str:
         """The agent's last sentence about what it does next, in its last words."""
-        found = intents(self.last_text)
+        # Thoughts after the last words are the newer.
+        found = intents(self.last_thoughts) or intents(self.last_text)
         return found[-1] if found else ""
 
 
@@ -164,6 +170,8 @@ class _Reader:
         self.actions: dict[str, Action] = {}
         self.tasks: dict[str, tuple[str, str]] = {}
         self.turn_text = ""
+        self.turn_notes: list[str] = []
+        self.sessions: dict[str, str] = {}  # a running command's session id -> its call
         # What facts.rules and facts.conclusions hold: the lists keep the order, these the look-ups.
         self.listed_rules: set[str] = set()
         self.listed_conclusions: set[str] = set()
@@ -182,6 +190,14 @@ class _Reader:
             facts.changes.extend(changes)
         facts.changes.sort(key=lambda c: c.index)
         facts.last_text = self.turn_text
+        facts.turn_notes = self.turn_notes
+        last = self.messages[-1] if self.messages else None
+        if (
+            last is not None
+            and last.role == "assistant"
+            and all(b.get("type") == "thinking" for b in last.content)
+        ):
+            facts.last_thoughts = "\n".join(str(b.get("thinking") or "") for b in last.content).strip()
         facts.final_index = len(self.messages) - 1
         return facts
 
@@ -214,6 +230,7 @@ class _Reader:
         if self.turn_text:
             facts.reports.append((len(facts.requests), self.turn_text))
         self.turn_text = ""
+        self.turn_notes = []
         facts.after_earlier = True
         is_task = not facts.task and not request.via and not _SLASH_COMMAND.match(request.text)
         if is_task:
@@ -236,11 +253,14 @@ class _Reader:
             tool_id = str(block.get("tool_use_id") or "")
             at, call = self.calls.get(tool_id, (index, None))
             name = str(call.get("name") or "tool") if call is not None else str(block.get("name") or "tool")
-            label = call_label(call, words=8) if call is not None else name
+            label = self._label(call, words=8) if call is not None else name
             body = tool_result_text(block)
             action = self.actions.get(tool_id)
             if action is not None:
                 action.result_index = index
+            running = _RUNNING.search(body[:300])
+            if running and call is not None:  # a later call polls this session: name it so
+                self.sessions[running.group(1)] = call_label(call, words=8)
             if is_rejection(body):
                 said = rejection_feedback(body)
                 self.pending_ops.pop(tool_id, None)
@@ -270,7 +290,7 @@ class _Reader:
                     facts.changes.extend(changes)
             if not broke:
                 if action is not None:
-                    action.outcome = "ok"
+                    action.outcome = f"still running (session {running.group(1)})" if running else "ok"
                 continue
             facts.failed[name] += 1
             lines = tuple(failure_lines(body))
@@ -279,6 +299,15 @@ class _Reader:
             )
             if action is not None:
                 action.outcome = "failed: " + clip_words(lines[0], ERROR_LINE_WORDS)
+
+    def _label(self, call: Block, *, words: int = 12) -> str:
+        """:func:`call_label`, or for a call that polls a running command's session (Codex
+        ``write_stdin``), the command it polls."""
+        tool_input = call.get("input")
+        polled = tool_input.get("session_id") if isinstance(tool_input, Mapping) else None
+        if polled is not None and str(polled) in self.sessions:
+            return f"{call.get('name') or 'tool'}(session {polled}: {self.sessions[str(polled)]})"
+        return call_label(call, words=words)
 
     def _failed(self, result: Block) -> bool:
         return failed(result, tool_result_text(result), flags_reported=self.later.flags_reported)
@@ -290,6 +319,8 @@ class _Reader:
         text = texts(message.content)
         if text and text not in OUR_ACKS:
             facts.after_earlier = True
+            if self.turn_text:
+                self.turn_notes.append(self.turn_text)
             self.turn_text = text
             self._add_conclusions(text)
             self._add_concepts(text)
@@ -301,7 +332,7 @@ class _Reader:
             tool_id = str(block.get("id") or "")
             facts.tools[name] += 1
             self.calls[tool_id] = (index, block)
-            action = Action(index, call_label(block))
+            action = Action(index, self._label(block))
             self.actions[tool_id] = action
             facts.actions.append(action)
             todos = todo_items(name, block.get("input"), self.tasks)

@@ -80,6 +80,16 @@ def clip_words(text: str, limit: int) -> str:
     return " ".join(tokens[: max(limit - 1, 1)]) + " …"
 
 
+def clip_ends_words(text: str, limit: int) -> str:
+    """``text`` on one line, its first and last words around an ellipsis when it has more than
+    ``limit``: a train of thought keeps where it started and where it got to."""
+    tokens = text.split()
+    if len(tokens) <= limit:
+        return " ".join(tokens)
+    head = max((limit - 1) // 3, 1)
+    return " ".join(tokens[:head]) + " … " + " ".join(tokens[-(limit - 1 - head) :])
+
+
 def clip_ends(text: str, limit: int) -> str:
     """``text`` (line breaks kept) if it has at most ``limit`` words, else its first two thirds
     and last third around :data:`CLIP_ENDS_MARKER` — the task and its closing instructions
@@ -198,7 +208,11 @@ def _trim_part(part: Part, quota: int) -> Part:
     omitted = len(part.items) - len(kept)
     items = [kept[i] for i in sorted(kept)]
     if omitted and quota >= note_words:
-        items.append(f"({omitted} more omitted)")
+        # Where the omitted items were: before the kept ones when the newest are kept.
+        if part.keep == "last":
+            items.insert(0, f"({omitted} earlier omitted)")
+        else:
+            items.append(f"({omitted} more omitted)")
     return replace(part, label=part.label if items else None, items=tuple(items))
 
 

@@ -126,10 +126,16 @@ def last_output_line(text: str) -> str:
 
 
 def failure_lines(text: str) -> list[str]:
-    """What to show of a failed command: its error lines (:func:`error_lines`), else its
-    last line of output (where a failure is reported), the harness's frame left out."""
+    """What to show of a failed command: its error lines (:func:`error_lines`), else its first
+    line of three words or more and its last line, the harness's frame left out."""
     found = [line for line in error_lines(output_of(text)) if exit_status(line) is None]
-    return found or [last_output_line(text) or "(no output)"]
+    if found:
+        return found
+    lines = [line.strip() for line in output_of(text)[-4000:].splitlines() if line.strip()]
+    first = next((line for line in lines if len(line.split()) >= 3), "")
+    last = lines[-1] if lines else ""
+    # A CLI's message is usually its first sentence, a runtime's its last line: both, once.
+    return [line for line in dict.fromkeys((first, last)) if line] or ["(no output)"]
 
 
 def error_lines(text: str) -> list[str]:

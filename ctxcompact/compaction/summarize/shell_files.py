@@ -115,8 +115,9 @@ def argv_command(argv: list[str]) -> str:
     return shlex.join(argv) if len(argv) > 1 else "".join(argv)
 
 
-def tool_file_ops(tool: str, tool_input: Any) -> Iterator[tuple[str, str]]:
-    """``(path, operation)`` for every file a call touches; ``mentioned`` for the rest."""
+def tool_file_ops(tool: str, tool_input: Any, *, follow_cd: bool = True) -> Iterator[tuple[str, str]]:
+    """``(path, operation)`` for every file a call touches; ``mentioned`` for the rest.
+    ``follow_cd=False``: shell paths as the command wrote them, not under a ``cd`` directory."""
     if isinstance(tool_input, Mapping):
         for key in PATH_FIELDS:
             value = tool_input.get(key)
@@ -124,10 +125,10 @@ def tool_file_ops(tool: str, tool_input: Any) -> Iterator[tuple[str, str]]:
                 yield value.strip(), file_op(tool, tool_input)
                 break
     for text in command_texts(tool_input):
-        yield from shell_file_ops(text)
+        yield from shell_file_ops(text, follow_cd=follow_cd)
 
 
-def shell_file_ops(command: str) -> Iterator[tuple[str, str]]:
+def shell_file_ops(command: str, *, follow_cd: bool = True) -> Iterator[tuple[str, str]]:
     """``(path, operation)`` pairs for one shell command or patch (see the module docstring)."""
     known: set[str] = set()
     for match in _PATCH_LINE.finditer(command):
@@ -141,7 +142,7 @@ def shell_file_ops(command: str) -> Iterator[tuple[str, str]]:
     cwd = ""
     mentions: list[str] = []
     for segment in _SEGMENT.split(body_free):
-        moved = _cd_target(segment)
+        moved = _cd_target(segment) if follow_cd else None
         if moved is not None:
             cwd = _under(cwd, moved) if moved else ""
             continue

@@ -57,6 +57,7 @@ HEDGE = re.compile(
 )
 SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？])\s+|\n+|(?<=[。！？])")
 _MARKUP_TAG = re.compile(r"</?[A-Za-z_][\w-]*>")  # <IMPORTANT>, </CRITICAL>: emphasis, not words
+_MENU_ITEM = re.compile(r"^\[\w\]\s")  # "[d] Done - exit": an option offered, not a finding
 _CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _TABLE_OR_RULE = re.compile(r"^\s*(?:\|.*\||[-=*_]{3,}|#{1,6}\s.*)\s*$")  # tables, rules, headings
 
@@ -99,6 +100,7 @@ def conclusions(text: str, *, min_words: int = 5) -> list[str]:
         and not HEDGE.search(s)
         and not QUESTION.search(s)
         and not s.endswith((":", "："))  # an introduction to what follows
+        and not _MENU_ITEM.match(s)
         and _long_enough(s, min_words)
     ]
 
