@@ -43,10 +43,9 @@ from ctxcompact.evaluation.probes import (
     KindScore,
     Probe,
     ProbeReport,
-    context_text,
+    ProbeSet,
     extract_probes,
     restored_paths,
-    score_probes,
 )
 from ctxcompact.ir import Message
 from ctxcompact.transcripts.io import Conversation, Transcript
@@ -184,7 +183,7 @@ def evaluate_transcripts(
             convs = transcript.conversations[:max_conversations]
             for i, conv in enumerate(convs):
                 source = transcript.name if len(convs) == 1 else f"{transcript.name}#{i}"
-                probes = conversation_probes(conv)
+                probes = ProbeSet(conversation_probes(conv))  # read once, for every strategy
                 # One cache for the conversation's strategies: each block is encoded once.
                 shared = shared_cache(counter)
                 measure_total(conv, shared)  # before the clock: no strategy is charged for it
@@ -215,10 +214,11 @@ def evaluate_strategy(
     budget: EvalBudget | None = None,
     counter: TokenCounter,
     clock: Callable[[], float] = time.perf_counter,
-    probes: Sequence[Probe] | None = None,
+    probes: ProbeSet | None = None,
 ) -> StrategyRun:
     """One strategy on one conversation (see the module docstring); ``probes``: the
-    conversation's (:func:`conversation_probes`), read here when not given."""
+    conversation's (:func:`conversation_probes`, made a :class:`ProbeSet` that every strategy
+    of the conversation scores with), read here when not given."""
     start = clock()
     budget = budget or EvalBudget()
     limits = budget.for_conversation(conversation) if budget.given or strategy == AUTO else None
@@ -242,8 +242,8 @@ def evaluate_strategy(
     kept = {id(m) for m in messages}
     replaced = [m for m in conversation.messages if id(m) not in kept]
     if probes is None:
-        probes = conversation_probes(conversation)
-    report = score_probes(probes, context_text(messages), restored=restored_paths(messages))
+        probes = ProbeSet(conversation_probes(conversation))
+    report = probes.score(messages, restored=restored_paths(messages))
     return StrategyRun(
         source,
         strategy,
