@@ -351,8 +351,7 @@ class ProbeSet:
             return {i for i, _, _ in self._matcher.find_matches_as_indexes(text, overlapping=True)}
         except UnicodeEncodeError:  # a lone surrogate: the automaton reads UTF-8
             return {
-                i
-                for i, _, _ in self._matcher.find_matches_as_indexes(_encodable(text), overlapping=True)
+                i for i, _, _ in self._matcher.find_matches_as_indexes(_encodable(text), overlapping=True)
             }
 
     def _report(self, found: set[int], words: set[str], restored: Iterable[str]) -> ProbeReport:
