@@ -61,6 +61,15 @@ class OutputFormat(StrEnum):
     github = "github"
 
 
+class BreakdownView(StrEnum):
+    """How ``count``'s picture splits the context (``--by``)."""
+
+    category = "category"
+    tool = "tool"
+    role = "role"
+    type = "type"
+
+
 class AgentName(StrEnum):
     """The coding agents whose hooks and sessions ctxcompact works with (``hook --agent``)."""
 

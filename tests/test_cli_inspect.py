@@ -143,6 +143,7 @@ def test_count_json_schema(session: Path) -> None:
         "context_window",
         "window_share",
         "context",
+        "breakdown",
     }
     assert (row["label"], row["dialect"], row["counter"], row["encoding"]) == (
         str(session),

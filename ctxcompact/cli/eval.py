@@ -32,7 +32,6 @@ from ctxcompact.status import ExitStatus
 if TYPE_CHECKING:
     from ctxcompact.evaluation.judge.result import JudgeResult
     from ctxcompact.evaluation.run import EvalResult
-    from ctxcompact.output.table import Table
 
 
 @reports_errors
@@ -226,21 +225,13 @@ def _print_result(
         from ctxcompact.output.judge import judge_table
 
         table = judge_table(table, result, judged)
-    if streams.terminal.stdout.is_terminal:
-        _print_rich(streams, table)
+    stdout = streams.terminal.stdout
+    if stdout.is_terminal:
+        from ctxcompact.output.eval_table import for_terminal
+
+        streams.report([for_terminal(table, stdout.width)])
     else:
         streams.write_text(plain_table(table))
     lost = lost_lines(result, show_lost)
     if lost:
         streams.write_text("\n" + lost)
-
-
-def _print_rich(streams: Streams, table: Table) -> None:
-    from rich.table import Table as RichTable
-
-    out = RichTable(title="ctxcompact eval: cost and retention per strategy")
-    for i, header in enumerate(table.headers):
-        out.add_column(header, justify="left" if i == 0 else "right")
-    for r, row in enumerate(table.rows):
-        out.add_row(*(f"[bold green]{c}[/]" if (r, i) in table.best else c for i, c in enumerate(row)))
-    streams.out.print(out)

@@ -26,6 +26,7 @@ from ctxcompact.cli.common import (
     reports_errors,
 )
 from ctxcompact.cli.streams import Streams, streams_for
+from ctxcompact.names import BreakdownView as View
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 
@@ -64,8 +65,15 @@ def count(
     html: Path | None = typer.Option(
         None, "--html", help="With --timeline: also write the chart and the calls as an HTML page here."
     ),
+    by: View = typer.Option(
+        View.category,
+        "--by",
+        case_sensitive=False,
+        help="The picture's parts: category (system and tools, user and assistant text, tool calls, "
+        "tool results by tool, thinking, images…), tool, role or type.",
+    ),
 ) -> None:
-    """Where do my tokens go? Totals per role and block type, the largest messages and tool results.
+    """Where do my tokens go? A picture of the real context by category, totals per role and block type, the largest messages and tool results.
 
     The model (for the share of its window) is --model, else the transcript's own. A Claude
     Code session shows its last recorded usage beside our count, and its sidechain and meta
@@ -79,9 +87,11 @@ def count(
       ctxcompact count t.json --model claude-sonnet-4-5     # adds the share of the window
       ctxcompact count session.jsonl --timeline --html growth.html
     """
+    from ctxcompact.accounting.breakdown import context_breakdown, tool_calls
     from ctxcompact.accounting.check import conversation_model, measure, unknown_model_warning
     from ctxcompact.accounting.context_size import context_size, side_entries
     from ctxcompact.accounting.tokens import make_counter
+    from ctxcompact.accounting.windows import make_budget
     from ctxcompact.output.json import CountRow, count_to_json
 
     streams = streams_for(ctx)
@@ -111,9 +121,19 @@ def count(
             size = context_size(conv, report, model=own, system_tokens=system_tokens)
             plain = chosen if hasattr(chosen, "count_batch") else make_counter(encoding=encoding)
             side = side_entries(conv, plain)
+            calls = tool_calls(conv.messages, plain) if by == View.tool else ()
+            budget = make_budget(row_info) if row_info is not None else None
+            picture = context_breakdown(report, size, view=by.value, budget=budget, calls=calls)
             rows.append(
                 CountRow(
-                    conv.label, conv.dialect, report, row_info, size=size, side=side, recorded=conv.recorded
+                    conv.label,
+                    conv.dialect,
+                    report,
+                    row_info,
+                    size=size,
+                    side=side,
+                    recorded=conv.recorded,
+                    breakdown=picture,
                 )
             )
     streams.warnings(warnings)
@@ -122,7 +142,9 @@ def count(
     else:
         from ctxcompact.output.text import count_report
 
-        streams.report(count_report(rows, top=top))
+        stdout = streams.terminal.stdout
+        width = stdout.width if stdout.is_terminal else None
+        streams.report(count_report(rows, top=top, width=width, color=stdout.color))
     if loaded.failed:
         raise typer.Exit(ExitStatus.BAD_INPUT)
 

@@ -50,12 +50,12 @@ def batch_blocks(batch: BatchResult, gates: Gates) -> list[Block]:
     """The final table: file, tokens before → after, ratio, strategy, status, output or error;
     a totals row; then a line per gate a file failed."""
     columns = (
-        Column("file", overflow="fold"),
-        Column("tokens", justify="right", no_wrap=True),
-        Column("ratio", justify="right", no_wrap=True),
-        Column("strategy"),
-        Column("status"),
-        Column("output", overflow="fold"),
+        Column("file", overflow="fold", shrink=True),
+        Column("tokens", justify="right"),
+        Column("ratio", justify="right"),
+        Column("strategy", overflow="fold", shrink=True, drop=2),
+        Column("status", overflow="fold", shrink=True),
+        Column("output", overflow="fold", shrink=True, drop=1),
     )
     rows = []
     styles: dict[tuple[int, int], str] = {}

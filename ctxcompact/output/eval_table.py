@@ -8,7 +8,9 @@ from the same cells.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 from html import escape
 
 from ctxcompact.evaluation.probes import CATEGORIES, KindScore
@@ -51,7 +53,46 @@ def summary_table(result: EvalResult) -> Table:
         values.append(
             [None, None, None, _neg(s.ratio), fits, _neg(s.seconds), s.score, *(c.score for c in categories)]
         )
-    return Table(tuple(Column(h) for h in headers), tuple(rows), best_cells(values))
+    return Table(tuple(Column(h, drop=_DROP.get(h, 0)) for h in headers), tuple(rows), best_cells(values))
+
+
+#: Left out first when the table does not fit: time, then runs, then the token figures.
+_DROP = {"time": 1, "runs": 2, "tokens before → after": 3}
+#: The compact layout's headings.
+_SHORT = {
+    "tokens before → after": "tokens",
+    "continuation": "contin.",
+    "artifacts": "artif.",
+    "decisions": "decis.",
+}
+
+
+def for_terminal(table: Table, width: int) -> Table:
+    """The table as a terminal ``width`` columns wide shows it: titled, figures right-aligned;
+    when it does not fit whole, the compact layout — each score without its ``(kept/total)``,
+    shorter headings, no frame, and the columns that say least left out first: time, runs, the
+    token figures, then the probe categories no strategy has a score for, then the others from
+    the last (the best value of each column stays highlighted)."""
+    from ctxcompact.output.table import fit_columns
+
+    columns = tuple(replace(c, justify="right") if i else c for i, c in enumerate(table.columns))
+    table = replace(table, columns=columns, title="ctxcompact eval: cost and retention per strategy")
+    if len(fit_columns(table, width)) == len(table.columns):
+        return table
+    rows = tuple(tuple(_SCORE.sub("", cell) for cell in row) for row in table.rows)
+    kinds = [i for i, c in enumerate(columns) if c.header in CATEGORIES]
+    empty = {i for i in kinds if all(row[i] == "—" for row in rows)}
+    order = [*(i for i in reversed(kinds) if i in empty), *(i for i in reversed(kinds) if i not in empty)]
+    drops = {i: 10 + n for n, i in enumerate(order)}
+    compact = tuple(
+        replace(c, header=_SHORT.get(c.header, c.header), drop=drops.get(i, c.drop))
+        for i, c in enumerate(columns)
+    )
+    return replace(table, columns=compact, rows=rows, dense=True)
+
+
+#: `` (130/130)`` after a score.
+_SCORE = re.compile(r" \(\d+/\d+\)$")
 
 
 def _score_cell(score: KindScore) -> str:

@@ -23,6 +23,7 @@ from ctxcompact.transcripts.dialects.recorded import RecordedUsage
 from ctxcompact.transcripts.recorded_usage import RecordedUsage as ApiUsage
 
 if TYPE_CHECKING:
+    from ctxcompact.accounting.breakdown import Breakdown
     from ctxcompact.accounting.history import Call
     from ctxcompact.accounting.models_table import KnownModel
     from ctxcompact.accounting.prices import Cost
@@ -50,6 +51,8 @@ class CountRow:
     side: SideEntries | None = None
     #: The usage the agent recorded for its newest API call (Codex), shown beside our count.
     recorded: RecordedUsage | None = None
+    #: The real context by category (``count``'s picture).
+    breakdown: Breakdown | None = None
 
 
 # --- count -----------------------------------------------------------------------------------
@@ -102,7 +105,23 @@ def _count_row_json(row: CountRow, *, top: int) -> dict[str, Any]:
         out["meta"] = {"entries": row.side.meta_entries, "tokens": row.side.meta_tokens}
     if row.recorded is not None:
         out["recorded_usage"] = row.recorded.to_dict()
+    if row.breakdown is not None:
+        out["breakdown"] = breakdown_json(row.breakdown)
     return out
+
+
+def breakdown_json(b: Breakdown) -> dict[str, Any]:
+    """``count``'s picture as numbers: the parts (summing to ``context``, the real size),
+    whether each is estimated, and the budget around them."""
+    return {
+        "by": b.view,
+        "context": b.total,
+        "parts": [{"name": p.name, "tokens": p.tokens, "estimated": p.estimated} for p in b.parts],
+        "context_window": b.window,
+        "free": b.free,
+        "output_reserve": b.output_reserve,
+        "threshold": b.threshold,
+    }
 
 
 def recorded_usage_json(usage: ApiUsage) -> dict[str, Any]:

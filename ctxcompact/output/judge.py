@@ -34,7 +34,7 @@ def judge_table(table: Table, result: EvalResult, judge: JudgeResult) -> Table:
     rows = tuple((*row, *(_cell(v) for v in values)) for row, values in zip(table.rows, per_row, strict=True))
     offset = len(table.headers)
     best = {(r, c + offset) for r, c in best_cells(per_row)}
-    columns = (*table.columns, *(Column(h) for h in JUDGE_HEADERS))
+    columns = (*table.columns, *(Column(h, drop=4) for h in JUDGE_HEADERS))
     return replace(table, columns=columns, rows=rows, best=table.best | frozenset(best))
 
 

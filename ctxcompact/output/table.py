@@ -36,14 +36,23 @@ class Line:
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """A heading and how its cells sit. ``justify`` applies everywhere; ``overflow``,
-    ``max_width`` and ``no_wrap`` shape the Rich table only (plain cells are never cut)."""
+    """A heading and how its cells sit. ``justify`` applies everywhere; the rest shapes the
+    Rich table on a terminal only (plain cells are never cut):
+
+    ``shrink``: the column may be narrower than its longest cell (a path folds, a preview ends
+    in ``…``); every other column keeps its cells whole — a number is never cut.
+    ``drop``: when the table does not fit the terminal, columns are left out in this order,
+    1 first (previews, then secondary figures); 0 is never left out.
+    ``overflow``, ``max_width``, ``no_wrap``: as Rich's.
+    """
 
     header: str
     justify: Literal["left", "right"] = "left"
     overflow: Literal["fold", "ellipsis"] = "ellipsis"
     max_width: int | None = None
     no_wrap: bool = False
+    shrink: bool = False
+    drop: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +70,8 @@ class Table:
     styles: Mapping[tuple[int, int], str] = field(default_factory=dict)
     footer: tuple[tuple[str, ...], ...] = ()
     footer_style: str = ""
+    #: On a terminal: no frame, one space between columns (a wide table's compact layout).
+    dense: bool = False
 
     @property
     def headers(self) -> tuple[str, ...]:
@@ -88,6 +99,41 @@ def display_width(text: str) -> int:
 
 
 _FLAT = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
+
+
+def natural_widths(table: Table) -> list[int]:
+    """Each column's width with every cell whole: its longest line, heading included."""
+    grid = [table.headers, *table.rows, *table.footer]
+    return [
+        max(display_width(line) for row in grid for line in (row[i].splitlines() or [""]))
+        for i in range(len(table.columns))
+    ]
+
+
+#: A shrinkable column keeps at least this many columns of the terminal.
+MIN_SHRUNK = 12
+
+
+def fit_columns(table: Table, width: int) -> list[int]:
+    """The columns (indexes) to show so the table fits ``width`` terminal columns: every one
+    if they fit, else leaving out the ``drop`` columns in their order (1 first) until the whole
+    cells (every column but the ``shrink`` ones, which keep :data:`MIN_SHRUNK`) fit, with the
+    frame's own columns (a framed table: a rule and a space each side per column; a dense
+    one: one space between columns)."""
+    natural = natural_widths(table)
+    per_column, edge = (1, -1) if table.dense else (3, 1)
+
+    def needed(kept: list[int]) -> int:
+        cells = sum(min(natural[i], MIN_SHRUNK) if table.columns[i].shrink else natural[i] for i in kept)
+        return cells + per_column * len(kept) + edge
+
+    kept = list(range(len(table.columns)))
+    order = sorted((c.drop, -i) for i, c in enumerate(table.columns) if c.drop)
+    for _, negative in order:
+        if needed(kept) <= width:
+            break
+        kept.remove(-negative)
+    return kept
 
 
 def plain_table(table: Table) -> str:

@@ -42,19 +42,29 @@ def _right(header: str, **kwargs: Any) -> Column:
 # --- count -----------------------------------------------------------------------------------
 
 
-def count_report(rows: Sequence[CountRow], *, top: int) -> list[Block]:
+def count_report(
+    rows: Sequence[CountRow], *, top: int, width: int | None = None, color: bool = False
+) -> list[Block]:
     """One conversation: its detail; several: a table of one row each and a total. The
     headline figure is the context size ``check`` decides by; our own count stands beside it
     when the two differ (recorded usage, rescaled, estimate)."""
     if len(rows) == 1:
-        return _count_detail(rows[0], top=top)
+        return _count_detail(rows[0], top=top, width=width, color=color)
     show_share = any(r.model for r in rows)
     show_size = any(_sized(r) for r in rows)
     show_recorded = any(r.size is not None and r.size.recorded is not None for r in rows)
-    columns = [Column("transcript", overflow="fold"), Column("dialect"), _right("messages")]
-    columns += [_right("context"), Column("source"), _right("counted")] if show_size else [_right("tokens")]
-    columns += [_right("of window")] if show_share else []
-    columns += [_right("recorded"), _right("ours vs recorded")] if show_recorded else []
+    columns = [
+        Column("transcript", overflow="fold", shrink=True),
+        Column("dialect", drop=3),
+        _right("messages", drop=4),
+    ]
+    columns += (
+        [_right("context"), Column("source", drop=5), _right("counted", drop=2)]
+        if show_size
+        else [_right("tokens")]
+    )
+    columns += [_right("of window", drop=6)] if show_share else []
+    columns += [_right("recorded", drop=1), _right("ours vs recorded", drop=1)] if show_recorded else []
     body = []
     for row in rows:
         cells = [row.label, row.dialect, _n(row.report.message_count)]
@@ -100,7 +110,7 @@ def _recorded_cells(row: CountRow) -> list[str]:
     return [_n(size.recorded.context), f"{diff:+.1f}%" if diff is not None else "-"]
 
 
-def _count_detail(row: CountRow, *, top: int) -> list[Block]:
+def _count_detail(row: CountRow, *, top: int, width: int | None, color: bool) -> list[Block]:
     report = row.report
     counter = report.counter + (f" ({report.encoding})" if report.encoding else "")
     exact = " — exact total; parts approximate" if report.per_message_approximate else ""
@@ -132,6 +142,10 @@ def _count_detail(row: CountRow, *, top: int) -> list[Block]:
         blocks.append(Line.of(source, "dim"))
     if row.side is not None and (row.side.sidechain_entries or row.side.meta_entries):
         blocks.append(Line.of(describe_side(row.side), "dim"))
+    if row.breakdown is not None and row.breakdown.parts:
+        from ctxcompact.output.picture import picture
+
+        blocks += picture(row.breakdown, width=width, color=color)
     for title, header, parts in (
         ("By role", "role", report.by_role),
         ("By block type", "block type", report.by_type),
@@ -148,7 +162,7 @@ def _count_detail(row: CountRow, *, top: int) -> list[Block]:
                     _right("#"),
                     Column("role"),
                     _right("tokens"),
-                    Column("preview", max_width=60, no_wrap=True),
+                    Column("preview", max_width=60, no_wrap=True, shrink=True, drop=1),
                 ),
                 largest,
                 title=f"Largest messages (top {top})",
@@ -165,7 +179,7 @@ def _count_detail(row: CountRow, *, top: int) -> list[Block]:
                     _right("#"),
                     Column("tool"),
                     _right("tokens"),
-                    Column("preview", max_width=50, no_wrap=True),
+                    Column("preview", max_width=50, no_wrap=True, shrink=True, drop=1),
                 ),
                 results,
                 title=f"Largest tool results (top {top})",
@@ -246,14 +260,18 @@ def _check_panel(r: CheckResult, budget: Budget) -> Panel:
 
 def _check_table(results: Sequence[CheckResult]) -> list[Block]:
     """Many conversations (a directory, a trajectory collection): one row each, errors listed."""
-    headers = ("transcript", "tokens", "of threshold", "left", "verdict", "errors", "warnings")
     columns = [
-        Column(h, justify="left" if h in ("transcript", "verdict") else "right", overflow="fold")
-        for h in headers
+        Column("transcript", overflow="fold", shrink=True),
+        _right("tokens"),
+        _right("of threshold", drop=4),
+        _right("left", drop=3),
+        Column("verdict"),
+        _right("errors", drop=5),
+        _right("warnings", drop=1),
     ]
     sources = [r.size.source if r.size is not None else "count" for r in results]
     show_source = any(s != "count" for s in sources)
-    columns += [Column("source")] if show_source else []
+    columns += [Column("source", drop=2)] if show_source else []
     rows = []
     styles: dict[tuple[int, int], str] = {}
     for i, (r, source) in enumerate(zip(results, sources, strict=True)):
@@ -298,21 +316,20 @@ def sessions_report(rows: Sequence[SessionInfo], *, cost_source: str = "") -> li
     footer with the totals, and a line saying where the prices come from."""
     from ctxcompact.output.timeline import dollars
 
-    headers = (
-        ("agent", "left"),
-        ("project", "left"),
-        ("session", "left"),
-        ("model", "left"),
-        ("last activity", "left"),
-        ("tokens", "right"),
-        ("source", "left"),
-        ("compactions", "right"),
-        ("threshold", "right"),
-        ("cost", "right"),
-        ("verdict", "left"),
+    columns = (
+        Column("agent", drop=6),
+        Column("project", overflow="fold", shrink=True),
+        Column("session", drop=2),
+        Column("model", drop=5),
+        Column("last activity", drop=7),
+        _right("tokens"),
+        Column("source", drop=1),
+        _right("compactions", drop=3),
+        _right("threshold", drop=4),
+        _right("cost", drop=8),
+        Column("verdict", overflow="fold", shrink=True),
     )
-    columns = tuple(Column(h, justify=j, overflow="fold") for h, j in headers)  # type: ignore[arg-type]
-    verdict_at = len(headers) - 1
+    verdict_at = len(columns) - 1
     body = []
     styles: dict[tuple[int, int], str] = {}
     for i, row in enumerate(rows):
@@ -370,7 +387,12 @@ def config_report(payload: dict[str, Any]) -> list[Block]:
         rows.append((row["key"], value, row["source"], ", ".join(row["commands"])))
         if row["source"] != "default":
             styles[i, 1] = "bold"
-    columns = tuple(Column(h, overflow="fold") for h in ("setting", "value", "source", "commands"))
+    columns = (
+        Column("setting"),
+        Column("value", overflow="fold", shrink=True),
+        Column("source", overflow="fold", shrink=True, drop=2),
+        Column("commands", overflow="fold", shrink=True, drop=1),
+    )
     return [
         Line.of(f"config file: {payload['file'] or '(none found)'}"),
         Table(columns, tuple(rows), title="Effective settings", styles=styles),
@@ -385,7 +407,11 @@ def restore_report(result: Any) -> list[Block]:
     styles = {(i, 2): "green" if i < len(result.files) else "yellow" for i in range(len(rows))}
     if not rows:
         rows = [("(no file reads found)", "", "")]
-    columns = (Column("path", overflow="fold"), _right("tokens"), Column("status"))
+    columns = (
+        Column("path", overflow="fold", shrink=True),
+        _right("tokens"),
+        Column("status", overflow="fold", shrink=True),
+    )
     return [Table(columns, tuple(rows), title="restore-files", styles=styles)]
 
 
@@ -413,12 +439,12 @@ def models_report(rows: Sequence[KnownModel], *, source: str) -> list[Block]:
     columns = (
         Column("model"),
         _right("window"),
-        Column("window from"),
+        Column("window from", overflow="fold", shrink=True, drop=1),
         _right("input $"),
         _right("output $"),
-        _right("cache read $"),
-        _right("cache write $"),
-        Column("priced as"),
+        _right("cache read $", drop=3),
+        _right("cache write $", drop=3),
+        Column("priced as", drop=2),
     )
     today = next((r.price.at for r in rows if r.price is not None), None)
     return [

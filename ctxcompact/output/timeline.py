@@ -196,15 +196,15 @@ def calls_table(history: UsageHistory) -> Table:
     """One row per main-thread call, a row per compaction between them."""
     columns = (
         Column("call", justify="right"),
-        Column("line", justify="right"),
-        Column("time"),
-        Column("model"),
+        Column("line", justify="right", drop=2),
+        Column("time", drop=5),
+        Column("model", drop=1),
         Column("context", justify="right"),
-        Column("input", justify="right"),
-        Column("cache write", justify="right"),
-        Column("cache read", justify="right"),
-        Column("output", justify="right"),
-        Column("note"),
+        Column("input", justify="right", drop=3),
+        Column("cache write", justify="right", drop=4),
+        Column("cache read", justify="right", drop=4),
+        Column("output", justify="right", drop=6),
+        Column("note", overflow="fold", shrink=True),
     )
     rows: list[tuple[str, ...]] = []
     styles: dict[tuple[int, int], str] = {}

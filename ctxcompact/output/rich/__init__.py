@@ -11,6 +11,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
@@ -62,7 +63,8 @@ def _n(value: int) -> str:
 
 
 def print_blocks(blocks: Sequence[Block], console: Console) -> None:
-    """A report (:mod:`ctxcompact.output.text`) on a terminal: lines, Rich tables, panels."""
+    """A report (:mod:`ctxcompact.output.text`) on a terminal: lines, Rich tables that fit the
+    console's width (:func:`fitted_table`), panels."""
     for block in blocks:
         if isinstance(block, TextLine):
             console.print(_text(block), soft_wrap=True)
@@ -70,28 +72,59 @@ def print_blocks(blocks: Sequence[Block], console: Console) -> None:
             body = Group(*(_text(line) for line in block.lines))
             console.print(Panel(body, title=Text(block.title), title_align="left", expand=False))
         else:
-            console.print(_table(block))
+            console.print(fitted_table(block, console.width))
 
 
 def _text(line: TextLine) -> Text:
     return Text.assemble(*line.segments)
 
 
-def _table(table: TextTable) -> Table:
-    out = Table(title=table.title or None, title_justify="left")
-    for c in table.columns:
+def fitted_table(table: TextTable, width: int) -> Table:
+    """The table as Rich draws it within ``width`` columns: columns left out in their ``drop``
+    order when the whole cells would not fit (a caption names them), every column but the
+    ``shrink`` ones at least as wide as its longest cell — so a number is never cut."""
+    from ctxcompact.output.table import MIN_SHRUNK, fit_columns, natural_widths
+
+    kept = fit_columns(table, width)
+    natural = natural_widths(table)
+    left_out = [c.header for i, c in enumerate(table.columns) if i not in kept]
+    caption = f"left out to fit {width} columns: {', '.join(left_out)}" if left_out else None
+    style: dict[str, Any] = (
+        {"box": box.SIMPLE_HEAD, "show_edge": False, "pad_edge": False, "padding": (0, 0)}
+        if table.dense
+        else {}
+    )
+    out = Table(
+        title=table.title or None, title_justify="left", caption=caption, caption_justify="left", **style
+    )
+    shrinking = [i for i in kept if table.columns[i].shrink]
+    rules = len(kept) - 1 if table.dense else 3 * len(kept) + 1
+    room = width - rules - sum(natural[i] for i in kept if i not in shrinking)
+    share = max(room // len(shrinking), MIN_SHRUNK) if shrinking else 0
+    for i in kept:
+        c = table.columns[i]
+        max_width = c.max_width
+        if c.shrink and c.no_wrap:  # one line each, cut with … at its share of the room
+            max_width = min(max_width or natural[i], share)
         out.add_column(
-            c.header, justify=c.justify, overflow=c.overflow, max_width=c.max_width, no_wrap=c.no_wrap
+            c.header,
+            justify=c.justify,
+            overflow=c.overflow,
+            max_width=max_width,
+            no_wrap=c.no_wrap or not c.shrink,
+            min_width=None if c.shrink else natural[i],
         )
     for r, row in enumerate(table.rows):
-        styles = [
-            table.styles.get((r, i), "bold green" if (r, i) in table.best else "") for i in range(len(row))
-        ]
-        out.add_row(*(Text(cell, style=style) for cell, style in zip(row, styles, strict=True)))
+        out.add_row(
+            *(
+                Text(row[i], style=table.styles.get((r, i), "bold green" if (r, i) in table.best else ""))
+                for i in kept
+            )
+        )
     if table.footer:
         out.add_section()
     for row in table.footer:
-        out.add_row(*(Text(cell) for cell in row), style=table.footer_style or None)
+        out.add_row(*(Text(row[i]) for i in kept), style=table.footer_style or None)
     return out
 
 
