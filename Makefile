@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test lint bench install clean interop
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,14 @@ lint: $(STAMP)
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -q
+
+# The real Claude Code and Codex CLIs (pinned in tests/interop/package-lock.json, installed
+# with npm into ~/.cache/ctxcompact-interop) resume what ctxcompact writes, offline (README,
+# "Checked against the real clients"). INTEROP_ARGS='-m "not interop_full"': .ci/run's subset.
+INTEROP_ARGS ?=
+interop: $(STAMP)
+	$(BIN)/python tests/interop/install.py
+	$(BIN)/python -m pytest -q tests/interop $(INTEROP_ARGS)
 
 BENCH_STAMP := $(VENV)/.installed-bench
 $(BENCH_STAMP): $(STAMP)

@@ -48,6 +48,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "fake_anthropic_server",
+    "server_sent_events",
 ]
 
 MESSAGES_PATH = "/v1/messages"
@@ -196,10 +197,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._dispatch()
 
+    def do_CONNECT(self) -> None:
+        # A client told to use this server as its HTTPS proxy asks for a tunnel: recorded with
+        # ``path`` "host:port" and refused (see FakeAnthropicServer._reply_for).
+        self._dispatch()
+
     def _dispatch(self) -> None:
         owner = self.server.owner
         parts = urlsplit(self.path)
-        path = parts.path
+        path = self.path if self.command == "CONNECT" else parts.path
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length > 0 else b""
         body: Any
@@ -212,9 +218,10 @@ class _Handler(BaseHTTPRequestHandler):
             except ValueError:
                 body = text
         headers = {name.lower(): value for name, value in self.headers.items()}
-        owner._record(RecordedRequest(self.command, path, headers, body, parts.query))
+        request = RecordedRequest(self.command, path, headers, body, parts.query)
+        owner._record(request)
 
-        reply = owner._next_reply(path, body)
+        reply = owner._reply_for(request)
         # One request per connection: keeps shutdown simple (no idle keep-alive
         # handler threads blocked reading the next request).
         self.close_connection = True
@@ -397,6 +404,28 @@ class FakeAnthropicServer:
         )
 
     @staticmethod
+    def reply_text_stream(text: str, *, model: str = "claude-fake", output_tokens: int = 20) -> Reply:
+        """The same answer as :meth:`reply_text`, streamed the way the API answers a request
+        with ``"stream": true`` (server-sent events: ``message_start``, one text block in one
+        delta, ``message_delta`` with the stop reason and usage, ``message_stop``)."""
+        body = FakeAnthropicServer.reply_text(text, model=model, output_tokens=0).body
+        assert isinstance(body, dict)
+        message = {**body, "content": [], "stop_reason": None}
+        events: list[dict[str, Any]] = [
+            {"type": "message_start", "message": message},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+            {"type": "content_block_stop", "index": 0},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": output_tokens},
+            },
+            {"type": "message_stop"},
+        ]
+        return Reply(body=server_sent_events(events), headers={"content-type": "text/event-stream"})
+
+    @staticmethod
     def reply_error(
         status: int,
         kind: str | None = None,
@@ -468,13 +497,22 @@ class FakeAnthropicServer:
         with self._lock:
             return f"req_fake_{next(self._request_ids):06d}"
 
+    def _reply_for(self, request: RecordedRequest) -> Reply:
+        """The reply to one request; a subclass serving more routes overrides this."""
+        if request.method == "CONNECT":
+            return Reply(status=403, body=f"fake server: no tunnel to {request.path}")
+        return self._next_reply(request.path, request.body)
+
     def _next_reply(self, path: str, body: Any) -> Reply:
         with self._lock:
             queue = self._queues.get(path)
             if queue:
                 return queue.popleft()
         if path == MESSAGES_PATH:
-            return self.reply_text(self.answer(body) if self.answer else "fake summary")
+            text = self.answer(body) if self.answer else "fake summary"
+            if isinstance(body, dict) and body.get("stream") is True:
+                return self.reply_text_stream(text)
+            return self.reply_text(text)
         if path.startswith(BATCHES_PATH):
             return self._batch_reply(path, body)
         if path == COUNT_TOKENS_PATH:
@@ -539,6 +577,11 @@ class FakeAnthropicServer:
             "cancel_initiated_at": None,
             "results_url": f"{self.base_url}{BATCHES_PATH}/{batch.id}/results" if ended else None,
         }
+
+
+def server_sent_events(events: list[dict[str, Any]]) -> str:
+    """``events`` as a server-sent-event stream: ``event: TYPE`` and ``data: JSON`` per event."""
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
 
 
 def fake_anthropic_server() -> Iterator[FakeAnthropicServer]:

@@ -86,6 +86,31 @@ def test_default_reply_when_queue_empty(server: FakeAnthropicServer) -> None:
     assert resp.content[0].text == "fake summary"
 
 
+def test_a_streaming_request_is_answered_with_server_sent_events(server: FakeAnthropicServer) -> None:
+    """A client that asks for a stream (Claude Code always does) gets the answer the way the
+    API streams it; the official SDK's stream reader assembles the same message."""
+    server.answer = lambda body: "streamed answer"
+    with make_client(server) as client:
+        with client.messages.stream(model=MODEL, max_tokens=10, messages=MESSAGES) as stream:
+            message = stream.get_final_message()
+        plain = client.messages.create(model=MODEL, max_tokens=10, messages=MESSAGES)
+    assert [b.type for b in message.content] == ["text"]
+    assert message.content[0].type == "text" and message.content[0].text == "streamed answer"
+    assert (message.stop_reason, message.usage.output_tokens) == ("end_turn", 20)
+    assert plain.content[0].type == "text" and plain.content[0].text == "streamed answer"
+    assert [r.body.get("stream") for r in server.requests] == [True, None]
+
+
+def test_a_proxy_tunnel_is_recorded_and_refused(server: FakeAnthropicServer) -> None:
+    """Set as a client's HTTPS proxy, the fake sees (and refuses) every attempt to reach
+    another host, so nothing leaves the machine."""
+    conn = http.client.HTTPConnection("127.0.0.1", int(server.base_url.rsplit(":", 1)[1]), timeout=3)
+    conn.request("CONNECT", "api.example.com:443")
+    assert conn.getresponse().status == 403
+    conn.close()
+    assert [(r.method, r.path) for r in server.requests] == [("CONNECT", "api.example.com:443")]
+
+
 def test_replies_are_fifo(server: FakeAnthropicServer) -> None:
     server.enqueue(FakeAnthropicServer.reply_text("one"), FakeAnthropicServer.reply_text("two"))
     with make_client(server) as client:

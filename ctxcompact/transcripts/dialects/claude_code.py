@@ -394,10 +394,14 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
       file the subagent's — after the thread's entry before it, never after an inline
       subagent (``isSidechain``) entry of a 1.x file; it takes that entry's session fields
       (``sessionId``, ``cwd``, ``version``, ``gitBranch``, ``isSidechain``, ``agentId``…) and
-      timestamp, and a uuid derived from its parent and content (same input, same output).
+      timestamp, and a uuid derived from its parent and content (same input, same output);
+    * new entries after the last message go after the entries Claude Code writes on the chain
+      when a turn ends (``system`` stop-hook summaries and turn durations): Claude Code resumes
+      from the last entry, so entries before those would be off the chain it walks, never sent.
 
     Untouched files come back unchanged: nothing is re-linked when every parent is present.
     """
+    records = _new_entries_last(records)
     present = {_link(r, "uuid") for r in records if isinstance(r, Mapping) and _link(r, "uuid")}
     parents = {
         _link(r, "uuid"): _link(r, "parentUuid")
@@ -447,6 +451,25 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
             last_uuid = _link(record, "uuid")
             template = record
     return out
+
+
+def _new_entries_last(records: list[Any]) -> list[Any]:
+    """``records`` with the new entries of its tail (after the last original message entry)
+    moved behind the tail's last entry on a chain (one with a ``uuid``: Claude Code's
+    ``system`` entries); records off the chain (file snapshots) stay after them."""
+    start = len(records)
+    while start > 0:
+        record = records[start - 1]
+        if isinstance(record, Mapping) and not record.get(_NEW_MARK) and record.get("type") in MESSAGE_TYPES:
+            break
+        start -= 1
+    tail = records[start:]
+    new = [r for r in tail if isinstance(r, Mapping) and r.get(_NEW_MARK)]
+    rest = [r for r in tail if not (isinstance(r, Mapping) and r.get(_NEW_MARK))]
+    chained = max(
+        (k + 1 for k, r in enumerate(rest) if isinstance(r, Mapping) and _link(r, "uuid")), default=0
+    )
+    return [*records[:start], *rest[:chained], *new, *rest[chained:]]
 
 
 def _link(record: Mapping[str, Any], key: str) -> str | None:
