@@ -86,7 +86,10 @@ class Reply:
     response (status line, headers, body) is written one byte at a time, this
     many seconds apart — a server too slow to finish but never silent long
     enough for a per-read timeout. ``headers`` override the defaults
-    (``content-type``, ``request-id``).
+    (``content-type``, ``request-id``). ``endless``: after ``body``, the
+    response goes on with spaces (no ``content-length``) until the client
+    hangs up — an answer of unbounded size. ``declare_length``: the
+    ``content-length`` sent (a lie: ``body`` is sent as it is).
     """
 
     status: int = 200
@@ -94,6 +97,8 @@ class Reply:
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     drip: float = 0.0
+    endless: bool = False
+    declare_length: int | None = None
 
 
 @dataclass
@@ -242,8 +247,12 @@ class _Handler(BaseHTTPRequestHandler):
         }
         for name, value in reply.headers.items():
             out_headers[name.lower()] = value
-        out_headers["content-length"] = str(len(payload))
+        out_headers["content-length"] = str(
+            reply.declare_length if reply.declare_length is not None else len(payload)
+        )
         out_headers["connection"] = "close"
+        if reply.endless:
+            del out_headers["content-length"]  # read until the connection closes
 
         if reply.drip > 0:
             self._drip(reply, out_headers, payload)
@@ -255,6 +264,19 @@ class _Handler(BaseHTTPRequestHandler):
         if payload:
             self.wfile.write(payload)
         self.wfile.flush()
+        if reply.endless:
+            self._endless()
+
+    def _endless(self) -> None:
+        """Spaces (valid between JSON tokens, and a JSONL line that never ends) until the
+        client hangs up or the server stops."""
+        chunk = b" " * 65536
+        stop = self.server.owner._stop_event
+        try:
+            while not stop.is_set():
+                self.wfile.write(chunk)
+        except OSError:
+            pass
 
     def _drip(self, reply: Reply, headers: dict[str, str], payload: bytes) -> None:
         """Write the response one byte at a time, ``reply.drip`` seconds apart."""
@@ -309,6 +331,10 @@ class FakeAnthropicServer:
         self.batch_result: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
         #: How many retrievals of a new batch answer ``in_progress`` before ``ended``.
         self.batch_polls_in_progress = 1
+        #: What a batch's results URL answers, when set (a hostile server: not JSON, endless).
+        self.results_reply: Reply | None = None
+        #: What a look at a batch answers, when set (a hostile server: retry-after, a drip).
+        self.poll_reply: Reply | None = None
         self.batches: dict[str, FakeBatch] = {}
 
     # -- lifecycle ---------------------------------------------------------
@@ -544,10 +570,14 @@ class FakeAnthropicServer:
         if found is None:
             return self.reply_error(404, message=f"no batch {batch_id}", retry_after_ms=None)
         if tail == "results":
+            if self.results_reply is not None:
+                return self.results_reply
             lines = [
                 json.dumps({"custom_id": cid, "result": result}) for cid, result in found.results.items()
             ]
             return Reply(body="\n".join(lines) + "\n", headers={"content-type": "application/binary"})
+        if self.poll_reply is not None:
+            return self.poll_reply
         with self._lock:
             ended = found.polls_left <= 0
             found.polls_left -= 1

@@ -228,7 +228,6 @@ def test_connection_refused_is_retried_then_fails(sleeps: SleepLog) -> None:
     [
         ("<analysis>thinking</analysis>\n<summary>\n## Goals\nDo it.\n</summary>", "## Goals\nDo it."),
         ("no tags at all", "no tags at all"),
-        ("<summary>cut off by max_tokens", "cut off by max_tokens"),
     ],
 )
 def test_summary_tag_extraction(
@@ -237,6 +236,22 @@ def test_summary_tag_extraction(
     assert extract_summary(answer) == expected
     fake_api.enqueue(fake_api.reply_text(answer))
     assert summarizer(client, sleeps).summarize(SMALL).text == expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "stop_reason"),
+    [("<summary>## Goals\nDo it, then", "max_tokens"), ("## Goals\nDo it, then", "max_tokens")],
+)
+def test_a_summary_cut_off_at_max_tokens_is_a_failure_not_a_summary(
+    fake_api: FakeAnthropicServer, client: Any, sleeps: SleepLog, answer: str, stop_reason: str
+) -> None:
+    """Issue 23, defect 16: an unclosed ``<summary>`` (the answer hit ``max_tokens``) was kept
+    as the summary. It fails at once (the same request would be cut again) so the caller
+    falls back."""
+    fake_api.enqueue(fake_api.reply_text(answer, stop_reason=stop_reason))
+    with pytest.raises(SummaryFailed) as info:
+        summarizer(client, sleeps).summarize(SMALL)
+    assert "cut off" in info.value.reason and info.value.attempts == 1
 
 
 def test_long_transcript_is_chunked_and_merged_within_budget(

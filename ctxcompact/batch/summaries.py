@@ -39,7 +39,7 @@ from ctxcompact.batch.files import FileOptions, batch_targets, compact_file, com
 from ctxcompact.batch.journal import BatchJournal
 from ctxcompact.batch.results import BatchResult, ProgressCallback
 from ctxcompact.compaction.summarize.llm import LLMSummarizer
-from ctxcompact.errors import OptionError
+from ctxcompact.errors import OptionError, WorkFailedError
 from ctxcompact.llm.transport import BatchAnswer, BatchPoll, BatchRequest, TextReply, TransportFailure
 
 #: Seconds between two looks at a submitted batch (most batches end within an hour).
@@ -115,22 +115,35 @@ def run_message_batch(
     poll_interval: float = POLL_INTERVAL,
     sleep: Callable[[float], None] = time.sleep,
     on_poll: Callable[[BatchPoll], None] | None = None,
+    deadline_at: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, BatchAnswer]:
     """Submit ``requests`` (in batches of at most :data:`MAX_BATCH_REQUESTS`), wait for each
-    batch to end, and return every answer by ``custom_id``."""
+    batch to end, and return every answer by ``custom_id``. A batch still not ended at
+    ``deadline_at`` (``--deadline``; a ``time.monotonic()`` value) is
+    :class:`~ctxcompact.errors.WorkFailedError`: no file is compacted with half its answers."""
     ids = [
         backend.submit(requests[start : start + MAX_BATCH_REQUESTS])
         for start in range(0, len(requests), MAX_BATCH_REQUESTS)
     ]
     answers: dict[str, BatchAnswer] = {}
     for batch_id in ids:
+        status = "submitted"
         while True:
+            left = None if deadline_at is None else deadline_at - clock()
+            if left is not None and left <= 0:
+                raise WorkFailedError(
+                    f"message batch {batch_id} was still {status} at the deadline (--deadline); "
+                    "nothing was compacted. Run again later, or with a longer --deadline."
+                )
             poll = backend.poll(batch_id)
+            status = poll.status
             if on_poll is not None:
                 on_poll(poll)
             if poll.ended:
                 break
-            sleep(poll_interval)
+            left = None if deadline_at is None else deadline_at - clock()
+            sleep(poll_interval if left is None else max(0.0, min(poll_interval, left)))
         answers.update(backend.results(batch_id))
     return answers
 
@@ -167,7 +180,11 @@ def compact_files_in_batches(
         from ctxcompact.llm.anthropic_api import DEFAULT_SUMMARY_MODEL
 
         return LLMSummarizer(
-            transport, full.summary_model or DEFAULT_SUMMARY_MODEL, timeout=full.timeout, max_retries=0
+            transport,
+            full.summary_model or DEFAULT_SUMMARY_MODEL,
+            timeout=full.timeout,
+            max_retries=0,
+            deadline_at=full.deadline_at,
         )
 
     rehearsal = replace(options, dry_run=True)
@@ -187,7 +204,12 @@ def compact_files_in_batches(
             break
         answers.update(
             run_message_batch(
-                list(wanted.values()), backend, poll_interval=poll_interval, sleep=sleep, on_poll=on_poll
+                list(wanted.values()),
+                backend,
+                poll_interval=poll_interval,
+                sleep=sleep,
+                on_poll=on_poll,
+                deadline_at=full.deadline_at,
             )
         )
     return compact_files(

@@ -181,8 +181,13 @@ def run_batch(
     batches = None
     if options.compact.full.summarizer == SummarizerName.anthropic_batch:
         from ctxcompact.llm.anthropic_api import AnthropicBatches
+        from ctxcompact.llm.retry import RequestLimits
 
-        batches = AnthropicBatches()  # no key: exit 2 before any file or folder is touched
+        full = options.compact.full
+        limits = RequestLimits(
+            timeout=full.timeout, max_retries=full.max_retries, deadline_at=full.deadline_at
+        )
+        batches = AnthropicBatches(limits=limits)  # no key: exit 2 before any file or folder is touched
     where = journal_path(out_dir=out_dir, in_place=in_place, report=report, dry_run=options.dry_run)
     if resume and where is None:
         raise UsageError("--resume needs a journal: give --out-dir, or --report with --in-place.")

@@ -27,6 +27,7 @@ from ctxcompact.accounting.windows import DEFAULT_RATIO
 from ctxcompact.batch.inputs import BatchInput, find_inputs
 from ctxcompact.cli.streams import Streams, terminal_of
 from ctxcompact.errors import CtxcompactError, InputError, OptionError, UsageError
+from ctxcompact.llm.retry import DEFAULT_DEADLINE
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 from ctxcompact.transcripts.dialects import DIALECT_NAMES
@@ -254,6 +255,15 @@ SYSTEM_TOKENS_OPT = typer.Option(
     min=0,
     help="Tokens the system prompt and tool definitions add when no usage is recorded "
     "[default: 24000 for a Claude Code session on a Claude model, else 0].",
+)
+DEADLINE_OPT = typer.Option(
+    DEFAULT_DEADLINE,
+    "--deadline",
+    min=0.0,
+    metavar="SECONDS",
+    help="Stop using the Anthropic API after this many seconds in all: no request starts and no wait "
+    "(a retry, a Message Batch still in progress) goes past it [default: 93600, 26 h: a batch ends within 24 h].",
+    show_default=False,
 )
 MODELS_FILE_OPT = typer.Option(
     None,

@@ -25,6 +25,7 @@ from ctxcompact.cli.batch import (
 )
 from ctxcompact.cli.common import (
     CONTEXT_WINDOW_OPT,
+    DEADLINE_OPT,
     FILES_ARG,
     FORMAT_OPT,
     MAX_INPUT_BYTES_OPT,
@@ -164,6 +165,7 @@ def compact(
         help="When the LLM fails after retries: fallback (extractive), skip (output = input), error (exit 3).",
     ),
     timeout: float = typer.Option(DEFAULT_TIMEOUT, "--timeout", help="Seconds per summary request."),
+    deadline: float = DEADLINE_OPT,
     max_retries: int = typer.Option(
         DEFAULT_MAX_RETRIES,
         "--max-retries",

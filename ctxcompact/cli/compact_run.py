@@ -26,6 +26,7 @@ from ctxcompact.compaction.strategies import (
 )
 from ctxcompact.compaction.strategies.options import CleanToolsOptions, FullOptions, PruneOptions
 from ctxcompact.errors import UsageError
+from ctxcompact.llm.retry import deadline_in
 
 
 def file_options(p: Mapping[str, Any], *, archive_dir: Path | None) -> FileOptions:
@@ -49,6 +50,7 @@ def file_options(p: Mapping[str, Any], *, archive_dir: Path | None) -> FileOptio
             instructions=p["instructions"],
             on_failure=p["on_failure"],
             timeout=p["timeout"],
+            deadline_at=deadline_in(p["deadline"]),
             max_retries=p["max_retries"],
             restore=p["restore"],
             keep_loop=p["keep_loop"],

@@ -10,6 +10,7 @@ import typer
 from ctxcompact.cli.batch import GLOB_OPT
 from ctxcompact.cli.common import (
     CONTEXT_WINDOW_OPT,
+    DEADLINE_OPT,
     FILES_ARG,
     FORMAT_OPT,
     JSON_OPT,
@@ -103,6 +104,7 @@ def eval_command(
         max=10,
         help="Judge questions per kind (recall, artifact, continuation, decision) per conversation.",
     ),
+    deadline: float = DEADLINE_OPT,
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Start the judge without asking (for CI): the cost is still printed."
     ),
@@ -133,8 +135,10 @@ def eval_command(
     from ctxcompact.batch.workers import default_jobs
     from ctxcompact.evaluation.files import EvalSettings, evaluate_inputs
     from ctxcompact.evaluation.run import EvalBudget
+    from ctxcompact.llm.retry import deadline_in
     from ctxcompact.output.rich.batch import files_progress
 
+    deadline_at = deadline_in(deadline)
     ensure_writable_dir(html, "--html")
     validate_ratio(threshold)
     budget = EvalBudget(model, context_window, output_reserve, threshold, load_registry(models_file))
@@ -147,6 +151,7 @@ def eval_command(
         dialect=fmt.value if fmt else None,
         max_bytes=max_input_bytes,
         keep_context=judge is not None,
+        deadline_at=deadline_at,
         budget=budget,
     )
     if judge is not None:
@@ -181,6 +186,7 @@ def eval_command(
             per_kind=questions,
             yes=yes,
             cache_dir=judge_cache,
+            deadline_at=deadline_at,
         )
     if html is not None:
         streams.write_output(_html(result, judged, show_lost=show_lost or 20).encode(), html)

@@ -30,21 +30,23 @@ def check_judge_key(judge: JudgeName) -> None:
         )
 
 
-def make_asker(judge: JudgeName, streams: Streams) -> Asker:
-    """The asker for ``--judge`` (exit 2 when no API key is set)."""
+def make_asker(judge: JudgeName, streams: Streams, *, deadline_at: float | None = None) -> Asker:
+    """The asker for ``--judge`` (exit 2 when no API key is set), within ``--deadline``."""
     check_judge_key(judge)
     if judge == JudgeName.anthropic_batch:
         from ctxcompact.evaluation.judge.ask import BatchAsker
         from ctxcompact.llm.anthropic_api import AnthropicBatches
+        from ctxcompact.llm.retry import RequestLimits
 
         def on_poll(poll: BatchPoll) -> None:
             streams.note(poll.describe())
 
-        return BatchAsker(AnthropicBatches(), on_poll=on_poll)
+        backend = AnthropicBatches(limits=RequestLimits(deadline_at=deadline_at))
+        return BatchAsker(backend, on_poll=on_poll, deadline_at=deadline_at)
     from ctxcompact.evaluation.judge.ask import DirectAsker
     from ctxcompact.llm.anthropic_api import AnthropicTransport
 
-    return DirectAsker(AnthropicTransport())
+    return DirectAsker(AnthropicTransport(), deadline_at=deadline_at)
 
 
 def run_judge(
@@ -56,6 +58,7 @@ def run_judge(
     per_kind: int,
     yes: bool,
     cache_dir: Path | None,
+    deadline_at: float | None = None,
 ) -> JudgeResult:
     """Print the cost line, ask to continue (unless ``yes`` or nothing is left to send), run."""
     from ctxcompact.accounting.tokens import make_counter
@@ -65,7 +68,7 @@ def run_judge(
     from ctxcompact.evaluation.judge.run import JudgeSettings, judge_eval, plan_judge
     from ctxcompact.output.judge import judge_notes
 
-    asker = make_asker(judge, streams)
+    asker = make_asker(judge, streams, deadline_at=deadline_at)
     cache = JudgeCache(cache_dir or default_cache_dir())
     cache.check_writable()
     counter = make_counter()

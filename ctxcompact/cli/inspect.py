@@ -11,6 +11,7 @@ from ctxcompact.accounting.windows import load_registry, resolve_model
 from ctxcompact.cli.common import (
     CONTEXT_WINDOW_OPT,
     COUNTER_OPT,
+    DEADLINE_OPT,
     ENCODING_OPT,
     FILES_ARG,
     FORMAT_OPT,
@@ -26,18 +27,21 @@ from ctxcompact.cli.common import (
     reports_errors,
 )
 from ctxcompact.cli.streams import Streams, streams_for
+from ctxcompact.llm.retry import deadline_in
 from ctxcompact.names import BreakdownView as View
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 
 
-def _counter(name: CounterName, encoding: str, model: str | None) -> Any:
+def _counter(name: CounterName, encoding: str, model: str | None, deadline_at: float | None = None) -> Any:
     from ctxcompact.accounting.tokens import make_counter
 
     if name is CounterName.anthropic:
         from ctxcompact.llm.anthropic_api import DEFAULT_COUNT_MODEL, AnthropicTotalCounter
+        from ctxcompact.llm.retry import RequestLimits
 
-        return AnthropicTotalCounter(model=model or DEFAULT_COUNT_MODEL)
+        limits = RequestLimits(deadline_at=deadline_at)
+        return AnthropicTotalCounter(model=model or DEFAULT_COUNT_MODEL, limits=limits)
     return make_counter(name.value, encoding=encoding)
 
 
@@ -49,6 +53,7 @@ def count(
     max_input_bytes: int = MAX_INPUT_BYTES_OPT,
     counter: CounterName = COUNTER_OPT,
     encoding: str = ENCODING_OPT,
+    deadline: float = DEADLINE_OPT,
     model: str | None = MODEL_OPT,
     top: int = typer.Option(
         10, "--top", "-n", min=0, help="How many of the largest messages and tool results to list."
@@ -95,6 +100,7 @@ def count(
     from ctxcompact.output.json import CountRow, count_to_json
 
     streams = streams_for(ctx)
+    deadline_at = deadline_in(deadline)
     if timeline or html is not None:
         _timeline(files, fmt, max_input_bytes, model, models_file, as_json, html, streams)
         return
@@ -109,7 +115,7 @@ def count(
     for transcript in loaded.transcripts:
         for conv in transcript.conversations:
             own = model or conversation_model(conv)
-            chosen = _counter(counter, encoding, own)
+            chosen = _counter(counter, encoding, own, deadline_at)
             report = measure(conv, chosen)
             warnings.extend(f"{conv.label}: {w}" for w in conv.warnings)
             row_info = info
@@ -184,6 +190,7 @@ def check(
     max_input_bytes: int = MAX_INPUT_BYTES_OPT,
     counter: CounterName = COUNTER_OPT,
     encoding: str = ENCODING_OPT,
+    deadline: float = DEADLINE_OPT,
     models_file: Path | None = MODELS_FILE_OPT,
     as_json: bool = JSON_OPT,
     system_tokens: int | None = SYSTEM_TOKENS_OPT,
@@ -209,6 +216,7 @@ def check(
     from ctxcompact.output.json import check_to_json
 
     streams = streams_for(ctx)
+    deadline_at = deadline_in(deadline)
     registry = load_registry(models_file)
     results = []
     budget = None
@@ -229,7 +237,7 @@ def check(
                 warnings.append(warning)
             warnings.extend(f"{conv.label}: {w}" for w in conv.warnings)
             info = budget.model
-            chosen = _counter(counter, encoding, info.model)
+            chosen = _counter(counter, encoding, info.model, deadline_at)
             results.append(
                 check_conversation(
                     conv, budget=budget, counter=chosen, validate=validate, system_tokens=system_tokens

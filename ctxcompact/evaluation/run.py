@@ -169,6 +169,7 @@ def evaluate_transcripts(
     budget: EvalBudget | None = None,
     counter: TokenCounter | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    deadline_at: float | None = None,
 ) -> EvalResult:
     """Every strategy on the first ``max_conversations`` conversations of each transcript.
 
@@ -198,6 +199,7 @@ def evaluate_transcripts(
                             budget=budget,
                             counter=shared,
                             clock=clock,
+                            deadline_at=deadline_at,
                             probes=probes,
                         )
                     )
@@ -214,6 +216,7 @@ def evaluate_strategy(
     budget: EvalBudget | None = None,
     counter: TokenCounter,
     clock: Callable[[], float] = time.perf_counter,
+    deadline_at: float | None = None,
     probes: ProbeSet | None = None,
 ) -> StrategyRun:
     """One strategy on one conversation (see the module docstring); ``probes``: the
@@ -229,7 +232,10 @@ def evaluate_strategy(
         else:
             auto = strategy == AUTO
             options = CompactOptions.from_keywords(
-                strategies=AUTO_STRATEGIES if auto else (strategy,), work_dir=work_dir, summarizer=summarizer
+                strategies=AUTO_STRATEGIES if auto else (strategy,),
+                work_dir=work_dir,
+                summarizer=summarizer,
+                deadline_at=deadline_at,
             )
             result = compact_conversation(
                 conversation, options=options, budget=limits, auto=auto, dry_run=True, counter=counter

@@ -3,5 +3,6 @@
 Layer 2. ``transport`` is the small protocol every summarizer and judge call goes through;
 ``retry`` the shared retry/backoff/retry-after loop; ``gate`` the cross-process concurrency
 limit; ``anthropic_api`` the only module importing the ``anthropic`` SDK (lazily): Messages,
-count_tokens and Message Batches. May import: vocabulary, transcripts.
+count_tokens and Message Batches; ``capped_http`` the byte cap on every answer it reads.
+May import: vocabulary, transcripts.
 """

@@ -11,7 +11,7 @@ so ``from ctxcompact.compaction.strategies.full import FullOptions`` keeps worki
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from ctxcompact.compaction.restore import (
@@ -47,6 +47,11 @@ class FullOptions:
     on_failure: OnFailure = DEFAULT_ON_FAILURE
     timeout: float = DEFAULT_TIMEOUT
     max_retries: int = DEFAULT_MAX_RETRIES
+    #: ``time.monotonic()`` after which no summary request starts and no wait ends (``--deadline``:
+    #: :func:`ctxcompact.llm.retry.deadline_in`); None: none beyond each request's own bounds.
+    #: A run's clock, not a choice about the result: left out of repr and equality (a
+    #: ``--resume`` journal compares options by their repr).
+    deadline_at: float | None = field(default=None, repr=False, compare=False)
     restore: bool = True
     keep_loop: bool = False
     read_tools: tuple[ReadTool, ...] | None = None
@@ -99,7 +104,11 @@ class FullOptions:
         from ctxcompact.compaction.summarize import make_summarizer
 
         return make_summarizer(
-            self.summarizer, model=self.summary_model, timeout=self.timeout, max_retries=self.max_retries
+            self.summarizer,
+            model=self.summary_model,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            deadline_at=self.deadline_at,
         )
 
 

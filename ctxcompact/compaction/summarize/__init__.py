@@ -96,13 +96,15 @@ def make_summarizer(
     timeout: float = 60.0,
     max_retries: int = 2,
     client: Any = None,
+    deadline_at: float | None = None,
 ) -> Summarizer:
     """A summarizer by name. ``auto``: ``anthropic`` when ``ANTHROPIC_API_KEY`` is set (or a
     ``client`` is given), else ``extractive``.
 
     ``anthropic`` without a key or client raises :class:`InputError` (exit 2) here, before
-    any work is done. ``model``, ``timeout`` (seconds per request, all of it), ``max_retries``
-    and ``client`` (an ``anthropic.Anthropic``) only apply to ``anthropic``. Nothing is sent
+    any work is done. ``model``, ``timeout`` (seconds per request, all of it), ``max_retries``,
+    ``deadline_at`` (``time.monotonic()`` after which nothing is sent) and ``client`` (an
+    ``anthropic.Anthropic``) only apply to ``anthropic``. Nothing is sent
     until ``summarize`` is called.
     """
     if name == "auto":
@@ -133,6 +135,7 @@ def make_summarizer(
             model or DEFAULT_SUMMARY_MODEL,
             timeout=timeout,
             max_retries=max_retries,
+            deadline_at=deadline_at,
         )
     if name == "anthropic-batch":
         raise UsageError(

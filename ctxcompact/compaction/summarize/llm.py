@@ -24,7 +24,10 @@ How a call goes:
    once, so the caller can fall back. Other failures (HTTP 400/401/403/404) fail at once.
    A run therefore gives up after about ``timeout × (max_retries + 1)`` plus the waits.
 4. The text inside ``<summary>…</summary>`` is returned (the whole answer when there are no
-   tags). An empty or whitespace-only answer is a failure.
+   tags). An empty or whitespace-only answer is a failure, and so is one cut off at
+   ``max_tokens`` (its ``<summary>`` never closed): half a summary is never kept.
+5. ``deadline_at`` (``--deadline``) bounds the whole run: no request starts after it and no
+   wait ends past it (:func:`ctxcompact.llm.retry.retry_loop`).
 
 Failures raise :class:`~ctxcompact.compaction.summarize.SummaryFailed` with a key-free reason.
 """
@@ -46,7 +49,7 @@ from ctxcompact.errors import OptionError
 from ctxcompact.ir import Message
 from ctxcompact.llm.retry import MAX_RETRY_AFTER as MAX_RETRY_AFTER
 from ctxcompact.llm.retry import GaveUp, Prompt, complete_with_retries
-from ctxcompact.llm.transport import Transport
+from ctxcompact.llm.transport import TextReply, Transport
 
 DEFAULT_CONTEXT_BUDGET = 150_000
 BACKOFF_INITIAL = 0.5
@@ -62,6 +65,17 @@ def extract_summary(text: str) -> str:
     the answer hit ``max_tokens``), else the whole text; stripped."""
     match = _SUMMARY_TAG.search(text)
     return (match.group(1) if match else text).strip()
+
+
+def accept_summary(reply: TextReply) -> str | None:
+    """The summary in ``reply``; None (ask again) when it is empty. A reply cut off at
+    ``max_tokens`` — its ``<summary>`` never closed, or no tags and the stop reason says so —
+    is no summary: it raises :class:`GaveUp` at once (the same request would be cut again), so
+    the caller falls back instead of keeping half a summary."""
+    opened = "<summary>" in reply.text
+    if (opened and "</summary>" not in reply.text) or (not opened and reply.stop_reason == "max_tokens"):
+        raise GaveUp("the summary was cut off at the output limit (max_tokens) before it ended")
+    return extract_summary(reply.text) or None
 
 
 def output_token_limit(max_words: int) -> int:
@@ -89,6 +103,7 @@ class LLMSummarizer:
         counter: TokenCounter | None = None,
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
+        deadline_at: float | None = None,
     ) -> None:
         if max_retries < 0:
             raise OptionError.about("max_retries", "must not be negative.")
@@ -99,6 +114,7 @@ class LLMSummarizer:
         self.timeout = timeout
         self.max_retries = max_retries
         self.context_budget = context_budget
+        self.deadline_at = deadline_at
         self.counter: TokenCounter = counter or TiktokenCounter()
         self._sleep = sleep
         self._jitter = jitter
@@ -248,7 +264,8 @@ class _Run:
                 Prompt(owner.model, system, user, output_token_limit(self.max_words)),
                 timeout=owner.timeout,
                 max_retries=owner.max_retries,
-                accept=lambda reply: extract_summary(reply.text) or None,
+                deadline_at=owner.deadline_at,
+                accept=accept_summary,
                 backoff=owner._backoff,
                 sleep=owner._sleep,
                 rejected="the model returned an empty summary",

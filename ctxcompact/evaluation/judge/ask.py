@@ -48,8 +48,10 @@ class DirectAsker:
         max_retries: int = DEFAULT_MAX_RETRIES,
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
+        deadline_at: float | None = None,
     ) -> None:
         self.transport = transport
+        self.deadline_at = deadline_at
         self.timeout = timeout
         self.max_retries = max_retries
         self._sleep = sleep
@@ -69,6 +71,7 @@ class DirectAsker:
                 accept=lambda reply: reply if reply.text.strip() else None,
                 backoff=self._backoff,
                 sleep=self._sleep,
+                deadline_at=self.deadline_at,
             )
         except GaveUp as failure:
             return failure.description
@@ -90,8 +93,10 @@ class BatchAsker:
         poll_interval: float = POLL_INTERVAL,
         sleep: Callable[[float], None] = time.sleep,
         on_poll: Callable[[BatchPoll], None] | None = None,
+        deadline_at: float | None = None,
     ) -> None:
         self.backend = backend
+        self.deadline_at = deadline_at
         self.poll_interval = poll_interval
         self._sleep = sleep
         self.on_poll = on_poll
@@ -100,7 +105,12 @@ class BatchAsker:
         if not requests:
             return {}
         answers = run_message_batch(
-            requests, self.backend, poll_interval=self.poll_interval, sleep=self._sleep, on_poll=self.on_poll
+            requests,
+            self.backend,
+            poll_interval=self.poll_interval,
+            sleep=self._sleep,
+            on_poll=self.on_poll,
+            deadline_at=self.deadline_at,
         )
         return {
             r.custom_id: answers.get(r.custom_id, "the message batch has no answer for this request")
