@@ -142,5 +142,5 @@ def test_a_failed_input_keeps_the_warnings_found_before_it_failed(
     result = compact_files(inputs[:1], options=options(tmp_path, model="my-local-llm", dry_run=True))
     assert result.items[0].status == "failed"
     assert result.warnings == (
-        "unknown model (my-local-llm): assuming a 96,000-token window; pass --model or --context-window.",
+        "unknown model (my-local-llm): assuming a 96,000-token window; pass --model or --context-window, or add it with --models-file.",
     )

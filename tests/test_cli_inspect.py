@@ -229,7 +229,10 @@ def test_empty_list_counts_zero_tokens(tmp_path: Path) -> None:
 def test_unknown_model_warns_on_stderr_and_keeps_stdout_clean(session: Path) -> None:
     result = run_cli("count", session, "--model", "my-local-llm", "--json")
     assert result.exit_code == 0
-    warning = "warning: unknown model (my-local-llm): assuming a 96,000-token window; pass --model or --context-window."
+    warning = (
+        "warning: unknown model (my-local-llm): assuming a 96,000-token window; pass --model or "
+        "--context-window, or add it with --models-file."
+    )
     assert result.stderr == warning + "\n"  # one warning, worded as check and compact word it
     assert orjson.loads(result.stdout)["transcripts"][0]["context_window"] == 96_000
 
@@ -421,7 +424,7 @@ def test_missing_file_and_invalid_stdin() -> None:
     result = run_cli("count", "no/such/file.json")
     assert result.exit_code == 2
     assert "no/such/file.json: no such file." in result.stderr
-    result = run_cli("count", input=b"not json at all")
+    result = run_cli("check", input=b"not json at all")  # count reads it as plain text
     assert result.exit_code == 2
     assert "<stdin>: invalid JSON at line 1, column 1" in result.stderr
 

@@ -130,7 +130,7 @@ def test_piped_config_lists_every_setting_whole(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     _plain(result.stdout)
     rows = {r[0]: r for r in plain_rows(result.stdout, "setting ") if len(r) == 4}
-    assert rows["model"][1] == "gpt-4o" and rows["model"][2].endswith("ctxcompact.toml")
+    assert rows["model"][1] == '"gpt-4o"' and rows["model"][2].endswith("ctxcompact.toml")
     # No folding: the longest commands cell is whole on its line.
     assert any(r[3].count(",") >= 6 for r in rows.values())
 

@@ -115,9 +115,10 @@ def unknown_model_warning(info: ModelInfo) -> str | None:
     if info.known:
         return None
     name = info.model or "no --model given"
+    near = f" (nearest known: {', '.join(info.nearest)})" if info.nearest else ""
     return (
-        f"unknown model ({name}): assuming a {info.context_window:,}-token window; "
-        "pass --model or --context-window."
+        f"unknown model ({name}){near}: assuming a {info.context_window:,}-token window; "
+        "pass --model or --context-window, or add it with --models-file."
     )
 
 

@@ -71,6 +71,9 @@ class SessionInfo:
     #: The estimated cost of every API call the file records (subagents' too); None when it
     #: records none or cannot be read.
     cost: Cost | None = None
+    #: False when neither the session nor the options name a model whose window is known:
+    #: the threshold then rests on the default window, a guess.
+    window_known: bool = True
 
     @property
     def over_threshold(self) -> bool:
@@ -229,6 +232,7 @@ def _row(path: Path, options: _Options, counter: TokenCounter) -> SessionInfo:
         source=scan.source,
         compactions=scan.compactions,
         threshold=budget.threshold,
+        window_known=budget.model.known,
         error=scan.error,
         agent=agent,
         cost=_cost(history) if scan.error is None else None,
@@ -275,6 +279,7 @@ def _codex_row(path: Path, raw: bytes, options: _Options, counter: TokenCounter)
         source=checked.size.source if checked.size is not None else "count",
         compactions=sum(1 for r in records if _line_type(r) == "compacted"),
         threshold=budget.threshold,
+        window_known=budget.model.known,
         agent="codex",
         cost=_cost(usage_history(records)),
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,7 @@ BUILTIN_CONTEXT_WINDOWS: dict[str, int] = {
     "gpt-5-mini": 400_000,
     "gpt-5-nano": 400_000,
     "gpt-5-chat": 128_000,
+    "gpt-5-codex": 400_000,
     "gpt-4.1": 1_047_576,
     "gpt-4.1-mini": 1_047_576,
     "gpt-4.1-nano": 1_047_576,
@@ -123,6 +125,8 @@ class ModelInfo:
     context_window: int
     match: Match
     key: str | None = None
+    #: For an unknown model: the known ids nearest to it, nearest first.
+    nearest: tuple[str, ...] = ()
 
     @property
     def known(self) -> bool:
@@ -166,10 +170,39 @@ def resolve_model(
     name = normalize_model_id(model)
     if name in table:
         return ModelInfo(model, table[name], "exact", name)
-    best = max((k for k in table if name.startswith(k)), key=len, default=None)
-    if best is not None:
-        return ModelInfo(model, table[best], "prefix", best)
-    return ModelInfo(model, DEFAULT_CONTEXT_WINDOW, "default")
+    prefixes = sorted((k for k in table if name.startswith(k)), key=len, reverse=True)
+    for key in prefixes:
+        if is_variant(name[len(key) :], family=not any(c.isdigit() for c in key)):
+            return ModelInfo(model, table[key], "prefix", key)
+    import difflib
+
+    near = [*prefixes[:1], *difflib.get_close_matches(name, list(table), n=4, cutoff=0.6)]
+    return ModelInfo(model, DEFAULT_CONTEXT_WINDOW, "default", nearest=tuple(dict.fromkeys(near))[:3])
+
+
+#: What may follow a known id in a name for the same model: a date or version
+#: (``-20250929``, ``-2024-08-06``, ``.1``, ``-v1:0``), a size or quantization tag (``:8b``,
+#: ``-30b-a3b``, ``-q4_k_m``, ``-fp8``), or a release word (``-latest``, ``-preview``,
+#: ``-instruct``). Anything else (``gpt-5`` + ``-turbo-xl``) is another model, not this one.
+_VARIANT_PART = re.compile(
+    r"\d[\w.]*|v\d[\w:.]*|\d+[bkm]|a\d+b|q\d\w*|fp\d+|bf16|int\d|awq|gptq|gguf|hf|it"
+    r"|latest|preview|exp|experimental|instruct|chat|online"
+)
+
+
+def is_variant(rest: str, *, family: bool = False) -> bool:
+    """Whether ``rest`` (what follows a known id) keeps the name the same model's: empty, a
+    run of :data:`_VARIANT_PART` pieces after separators, or anything after a family key
+    without a version (``claude``, ``codestral``)."""
+    if not rest:
+        return True
+    if rest[0] not in "-_:@.":
+        return False
+    if family:
+        return True
+    return all(_VARIANT_PART.fullmatch(part) for part in re.split(r"[-:@]", rest[1:]) if part) and bool(
+        rest[1:].strip("-_:@.")
+    )
 
 
 def load_registry(path: str | os.PathLike[str] | None = None) -> dict[str, int]:

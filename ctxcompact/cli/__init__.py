@@ -80,7 +80,7 @@ app = typer.Typer(
         "70 internal error (a bug: set CTXCOMPACT_TRACEBACK=1 and report it)."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_show_locals=False,
     context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
+from ctxcompact.cli.sizes import POSITIVE_SIZE, SIZE
+
 if TYPE_CHECKING:
     from ctxcompact.output.terminal import Terminal
     from ctxcompact.transcripts.io import Transcript
@@ -170,15 +172,26 @@ class Loaded:
     failed: int = 0
 
 
-def load_all(paths: Sequence[Path] | None, fmt: Format | None, *, max_bytes: int, streams: Streams) -> Loaded:
+def load_all(
+    paths: Sequence[Path] | None,
+    fmt: Format | None,
+    *,
+    max_bytes: int,
+    streams: Streams,
+    plain_text: bool = False,
+) -> Loaded:
     """Every input read. With one input a bad one is the command's error; with several each
-    bad one is reported on stderr and the others are still read (exit 2 at the end)."""
+    bad one is reported on stderr and the others are still read (exit 2 at the end). With
+    ``plain_text`` (``count``), stdin that is no JSON is counted as text, said on stderr."""
     from ctxcompact.transcripts.io import load_transcript
 
     inputs = expand_inputs(paths, streams.terminal)
     loaded = Loaded([])
     for path in inputs:
         try:
+            if plain_text and fmt is None and (path is None or str(path) == "-"):
+                loaded.transcripts.append(_stdin_or_text(max_bytes, streams))
+                continue
             loaded.transcripts.append(
                 load_transcript(path, dialect=fmt.value if fmt else None, max_bytes=max_bytes)
             )
@@ -192,6 +205,22 @@ def load_all(paths: Sequence[Path] | None, fmt: Format | None, *, max_bytes: int
     return loaded
 
 
+def _stdin_or_text(max_bytes: int, streams: Streams) -> Transcript:
+    """Stdin as a transcript, or — when it is no JSON — as plain text (one user message)."""
+    from ctxcompact.transcripts.fileio import read_bytes
+    from ctxcompact.transcripts.io import load_transcript, text_transcript
+
+    name, raw = read_bytes(None, max_bytes=max_bytes)
+    try:
+        return load_transcript(data=raw, name=name)
+    except InputError:
+        text = text_transcript(raw, name=name)
+        if text is None:
+            raise
+        streams.note(f"{name}: not JSON: counted as plain text (one user message)")
+        return text
+
+
 # Shared option declarations, so every command spells them the same way.
 FILES_ARG = typer.Argument(
     None, help="Transcript files or directories; '-' or nothing reads stdin.", show_default=False
@@ -202,9 +231,9 @@ FORMAT_OPT = typer.Option(
 MAX_INPUT_BYTES_OPT = typer.Option(
     DEFAULT_MAX_INPUT_BYTES,
     "--max-input-bytes",
-    min=1,
+    parser=POSITIVE_SIZE,
     show_default=False,
-    help="Refuse an input larger than this (bytes) without reading it all [default: 512 MiB].",
+    help="Refuse an input larger than this (bytes; 1MiB, 500k also) without reading it all [default: 512 MiB].",
 )
 COUNTER_OPT = typer.Option(
     CounterName.tiktoken,
@@ -236,11 +265,13 @@ CONTEXT_WINDOW_OPT = typer.Option(
     None,
     "--context-window",
     "-w",
-    help="Override the model's context window (tokens).",
+    parser=POSITIVE_SIZE,
+    help="Override the model's context window (tokens; 200k, 1M also).",
 )
 OUTPUT_RESERVE_OPT = typer.Option(
     None,
     "--output-reserve",
+    parser=SIZE,
     help="Tokens kept free for the reply [default: 32000; a quarter of the window under 64K].",
 )
 THRESHOLD_OPT = typer.Option(
@@ -252,7 +283,7 @@ THRESHOLD_OPT = typer.Option(
 SYSTEM_TOKENS_OPT = typer.Option(
     None,
     "--system-tokens",
-    min=0,
+    parser=SIZE,
     help="Tokens the system prompt and tool definitions add when no usage is recorded "
     "[default: 24000 for a Claude Code session on a Claude model, else 0].",
 )

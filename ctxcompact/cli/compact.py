@@ -61,6 +61,7 @@ from ctxcompact.cli.restore import (
     READ_TOOL_OPT,
     WORK_DIR_OPT,
 )
+from ctxcompact.cli.sizes import SIZE
 from ctxcompact.cli.streams import streams_for
 from ctxcompact.compaction.strategies import AUTO_STRATEGIES, DEFAULT_STRATEGIES, STRATEGY_NAMES
 from ctxcompact.compaction.strategies.options import (
@@ -194,6 +195,7 @@ def compact(
     clear_at_least: int = typer.Option(
         DEFAULT_CLEAR_AT_LEAST,
         "--clear-at-least",
+        parser=SIZE,
         help="Change nothing unless at least this many tokens can be freed.",
     ),
     exclude_tools: str | None = typer.Option(

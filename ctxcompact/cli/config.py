@@ -11,7 +11,7 @@ import typer
 from ctxcompact.cli.common import error, reports_errors
 from ctxcompact.cli.streams import streams_for
 from ctxcompact.config import Config, OptionSpec, find_config_file, load_config
-from ctxcompact.errors import CtxcompactError
+from ctxcompact.errors import CtxcompactError, UsageError
 
 #: Options that are not settings: they act at once or name one run's own files.
 NOT_SETTINGS = frozenset(
@@ -72,11 +72,37 @@ def apply_config(ctx: typer.Context) -> None:
     only = None if find_config_file(Path.cwd().resolve()) else ctx.invoked_subcommand
     specs = option_specs(ctx, group, only=only)
     try:
-        found = load_config(specs).default_map(specs)
+        loaded = load_config(specs)
+        found = loaded.default_map(specs)
+        _check_values(ctx, group, loaded, found)
     except CtxcompactError as exc:  # the root callback is not a command: report it here
         raise error(ctx, str(exc), exc.exit_code) from None
     if found:
         ctx.default_map = {**(ctx.default_map or {}), **found}
+
+
+def _check_values(ctx: Any, group: Any, loaded: Config, found: dict[str, dict[str, Any]]) -> None:
+    """Each setting for the command about to run, converted as its option would convert it:
+    a value it refuses is exit 2 naming the file (or variable) and the key, not a bare
+    "Invalid value for '--threshold'" that leaves the user looking at the command line."""
+    name = ctx.invoked_subcommand
+    command = group.get_command(ctx, name)
+    params = {p.name: p for p in getattr(command, "params", ())}
+    for param_name, value in found.get(name, {}).items():
+        param = params.get(param_name)
+        if param is None:
+            continue
+        try:
+            param.type_cast_value(ctx, value)
+        except typer.BadParameter as exc:
+            key = next(o for o in param.opts if o.startswith("--"))[2:]
+            setting = loaded.lookup(name, key)
+            where = setting.source if setting is not None else "config"
+            if loaded.file is not None and not where.startswith("env "):
+                where = str(loaded.file) + where[len(loaded.file.name) :]  # the path, and the table
+            raise UsageError(
+                f"{where}: {key} = {value!r} is not a valid value for --{key} of {name}: {exc.message}"
+            ) from None
 
 
 @reports_errors

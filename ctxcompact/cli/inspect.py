@@ -107,7 +107,7 @@ def count(
     registry = load_registry(models_file)
     rows: list[CountRow] = []
     warnings: list[str] = []
-    loaded = load_all(files, fmt, max_bytes=max_input_bytes, streams=streams)
+    loaded = load_all(files, fmt, max_bytes=max_input_bytes, streams=streams, plain_text=True)
     info = resolve_model(model, registry=registry) if model is not None else None
     warning = unknown_model_warning(info) if info is not None else None
     if warning:

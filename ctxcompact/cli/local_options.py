@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from ctxcompact.cli.sizes import SIZE
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -56,12 +58,14 @@ PIN_FIRST_OPT = typer.Option(
 KEEP_RECENT_TOKENS_OPT = typer.Option(
     None,
     "--keep-recent-tokens",
+    parser=SIZE,
     help="full: keep the newest N tokens verbatim (cut at a round), summarize what is older. "
     "Default 0; under --auto 20% of the threshold.",
 )
 KEEP_USER_TOKENS_OPT = typer.Option(
     None,
     "--keep-user-tokens",
+    parser=SIZE,
     help="full: keep the newest user messages verbatim up to N tokens after the summary "
     "[default: 0 (off); Codex sessions: 20,000, Codex's own rule (bytes/4)].",
 )

@@ -20,6 +20,7 @@ from ctxcompact.cli.common import (
     refuse_writing_over_inputs,
     reports_errors,
 )
+from ctxcompact.cli.sizes import SIZE
 from ctxcompact.cli.streams import Streams, streams_for
 from ctxcompact.errors import UsageError
 from ctxcompact.names import LocalCounterName
@@ -39,7 +40,7 @@ OUT_DIR_OPT = typer.Option(
 MIN_CHARS_OPT = typer.Option(
     DEFAULT_MIN_CHARS,
     "--min-chars",
-    min=0,
+    parser=SIZE,
     help="Offload tool results of at least this many characters (string length; JSON of a block list).",
 )
 KEEP_RECENT_OPT = typer.Option(0, "--keep-recent", min=0, help="Leave the newest N tool results in place.")

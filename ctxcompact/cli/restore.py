@@ -20,6 +20,7 @@ from ctxcompact.cli.common import (
     refuse_writing_over_inputs,
     reports_errors,
 )
+from ctxcompact.cli.sizes import SIZE
 from ctxcompact.cli.streams import streams_for
 from ctxcompact.compaction.restore import (
     DEFAULT_MAX_FILES,
@@ -48,10 +49,16 @@ READ_TOOL_OPT = typer.Option(
 )
 MAX_FILES_OPT = typer.Option(DEFAULT_MAX_FILES, "--max-files", help="Restore at most this many files.")
 MAX_TOKENS_PER_FILE_OPT = typer.Option(
-    DEFAULT_MAX_TOKENS_PER_FILE, "--max-tokens-per-file", help="Skip files larger than this."
+    DEFAULT_MAX_TOKENS_PER_FILE,
+    "--max-tokens-per-file",
+    parser=SIZE,
+    help="Skip files larger than this (tokens).",
 )
 MAX_TOKENS_TOTAL_OPT = typer.Option(
-    DEFAULT_MAX_TOKENS_TOTAL, "--max-tokens-total", help="Stop restoring past this total."
+    DEFAULT_MAX_TOKENS_TOTAL,
+    "--max-tokens-total",
+    parser=SIZE,
+    help="Stop restoring past this total (tokens).",
 )
 
 

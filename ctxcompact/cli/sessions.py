@@ -92,6 +92,18 @@ def sessions(
             rows = list_sessions(root, on_progress=update, **options)  # type: ignore[arg-type]
     else:
         rows = list_sessions(root, **options)  # type: ignore[arg-type]
+    guessed = [r for r in rows if r.error is None and not r.window_known]
+    if guessed:
+        from ctxcompact.accounting.windows import DEFAULT_CONTEXT_WINDOW
+
+        names = ", ".join(Path(r.path).name for r in guessed[:3]) + (", …" if len(guessed) > 3 else "")
+        streams.warnings(
+            [
+                f"{len(guessed)} session(s) record no model with a known window ({names}): their "
+                f"threshold assumes the default {DEFAULT_CONTEXT_WINDOW:,}-token window; pass --model "
+                "or --context-window."
+            ]
+        )
     if over:
         rows = [r for r in rows if r.over_threshold]
     scored = _scored_compactions(rows, archive_dir)

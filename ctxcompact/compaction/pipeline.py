@@ -413,6 +413,13 @@ def compact_messages(
     unknown one is a :class:`~ctxcompact.errors.UsageError`. With no API key the offline extractive summarizer is
     used. Raises :class:`~ctxcompact.errors.CtxcompactError` subclasses on bad input or failure.
 
+    **It writes one file**: before returning, the raw records of every message a rewrite
+    replaced or removed are archived as JSONL in ``archive_dir`` — by default
+    ``$XDG_STATE_HOME/ctxcompact/archive/`` (``~/.local/state/ctxcompact/archive/``), never the
+    current directory — and ``result.stats.archive_path`` names the file. Pass ``archive_dir=`` to
+    choose the folder, or ``dry_run=True`` to write nothing. A compaction appended as a point
+    (``append=True``, Claude Code sessions) archives nothing: the history stays in the result.
+
     >>> from ctxcompact import compact_messages
     >>> result = compact_messages([{"role": "user", "content": "hi"}], summarizer="extractive")
     >>> result.messages[0]["content"].startswith("[Conversation compressed]")

@@ -387,6 +387,7 @@ def sessions_to_json(rows: Sequence[SessionInfo]) -> list[dict[str, Any]]:
             "compactions": r.compactions,
             "threshold": r.threshold,
             "over_threshold": r.over_threshold,
+            "window_known": r.window_known,
             "cost": cost_json(r.cost, source) if r.cost is not None else None,
             "error": r.error,
         }

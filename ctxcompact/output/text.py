@@ -339,6 +339,8 @@ def sessions_report(rows: Sequence[SessionInfo], *, cost_source: str = "") -> li
             verdict, styles[i, verdict_at] = "over", "bold red"
         else:
             verdict, styles[i, verdict_at] = "within", "green"
+        if row.error is None and not row.window_known:
+            verdict += " (window guessed)"
         body.append(
             (
                 _AGENTS.get(row.agent, row.agent),
@@ -377,13 +379,29 @@ def _cost_cell(row: SessionInfo) -> str:
     return dollars(cost.dollars) + ("+" if cost.unpriced_calls else "")
 
 
+def toml_value(value: Any) -> str:
+    """A setting's value as it would be written in ``ctxcompact.toml``: ``true``, ``0.6``,
+    ``"gpt-4o"``, ``["Read:file_path"]``; an unset one as ``(not set)`` (TOML has no null)."""
+    if value is None:
+        return "(not set)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    import json
+
+    return json.dumps(str(getattr(value, "value", value)), ensure_ascii=False)
+
+
 def config_report(payload: dict[str, Any]) -> list[Block]:
     """``ctxcompact config``: the file found, then each setting with its source and commands
     (a value set by anything but the default in bold)."""
     rows = []
     styles: dict[tuple[int, int], str] = {}
     for i, row in enumerate(payload["settings"]):
-        value = row["value"] if isinstance(row["value"], str) else repr(row["value"])
+        value = toml_value(row["value"])
         rows.append((row["key"], value, row["source"], ", ".join(row["commands"])))
         if row["source"] != "default":
             styles[i, 1] = "bold"

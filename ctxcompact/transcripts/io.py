@@ -83,6 +83,24 @@ def load_transcript(
         raise InputError(f"{name}: {message}") from None
 
 
+def text_transcript(raw: bytes, *, name: str = STDIN_NAME) -> Transcript | None:
+    """Plain text that is no JSON (it does not start with ``[`` or ``{``) as a transcript of
+    one user message holding it — what ``count`` makes of ``echo hi | ctxcompact count``, as
+    ``ttok`` counts text; None for anything that looks like JSON (its errors stay errors) or
+    that is not UTF-8."""
+    start = raw.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    if start in (b"[", b"{"):
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    import orjson
+
+    body = orjson.dumps([{"role": "user", "content": text.removeprefix("\ufeff")}])
+    return parse_transcript(body, name=f"{name} (plain text)", dialect="anthropic")
+
+
 def load_messages(messages: Sequence[Mapping[str, Any]], *, dialect: str | None = None) -> Conversation:
     """A conversation from in-memory message dicts (the library's entry point)."""
     records = list(messages)
