@@ -7,6 +7,15 @@ generated transcripts (``bench/gen_transcript.py``, 50K and 200K tokens), prints
 table as Markdown, and checks issue 13's bars for ``full`` on the corpus: at least 90 % of the
 file-path probes, at least 90 % of the user-instruction probes, and every last request.
 
+Then issue 19's judged measurement (:mod:`judged_cuts`): six corpus transcripts cut where
+compaction was due, every strategy run with the budget the judged runs had, the table per
+strategy with the tokens after, how many results fit the threshold, ``eval``'s score and the
+judge's score (``bench/judged.json``), and how well the two agree: Kendall's tau-b between
+them across the judged strategies, per transcript. The strategies run as they were judged
+(``compact --strategy X``, ``-w`` where the judged run had it); a result *fits* when it is under
+the threshold ``--auto`` has on that transcript. On every transcript where some result fits,
+``auto`` must fit and have the best judged score among the results that fit.
+
 Usage:
     python bench/bench_eval.py
 """
@@ -18,8 +27,17 @@ import tempfile
 from pathlib import Path
 
 from gen_transcript import generate
+from judged_cuts import CUTS, claude_code_summary, judged, write_cut
 
-from ctxcompact.evaluation.run import EvalResult, evaluate_transcripts
+from ctxcompact.accounting.check import BudgetOptions
+from ctxcompact.evaluation.probes import context_text, score_probes
+from ctxcompact.evaluation.run import (
+    EvalResult,
+    StrategyRun,
+    conversation_probes,
+    evaluate_transcripts,
+)
+from ctxcompact.ir import new_message
 from ctxcompact.output.eval_table import summary_table
 from ctxcompact.transcripts.io import Transcript, load_transcript
 
@@ -80,7 +98,92 @@ def main() -> int:
         result = evaluate_transcripts(generated(Path(tmp)))
     print("\ngenerated transcripts (50K and 200K tokens):\n")
     print(markdown(result))
+    if CORPUS.is_dir():
+        ok = judged_cuts_table() and ok
     return 0 if ok else 1
+
+
+JUDGED_STRATEGIES = ("full", "prune", "hybrid", "auto", "clean-tools", "key-messages", "selective", "offload")
+
+
+def judged_cuts_table() -> bool:
+    """Issue 19's six judged transcripts: eval's figures beside the judge's (module docstring)."""
+    scores = judged()["transcripts"]
+    runs: dict[str, list[StrategyRun]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for cut in CUTS:
+            transcript = load_transcript(write_cut(cut, Path(tmp)))
+            budget = BudgetOptions(context_window=cut.context_window)
+            result = evaluate_transcripts(
+                [transcript], strategies=JUDGED_STRATEGIES, budget=budget, max_conversations=1
+            )
+            runs[cut.tag] = [r for r in result.runs if not r.skipped]
+            if cut.tag == "A":
+                probes = conversation_probes(transcript.conversations[0])
+                reference = score_probes(probes, context_text([new_message("user", claude_code_summary())]))
+                judge = _mean(scores["A"]["scores"]["claude-code"])
+                print(
+                    f"\nClaude Code's own summary of A: eval score {reference.mean:.0%}, judged {judge:.2f}"
+                )
+    thresholds = {tag: next(r.threshold for r in done if r.strategy == "auto") for tag, done in runs.items()}
+    print("\njudged transcripts (6 cuts where compaction was due):\n")
+    print("| strategy | tokens after | fits | eval score | judged score |\n|---|---:|---:|---:|---:|")
+    for name in JUDGED_STRATEGIES:
+        mine = [(tag, r) for tag, done in runs.items() for r in done if r.strategy == name]
+        evals = [r.report.mean for _, r in mine if r.report and r.report.mean is not None]
+        judged_runs = [_mean(scores[tag]["scores"][name]) for tag, _ in mine if name in scores[tag]["scores"]]
+        fits = sum(1 for tag, r in mine if r.tokens_after < (thresholds[tag] or 0))
+        judge = (
+            f"{sum(judged_runs) / len(judged_runs):.2f}" if len(judged_runs) == len(mine) and mine else "—"
+        )
+        eval_score = f"{sum(evals) / len(evals):.0%}" if evals else "—"
+        tokens = sum(r.tokens_after for _, r in mine)
+        print(f"| {name} | {tokens:,} | {fits}/{len(mine)} | {eval_score} | {judge} |")
+    ok = True
+    for tag, done in runs.items():
+        judged_here = scores[tag]["scores"]
+        pairs = [
+            (r.report.mean or 0.0, _mean(judged_here[r.strategy]))
+            for r in done
+            if r.report and r.strategy in judged_here
+        ]
+        fitting = {
+            r.strategy: _mean(judged_here[r.strategy])
+            for r in done
+            if r.strategy in judged_here and r.tokens_after < (thresholds[tag] or 0)
+        }
+        verdict = "n/a (no result fits)"
+        if fitting:
+            passed = "auto" in fitting and fitting["auto"] == max(fitting.values())
+            ok = ok and passed
+            verdict = "PASS" if passed else f"FAIL {fitting}"
+        print(
+            f"{tag}: Kendall tau-b eval vs judged over {len(pairs)} strategies {_tau(pairs):.2f}; auto best among the results that fit: {verdict}"
+        )
+    return ok
+
+
+def _mean(values: list[int]) -> float:
+    return sum(values) / len(values)
+
+
+def _tau(pairs: list[tuple[float, float]]) -> float:
+    concordant = discordant = tied_x = tied_y = 0
+    for i, (x1, y1) in enumerate(pairs):
+        for x2, y2 in pairs[i + 1 :]:
+            dx, dy = x1 - x2, y1 - y2
+            if dx == 0 and dy == 0:
+                continue
+            if dx == 0:
+                tied_x += 1
+            elif dy == 0:
+                tied_y += 1
+            elif (dx > 0) == (dy > 0):
+                concordant += 1
+            else:
+                discordant += 1
+    denominator = ((concordant + discordant + tied_x) * (concordant + discordant + tied_y)) ** 0.5
+    return (concordant - discordant) / denominator if denominator else float("nan")
 
 
 if __name__ == "__main__":

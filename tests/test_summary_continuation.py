@@ -544,3 +544,14 @@ def test_a_poll_of_a_running_command_is_named_by_that_command() -> None:
     assert "- exec_command(rg -n COMPACT src) → still running (session 42)" in actions
     assert "- write_stdin(session 42: exec_command(rg -n COMPACT src)) → ok" in actions
     assert "→ still running (session 43)" in actions
+
+
+def test_after_a_finished_turn_the_next_step_says_so_even_without_a_new_request() -> None:
+    messages = [
+        msg("user", text(NINE_SECTIONS)),
+        msg("assistant", use("t", "Bash", command="cargo test")),
+        msg("user", result("t", "test result: ok. 3 passed; 0 failed\n")),
+        msg("assistant", text("All tests pass. The flattening is complete.")),
+    ]
+    step = label(section(summary(messages), "Task Status"), "Next step:")
+    assert step.startswith("The agent had finished its turn")

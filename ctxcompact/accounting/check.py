@@ -109,6 +109,34 @@ def budget_for(
     return make_budget(info, output_reserve=output_reserve, ratio=ratio)
 
 
+@dataclass(frozen=True, slots=True)
+class BudgetOptions:
+    """The budget options a command takes (``--model``, ``--context-window``,
+    ``--output-reserve``, ``--threshold``, ``--models-file``), as plain data that travels to
+    worker processes; :meth:`for_conversation` is :func:`budget_for` with them."""
+
+    model: str | None = None
+    context_window: int | None = None
+    output_reserve: int | None = None
+    ratio: float = DEFAULT_RATIO
+    registry: Mapping[str, int] | None = None
+
+    @property
+    def given(self) -> bool:
+        """Whether a model or a window was named (else only ``--auto`` has a budget)."""
+        return bool(self.model) or bool(self.context_window)
+
+    def for_conversation(self, conversation: Conversation) -> Budget:
+        return budget_for(
+            conversation,
+            model=self.model,
+            context_window=self.context_window,
+            output_reserve=self.output_reserve,
+            ratio=self.ratio,
+            registry=self.registry,
+        )
+
+
 def unknown_model_warning(info: ModelInfo) -> str | None:
     """The one warning ``count``, ``check`` and ``compact`` show when a model's window is the
     default, not the model's own (``budget.model`` for a budget)."""

@@ -131,17 +131,17 @@ def eval_command(
       ctxcompact eval ~/.claude/projects/ --glob '*.jsonl' --jobs 4
       ctxcompact eval session.jsonl --judge anthropic-batch --yes
     """
+    from ctxcompact.accounting.check import BudgetOptions
     from ctxcompact.accounting.windows import load_registry, validate_ratio
     from ctxcompact.batch.workers import default_jobs
     from ctxcompact.evaluation.files import EvalSettings, evaluate_inputs
-    from ctxcompact.evaluation.run import EvalBudget
     from ctxcompact.llm.retry import deadline_in
     from ctxcompact.output.rich.batch import files_progress
 
     deadline_at = deadline_in(deadline)
     ensure_writable_dir(html, "--html")
     validate_ratio(threshold)
-    budget = EvalBudget(model, context_window, output_reserve, threshold, load_registry(models_file))
+    budget = BudgetOptions(model, context_window, output_reserve, threshold, load_registry(models_file))
     names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies is not None else None
     settings = EvalSettings(
         tuple(names) if names is not None else default_strategies(),

@@ -156,7 +156,9 @@ def extract_probes(messages: Sequence[Message]) -> tuple[Probe, ...]:
     task = shrink_harness_instructions(facts.task)
     add("task", [s for s in sentences(task) if _long_enough(s)][:TASK_SENTENCES] or [task])
     add("instruction", (r.removeprefix("- ") for r in facts.rules))
-    add("last_request", user[-1:])
+    add(
+        "last_request", (shrink_harness_instructions(u) for u in user[-1:])
+    )  # a template's boilerplate is no request
     add("path", _changed_paths(messages))
     add("path", (p for t in user for p in path_mentions(t)))
     add("change", _change_lines(messages))

@@ -16,7 +16,7 @@ the summary is ``extractive`` unless the caller names another summarizer, so an 
 needs no API key. A strategy that cannot run (a summarizer without its key) is reported as
 skipped with the reason, not as a failure of the whole run.
 
-*The budget* (:class:`EvalBudget`: ``--model``, ``--context-window``, ``--output-reserve``,
+*The budget* (:class:`~ctxcompact.accounting.check.BudgetOptions`: ``--model``, ``--context-window``, ``--output-reserve``,
 ``--threshold``, ``--models-file``, as ``compact`` takes them) is worked out per conversation
 as ``compact`` does, and every strategy runs with it, so a row is what ``compact -w N
 --strategy X`` writes; ``auto`` always has one (the transcript's own model's when none is
@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxcompact.accounting.check import budget_for, measure_total
+from ctxcompact.accounting.check import BudgetOptions, conversation_model, measure, measure_total
+from ctxcompact.accounting.context_size import context_size
 from ctxcompact.accounting.counters import shared_cache
 from ctxcompact.accounting.tokens import TokenCounter
-from ctxcompact.accounting.windows import DEFAULT_RATIO, Budget
 from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
 from ctxcompact.compaction.strategies import AUTO_STRATEGIES, STRATEGY_NAMES
 from ctxcompact.errors import CtxcompactError, UsageError
@@ -58,31 +58,6 @@ DEFAULT_CONVERSATIONS = 3
 def default_strategies() -> tuple[str, ...]:
     """Every strategy of the table, then ``offload`` and ``auto``."""
     return (*STRATEGY_NAMES, OFFLOAD, AUTO)
-
-
-@dataclass(frozen=True, slots=True)
-class EvalBudget:
-    """The budget options, as ``compact`` takes them (plain data: it travels to workers)."""
-
-    model: str | None = None
-    context_window: int | None = None
-    output_reserve: int | None = None
-    ratio: float = DEFAULT_RATIO
-    registry: Mapping[str, int] | None = None
-
-    @property
-    def given(self) -> bool:
-        return bool(self.model) or bool(self.context_window)
-
-    def for_conversation(self, conversation: Conversation) -> Budget:
-        return budget_for(
-            conversation,
-            model=self.model,
-            context_window=self.context_window,
-            output_reserve=self.output_reserve,
-            ratio=self.ratio,
-            registry=self.registry,
-        )
 
 
 def check_eval_strategies(names: Sequence[str]) -> tuple[str, ...]:
@@ -166,7 +141,7 @@ def evaluate_transcripts(
     summarizer: str = "extractive",
     work_dir: Path | None = None,
     max_conversations: int = DEFAULT_CONVERSATIONS,
-    budget: EvalBudget | None = None,
+    budget: BudgetOptions | None = None,
     counter: TokenCounter | None = None,
     clock: Callable[[], float] = time.perf_counter,
     deadline_at: float | None = None,
@@ -213,7 +188,7 @@ def evaluate_strategy(
     source: str,
     summarizer: str = "extractive",
     work_dir: Path,
-    budget: EvalBudget | None = None,
+    budget: BudgetOptions | None = None,
     counter: TokenCounter,
     clock: Callable[[], float] = time.perf_counter,
     deadline_at: float | None = None,
@@ -223,7 +198,7 @@ def evaluate_strategy(
     conversation's (:func:`conversation_probes`, made a :class:`ProbeSet` that every strategy
     of the conversation scores with), read here when not given."""
     start = clock()
-    budget = budget or EvalBudget()
+    budget = budget or BudgetOptions()
     limits = budget.for_conversation(conversation) if budget.given or strategy == AUTO else None
     threshold = limits.threshold if limits is not None else None
     try:
@@ -272,17 +247,18 @@ def conversation_probes(conversation: Conversation) -> tuple[Probe, ...]:
 
 
 def _offload(conversation: Conversation, counter: TokenCounter) -> tuple[int, int, Sequence[Message]]:
-    """Offload as ``ctxcompact offload`` does, its files kept in memory: what it leaves in
-    the context is all a score reads."""
+    """``offload`` measured as the compaction pipeline measures a strategy: the context size
+    before, and the same size of the rewrite (:meth:`ContextSize.resized`); its files kept in
+    memory (what it leaves in the context is all a score reads)."""
     from ctxcompact.offload.store import MemoryWriter
     from ctxcompact.offload.tool_results import offload_tool_results
 
-    before = measure_total(conversation, counter)
+    size = context_size(conversation, measure(conversation, counter), model=conversation_model(conversation))
     result = offload_tool_results(
         conversation.messages, out_dir=OFFLOAD, writer=MemoryWriter(), measure_tokens=False
     )
-    after = measure_total(conversation.with_messages(result.messages), counter)
-    return before, after, result.messages
+    after = size.resized(measure_total(conversation.with_messages(result.messages), counter))
+    return size.tokens, after, result.messages
 
 
 def _summarize(name: str, runs: Sequence[StrategyRun]) -> StrategySummary:

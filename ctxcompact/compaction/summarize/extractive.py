@@ -251,7 +251,7 @@ def next_step(facts: Facts) -> list[str]:
         lines.append(f"Results the agent had not seen yet: {clip_words(', '.join(unseen[-3:]), 40)}.")
     if facts.todos:
         lines.append("Open to-do items: " + "; ".join(t.removeprefix("- ") for t in facts.todos[:6]))
-    if not lines and facts.requests:
+    if not lines:
         lines.append(
             "The agent had finished its turn: confirm the latest request is done or wait for the next one."
         )
