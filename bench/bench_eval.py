@@ -29,7 +29,7 @@ from pathlib import Path
 from gen_transcript import generate
 from judged_cuts import CUTS, claude_code_summary, judged, write_cut
 
-from ctxcompact.accounting.check import BudgetOptions
+from ctxcompact.accounting.check import BudgetSpec
 from ctxcompact.evaluation.probes import context_text, score_probes
 from ctxcompact.evaluation.run import (
     EvalResult,
@@ -113,7 +113,7 @@ def judged_cuts_table() -> bool:
     with tempfile.TemporaryDirectory() as tmp:
         for cut in CUTS:
             transcript = load_transcript(write_cut(cut, Path(tmp)))
-            budget = BudgetOptions(context_window=cut.context_window)
+            budget = BudgetSpec(context_window=cut.context_window)
             result = evaluate_transcripts(
                 [transcript], strategies=JUDGED_STRATEGIES, budget=budget, max_conversations=1
             )

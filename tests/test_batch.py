@@ -11,6 +11,7 @@ import pytest
 from cli_helpers import run_cli
 from conftest import SAMPLES
 
+from ctxcompact.accounting.check import BudgetSpec
 from ctxcompact.batch.files import BatchProgress, FileOptions, batch_targets, compact_file, compact_files
 from ctxcompact.compaction.pipeline import CompactOptions
 from ctxcompact.errors import CtxcompactError, WorkFailedError
@@ -125,8 +126,10 @@ def test_compact_file_names_the_file_in_its_errors(tmp_path: Path) -> None:
     bad = tmp_path / "t.json"
     bad.write_text('[{"role": "user", "content": "hi"}]')
     with pytest.raises(CtxcompactError) as caught:
-        compact_file(str(bad), options=options(tmp_path, context_window=-1))
-    assert str(caught.value).startswith(f"{bad}: context_window must be from 1 to")
+        compact_file(
+            str(bad), options=options(tmp_path, budget=BudgetSpec(context_window=100, output_reserve=200))
+        )
+    assert str(caught.value).startswith(f"{bad}: output_reserve 200 leaves no room")
     assert caught.value.exit_code == ExitStatus.BAD_INPUT
     done = compact_file(str(SESSION), options=options(tmp_path, dry_run=True))
     assert done.input == str(SESSION) and done.status == "compacted" and len(done.stats) == 1
@@ -139,7 +142,9 @@ def test_a_failed_input_keeps_the_warnings_found_before_it_failed(
         raise WorkFailedError("summary failed")
 
     monkeypatch.setattr("ctxcompact.batch.files.compact_conversation", failing)
-    result = compact_files(inputs[:1], options=options(tmp_path, model="my-local-llm", dry_run=True))
+    result = compact_files(
+        inputs[:1], options=options(tmp_path, budget=BudgetSpec("my-local-llm"), dry_run=True)
+    )
     assert result.items[0].status == "failed"
     assert result.warnings == (
         "unknown model (my-local-llm): assuming a 96,000-token window; pass --model or --context-window, or add it with --models-file.",

@@ -40,7 +40,7 @@ def _compact(transcript: Transcript, **options: Any) -> tuple[bytes, Any]:
     full = FullOptions(**options.pop("full", {"restore": False}))
     result = compact_conversation(
         transcript.conversations[0],
-        options=CompactOptions(full=full, **options),
+        options=CompactOptions(configured=(full,), **options),
         summarizer=ExtractiveSummarizer(),
         counter=EstimateCounter(),
         auto=auto,

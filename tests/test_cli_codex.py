@@ -172,7 +172,7 @@ def test_check_decides_from_the_recorded_usage_and_window(tmp_path: Path) -> Non
     # window ((800 - 200) x 0.6 = 360); the recorded 350 + 10 is at it.
     data = check_json(tmp_path, 350, 800, code=1)
     row = data["transcripts"][0]
-    assert data["context_window"] == 800 and data["threshold"] == 360
+    assert row["budget"]["context_window"] == 800 and row["budget"]["threshold"] == 360
     assert row["tokens"] == 360 and row["needs_compaction"] and row["counted_tokens"] < 360
 
 

@@ -7,6 +7,7 @@ separate) runs the app in-process; what needs a fresh interpreter (imports, clos
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -309,13 +310,14 @@ def test_check_over_threshold_exits_1(session: Path) -> None:
 
 def test_check_json(session: Path) -> None:
     data = run_json("check", session, "--model", "gpt-4o", "--threshold", "0.75")
-    assert data["model"] == "gpt-4o"
-    assert (data["model_known"], data["model_match"]) == (True, "exact")
-    assert (data["context_window"], data["output_reserve"], data["ratio"]) == (128_000, 32_000, 0.75)
-    assert data["strategy"] == "balanced"
-    assert data["threshold"] == 72_000
-    assert (data["needs_compaction"], data["valid"]) == (False, True)
     [row] = data["transcripts"]
+    budget = row["budget"]
+    assert budget["model"] == "gpt-4o"
+    assert (budget["model_known"], budget["model_match"]) == (True, "exact")
+    assert (budget["context_window"], budget["output_reserve"], budget["ratio"]) == (128_000, 32_000, 0.75)
+    assert budget["strategy"] == "balanced"
+    assert budget["threshold"] == 72_000
+    assert (data["needs_compaction"], data["valid"]) == (False, True)
     assert row["remaining"] == 72_000 - row["tokens"]
     assert row["violations"] == []
     over = run_json("check", session, "-w", "300", "--output-reserve", "0", code=1)
@@ -370,7 +372,8 @@ def test_a_registry_file_adds_models(tmp_path: Path, session: Path) -> None:
     models = tmp_path / "models.toml"
     models.write_text('"house-model" = 50000\n', encoding="utf-8")
     data = run_json("check", session, "-m", "house-model-v3", "--models-file", models)
-    assert (data["context_window"], data["model_match"]) == (50_000, "prefix")
+    budget = data["transcripts"][0]["budget"]
+    assert (budget["context_window"], budget["model_match"]) == (50_000, "prefix")
     bad = tmp_path / "bad.json"
     bad.write_text("{", encoding="utf-8")
     result = run_cli("check", session, "--models-file", bad)
@@ -567,3 +570,17 @@ def test_count_json_does_not_import_rich() -> None:
     )
     assert "NO-RICH" in proc.stderr, proc.stderr
     assert orjson.loads(proc.stdout)["total"] > 0
+
+
+def test_check_of_several_files_reports_each_ones_budget(tmp_path: Path) -> None:
+    """Each input is decided against its own model's budget, and says so (the report used to
+    carry one budget, the last input's, for every file)."""
+    small = tmp_path / "small.json"
+    large = tmp_path / "large.json"
+    small.write_text(json.dumps({"model": "gpt-4", "messages": [{"role": "user", "content": "hi"}]}))
+    large.write_text(json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}))
+    data = run_json("check", small, large)
+    budgets = [(t["budget"]["model"], t["budget"]["context_window"]) for t in data["transcripts"]]
+    assert budgets == [("gpt-4", 8_192), ("gpt-4o", 128_000)]
+    text = run_cli("check", small, large).stdout
+    assert text.count("model gpt-4 ") == 1 and text.count("model gpt-4o ") == 1

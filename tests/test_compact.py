@@ -143,7 +143,7 @@ def test_archive_failure_compacts_nothing(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     options = CompactOptions(
-        work_dir=tmp_path, archive_dir=blocker / "archive", full=FullOptions(restore=False)
+        work_dir=tmp_path, archive_dir=blocker / "archive", configured=(FullOptions(restore=False),)
     )
     with pytest.raises(WorkFailedError) as info:
         compact_conversation(

@@ -27,7 +27,7 @@ def _append(transcript: Transcript, *, append: bool = True) -> Transcript:
     results = [
         compact_conversation(
             conv,
-            options=CompactOptions(append=append, full=FullOptions(restore=False)),
+            options=CompactOptions(append=append, configured=(FullOptions(restore=False),)),
             summarizer=ExtractiveSummarizer(),
             counter=EstimateCounter(),
         ).conversation
@@ -118,7 +118,7 @@ def test_property_append_keeps_history_and_export_is_the_compacted_context(
     transcript = parse_transcript(orjson.dumps(records), name="gen.json", dialect=dialect)
     result = compact_conversation(
         transcript.conversations[0],
-        options=CompactOptions(append=True, full=FullOptions(restore=False)),
+        options=CompactOptions(append=True, configured=(FullOptions(restore=False),)),
         summarizer=ExtractiveSummarizer(),
         counter=EstimateCounter(),
     )

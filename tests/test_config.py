@@ -17,7 +17,7 @@ SESSION = SAMPLES / "anthropic-session.json"
 def checked_model(*args: str, env: dict[str, str | None] | None = None) -> str:
     result = run_cli("check", SESSION, "--json", *args, env=env)
     assert result.exit_code in (0, 1), result.stderr
-    model: str = json.loads(result.stdout)["model"]
+    model: str = json.loads(result.stdout)["transcripts"][0]["budget"]["model"]
     return model
 
 

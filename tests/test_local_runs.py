@@ -72,7 +72,7 @@ def test_selective_rolls_back_when_the_summary_fails(tmp_path: Path, on_failure:
     options = CompactOptions(
         strategies=("selective",),
         archive_dir=tmp_path,
-        full=FullOptions(on_failure=on_failure),  # type: ignore[arg-type]
+        configured=(FullOptions(on_failure=on_failure),),  # type: ignore[arg-type]
     )
     if on_failure == "error":
         with pytest.raises(SummaryFailed):

@@ -76,7 +76,10 @@ def check_answers(out: dict[str, Any], session: Path) -> None:
     assert row["path"] == str(session) and row["agent"] == "claude-code"
     count = out["count"]
     assert count["total"] > 0 and count["transcripts"][0]["by_role"]
-    assert out["check"]["needs_compaction"] is True and out["check"]["model"] == "gpt-4"
+    assert (
+        out["check"]["needs_compaction"] is True
+        and out["check"]["transcripts"][0]["budget"]["model"] == "gpt-4"
+    )
     dry = out["dry"]
     assert dry["strategy"] == "full" and dry["tokens_after"] < dry["tokens_before"]
     assert dry["total"] >= dry["kept"] >= 0 and isinstance(dry["lost"], list)

@@ -37,7 +37,7 @@ def test_full_compaction_invariants(case: tuple[str, list[Any]]) -> None:
     conv = transcript.conversations[0]
     with tempfile.TemporaryDirectory() as tmp:
         options = CompactOptions(
-            work_dir=Path(tmp), archive_dir=Path(tmp) / "archive", full=FullOptions(restore=False)
+            work_dir=Path(tmp), archive_dir=Path(tmp) / "archive", configured=(FullOptions(restore=False),)
         )
         result = compact_conversation(
             conv, options=options, summarizer=ExtractiveSummarizer(), counter=EstimateCounter()

@@ -228,7 +228,7 @@ def test_claude_code_output_is_deterministic_and_clean(
     transcript = load_transcript(SAMPLES / "claude-code-session.jsonl")
     outputs = []
     for i in range(2):
-        options = CompactOptions(archive_dir=tmp_path / f"a{i}", full=FullOptions(restore=False))
+        options = CompactOptions(archive_dir=tmp_path / f"a{i}", configured=(FullOptions(restore=False),))
         result = compact_conversation(
             transcript.conversations[0],
             options=options,

@@ -30,23 +30,20 @@ from ctxcompact.ir import Message
 from ctxcompact.transcripts.io import load_messages
 
 
-def test_every_strategy_of_the_table_has_its_options_in_compact_options() -> None:
+def test_every_strategy_runs_with_its_defaults_unless_configured() -> None:
+    """A new strategy is its options, its module and a row: CompactOptions needs no field."""
     assert STRATEGY_NAMES == ("full", "prune", "clean-tools", "selective", "key-messages", "hybrid")
     defaults = CompactOptions()
     for strategy in STRATEGIES.values():
-        held = [
-            f.name for f in fields(CompactOptions) if isinstance(getattr(defaults, f.name), strategy.options)
-        ]
-        assert len(held) == 1, strategy.name
+        assert defaults.options_for(strategy.options) == strategy.options()
+    configured = defaults.with_options(PruneOptions(keep=1))
+    assert configured.options_for(PruneOptions).keep == 1 and configured.full == FullOptions()
 
 
 def test_option_names_are_unique_so_flat_keywords_have_one_owner() -> None:
     names = [f.name for s in STRATEGIES.values() for f in fields(s.options)]
-    names += [
-        f.name
-        for f in fields(CompactOptions)
-        if f.name not in ("full", "prune", "clean_tools", "selective", "key_messages", "hybrid")
-    ]
+    names += [f.name for f in fields(CompactOptions) if f.name != "configured"]
+    names += [s.name.replace("-", "_") for s in STRATEGIES.values()]  # whole options: full=FullOptions()
     assert len(names) == len(set(names))
 
 
@@ -55,9 +52,9 @@ def test_flat_keywords_go_to_the_options_that_own_them(tmp_path: Path) -> None:
         strategies=("prune", "full"), work_dir=tmp_path, keep=0, include_loop=True, max_files=1, rounds=4
     )
     assert options.strategies == ("prune", "full") and options.work_dir == tmp_path
-    assert options.prune == PruneOptions(keep=0, include_loop=True)
+    assert options.options_for(PruneOptions) == PruneOptions(keep=0, include_loop=True)
     assert options.full == FullOptions(max_files=1)
-    assert options.clean_tools == CleanToolsOptions(rounds=4)
+    assert options.options_for(CleanToolsOptions) == CleanToolsOptions(rounds=4)
 
 
 def test_an_unknown_keyword_is_a_usage_error_naming_it() -> None:
@@ -141,7 +138,7 @@ def test_a_new_strategy_is_one_table_row_and_gets_the_budget_and_the_summarizer(
     )
     budget = make_budget(resolve_model(None, context_window=1000), output_reserve=100)
     summarizer = ExtractiveSummarizer()
-    options = CompactOptions(strategies=("probe",), archive_dir=tmp_path, prune=PruneOptions(keep=7))
+    options = CompactOptions(strategies=("probe",), archive_dir=tmp_path, configured=(PruneOptions(keep=7),))
     result = compact_conversation(
         conv, options=options, budget=budget, auto=True, summarizer=summarizer, counter=EstimateCounter()
     )
@@ -228,3 +225,30 @@ def test_prune_then_full_is_the_same_pipeline_hybrid_runs(tmp_path: Path) -> Non
     listed, hybrid = run("prune", "full"), run("hybrid")
     assert [s["strategy"] for s in hybrid.stats.steps[0]["steps"]] == ["prune", "full"]
     assert [m["content"] for m in hybrid.messages] == [m["content"] for m in listed.messages]
+
+
+def test_compact_takes_every_option_a_strategy_declares_and_builds_its_options() -> None:
+    """A strategy's flags come from its options' fields: ``compact`` shows each once and
+    builds the options object from what was typed."""
+    import typer
+
+    from ctxcompact.cli import app
+    from ctxcompact.cli.options.compaction import strategy_options
+    from ctxcompact.compaction.strategies.base import flag_of
+    from ctxcompact.compaction.strategies.options import KeyMessageOptions
+
+    group = typer.main.get_command(app)
+    command = group.get_command(typer.Context(group), "compact")  # type: ignore[attr-defined]
+    names = [p.name for p in command.params]
+    assert len(names) == len(set(names))
+    flags = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+    for row in STRATEGIES.values():
+        for option in fields(row.options):
+            declared = flag_of(option)
+            if declared is not None:
+                assert set(declared.names[0].split("/")) <= flags, option.name
+    values = {p.name: p.default for p in command.params}
+    values.update(keep=2, keep_thinking="1", exclude_tools="Bash, Read", min_recent_messages=4)
+    built = {type(o): o for o in strategy_options(values)}
+    assert built[PruneOptions] == PruneOptions(keep=2, keep_thinking=1, exclude_tools=("Bash", "Read"))
+    assert built[KeyMessageOptions].min_recent_messages == 4

@@ -28,7 +28,10 @@ from ctxcompact.accounting.windows import (
     ModelInfo,
     make_budget,
     resolve_model,
+    validate_context_window,
+    validate_ratio,
 )
+from ctxcompact.errors import OptionError
 from ctxcompact.ir import Message
 from ctxcompact.transcripts.dialects import DEFAULT_DIALECT
 from ctxcompact.transcripts.dialects.recorded import RecordedUsage
@@ -110,31 +113,49 @@ def budget_for(
 
 
 @dataclass(frozen=True, slots=True)
-class BudgetOptions:
-    """The budget options a command takes (``--model``, ``--context-window``,
-    ``--output-reserve``, ``--threshold``, ``--models-file``), as plain data that travels to
-    worker processes; :meth:`for_conversation` is :func:`budget_for` with them."""
+class BudgetSpec:
+    """How to size a budget, as ``check``, ``compact`` and ``sessions`` are told: the model
+    (None: each conversation's own), a context-window override, the output reserve (None: the
+    model's default), the threshold ratio and extra models (id -> window). Checked once, when
+    made, so a bad value fails before any file is read."""
 
     model: str | None = None
     context_window: int | None = None
     output_reserve: int | None = None
-    ratio: float = DEFAULT_RATIO
+    threshold: float = DEFAULT_RATIO
     registry: Mapping[str, int] | None = None
+
+    def __post_init__(self) -> None:
+        validate_ratio(self.threshold)
+        if self.context_window is not None:
+            validate_context_window(self.context_window)
+        if self.output_reserve is not None and self.output_reserve < 0:
+            raise OptionError.about(
+                "output_reserve", "must not be negative, got {value}.", value=self.output_reserve
+            )
 
     @property
     def given(self) -> bool:
-        """Whether a model or a window was named (else only ``--auto`` has a budget)."""
+        """Whether a model or a window was named (else each conversation's own model decides)."""
         return bool(self.model) or bool(self.context_window)
 
-    def for_conversation(self, conversation: Conversation) -> Budget:
-        return budget_for(
+    def for_model(self, own: str | None) -> Budget:
+        """The budget of the named model, else of ``own`` (a session's model, read elsewhere)."""
+        info = resolve_model(self.model or own, context_window=self.context_window, registry=self.registry)
+        return make_budget(info, output_reserve=self.output_reserve, ratio=self.threshold)
+
+    def resolve(self, conversation: Conversation) -> tuple[Budget, tuple[str, ...]]:
+        """The conversation's budget, and the warnings about it (an unknown model)."""
+        budget = budget_for(
             conversation,
             model=self.model,
             context_window=self.context_window,
             output_reserve=self.output_reserve,
-            ratio=self.ratio,
+            ratio=self.threshold,
             registry=self.registry,
         )
+        warning = unknown_model_warning(budget.model)
+        return budget, (warning,) if warning else ()
 
 
 def unknown_model_warning(info: ModelInfo) -> str | None:
@@ -299,13 +320,7 @@ def check_budget(
     False
     """
     conv = as_conversation(messages, dialect=dialect)
-    budget = budget_for(
-        conv,
-        model=model,
-        context_window=context_window,
-        output_reserve=output_reserve,
-        ratio=threshold,
-        registry=registry,
-    )
+    spec = BudgetSpec(model, context_window, output_reserve, threshold, registry)
+    budget, _warnings = spec.resolve(conv)
     chosen = make_counter(counter) if isinstance(counter, str) else counter
     return check_conversation(conv, budget=budget, counter=chosen, validate=validate)

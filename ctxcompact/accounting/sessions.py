@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import orjson
 
-from ctxcompact.accounting.check import budget_for, check_conversation, conversation_model, measure
+from ctxcompact.accounting.check import BudgetSpec, check_conversation, conversation_model, measure
 from ctxcompact.accounting.context_size import (
     CLAUDE_TOKEN_FACTOR,
     SizeSource,
@@ -35,7 +35,6 @@ from ctxcompact.accounting.context_size import (
 from ctxcompact.accounting.history import HISTORY_MARKERS, UsageHistory, usage_history
 from ctxcompact.accounting.prices import Cost
 from ctxcompact.accounting.tokens import MESSAGE_OVERHEAD, TokenCounter, make_counter
-from ctxcompact.accounting.windows import DEFAULT_RATIO, make_budget, resolve_model
 from ctxcompact.errors import CtxcompactError, InputError, UsageError
 from ctxcompact.transcripts.dialects.codex.read import looks_like as codex_looks_like
 from ctxcompact.transcripts.dialects.codex.read import session_cwd
@@ -112,11 +111,7 @@ Folders = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 def list_sessions(
     folder: Folders,
     *,
-    model: str | None = None,
-    context_window: int | None = None,
-    output_reserve: int | None = None,
-    ratio: float = DEFAULT_RATIO,
-    registry: Mapping[str, int] | None = None,
+    budget: BudgetSpec | None = None,
     system_tokens: int | None = None,
     counter: TokenCounter | None = None,
     on_progress: ProgressCallback | None = None,
@@ -125,11 +120,11 @@ def list_sessions(
 ) -> list[SessionInfo]:
     """Every session under ``folder`` (or each of several folders), most recent activity
     first; with ``since``, only those active at or after it (a file not modified since is not
-    read). The budget options are ``check``'s; ``model`` defaults to each session's own. A
-    file that cannot be read — or is not a regular file, or is over ``max_bytes`` — is listed
-    with its ``error``, never stops the listing."""
+    read). ``budget`` is ``check``'s (its model defaults to each session's own). A file that
+    cannot be read — or is not a regular file, or is over ``max_bytes`` — is listed with its
+    ``error``, never stops the listing."""
     files = all_session_files(folder)
-    options = _Options(model, context_window, output_reserve, ratio, registry, system_tokens, max_bytes)
+    options = _Options(budget or BudgetSpec(), system_tokens, max_bytes)
     counter = counter or make_counter()
     rows: list[SessionInfo] = []
     for done, path in enumerate(files, 1):
@@ -189,11 +184,7 @@ def all_session_files(folder: Folders) -> list[Path]:
 
 @dataclass(frozen=True, slots=True)
 class _Options:
-    model: str | None
-    context_window: int | None
-    output_reserve: int | None
-    ratio: float
-    registry: Mapping[str, int] | None
+    budget: BudgetSpec
     system_tokens: int | None
     max_bytes: int = DEFAULT_MAX_INPUT_BYTES
 
@@ -214,14 +205,16 @@ def _row(path: Path, options: _Options, counter: TokenCounter) -> SessionInfo:
         scan = scan_session(raw, counter=counter)
         if scan.tokens is None:
             scan = _estimate(
-                path, raw, scan, model=options.model, system_tokens=options.system_tokens, counter=counter
+                path,
+                raw,
+                scan,
+                model=options.budget.model,
+                system_tokens=options.system_tokens,
+                counter=counter,
             )
     except (OSError, CtxcompactError) as exc:
         scan = _Scan(error=str(exc))
-    info = resolve_model(
-        options.model or scan.model, context_window=options.context_window, registry=options.registry
-    )
-    budget = make_budget(info, output_reserve=options.output_reserve, ratio=options.ratio)
+    budget = options.budget.for_model(scan.model)
     return SessionInfo(
         path=str(path),
         project=scan.cwd or path.parent.name,
@@ -255,14 +248,7 @@ def _codex_row(path: Path, raw: bytes, options: _Options, counter: TokenCounter)
     [conv] = load_transcript(path, data=raw).conversations
     records = conv.records
     meta: Mapping[str, Any] = next((r["payload"] for r in records if _line_type(r) == "session_meta"), {})
-    budget = budget_for(
-        conv,
-        model=options.model,
-        context_window=options.context_window,
-        output_reserve=options.output_reserve,
-        ratio=options.ratio,
-        registry=options.registry,
-    )
+    budget, _warnings = options.budget.resolve(conv)
     checked = check_conversation(
         conv, budget=budget, counter=counter, validate=False, system_tokens=options.system_tokens
     )

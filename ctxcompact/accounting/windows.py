@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ctxcompact.errors import InputError, OptionError, UsageError
+from ctxcompact.errors import InputError, OptionError
 
 DEFAULT_CONTEXT_WINDOW = 96_000
 #: The largest context window a models file or --context-window may give (ten times today's
@@ -156,13 +156,7 @@ def resolve_model(
     ``registry`` entries (from a user file) take precedence over the built-in ones.
     """
     if context_window is not None:
-        if not 0 < context_window <= MAX_CONTEXT_WINDOW:
-            raise OptionError(
-                "{context_window} must be from 1 to {most} tokens, got {value}.",
-                "context_window",
-                most=f"{MAX_CONTEXT_WINDOW:,}",
-                value=context_window,
-            )
+        validate_context_window(context_window)
         return ModelInfo(model, context_window, "override")
     if not model:
         return ModelInfo(None, DEFAULT_CONTEXT_WINDOW, "default")
@@ -260,6 +254,16 @@ class Budget:
         return self.model.context_window - self.output_reserve
 
 
+def validate_context_window(context_window: int) -> None:
+    if not 0 < context_window <= MAX_CONTEXT_WINDOW:
+        raise OptionError(
+            "{context_window} must be from 1 to {most} tokens, got {value}.",
+            "context_window",
+            most=f"{MAX_CONTEXT_WINDOW:,}",
+            value=context_window,
+        )
+
+
 def validate_ratio(ratio: float) -> None:
     low, high = RATIO_RANGE
     if not low <= ratio <= high:
@@ -293,8 +297,11 @@ def make_budget(
                 "{output_reserve} must not be negative, got {value}.", "output_reserve", value=reserve
             )
         if reserve >= model.context_window:
-            raise UsageError(
-                f"--output-reserve {reserve:,} leaves no room for input in a {model.context_window:,}-token window."
+            raise OptionError(
+                "{output_reserve} {reserve:,} leaves no room for input in a {window:,}-token window.",
+                "output_reserve",
+                reserve=reserve,
+                window=model.context_window,
             )
     from fractions import Fraction  # only here: keep it off the CLI's start-up path
 

@@ -15,14 +15,13 @@ the same way as exit 70, unless ``raise_bugs`` asks for it to propagate with its
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctxcompact.accounting.check import budget_for, unknown_model_warning
+from ctxcompact.accounting.check import BudgetSpec
 from ctxcompact.accounting.tokens import TokenCounter, make_counter
-from ctxcompact.accounting.windows import DEFAULT_RATIO
 from ctxcompact.batch.results import (
     STDIN_NAME,
     BatchItem,
@@ -49,9 +48,8 @@ if TYPE_CHECKING:  # a journal only with --resume: its module loads then
 class FileOptions:
     """Everything :func:`compact_file` needs besides the path (plain data, picklable).
 
-    The budget (``model``, ``context_window``, ``output_reserve``, ``ratio``, ``registry``)
-    is worked out per conversation, from the transcript's own model when ``model`` is None;
-    it is only used with ``auto`` or when a model or window is given.
+    The budget is worked out per conversation (``budget.resolve``), from the transcript's own
+    model when none is named; it is only used with ``auto`` or when a model or window is given.
     """
 
     compact: CompactOptions = field(default_factory=CompactOptions)
@@ -59,18 +57,14 @@ class FileOptions:
     max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
     auto: bool = False
     dry_run: bool = False
-    model: str | None = None
-    context_window: int | None = None
-    output_reserve: int | None = None
-    ratio: float = DEFAULT_RATIO
-    registry: Mapping[str, int] | None = None
+    budget: BudgetSpec = field(default_factory=BudgetSpec)
     counter: LocalCounterName = LocalCounterName.tiktoken
     system_tokens: int | None = None  # --auto's estimate overhead; None: the dialect's default
     force: bool = False  # --force: rewrite a session in place even while it looks live
 
     @property
     def wants_budget(self) -> bool:
-        return self.auto or bool(self.model) or bool(self.context_window)
+        return self.auto or self.budget.given
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,16 +122,8 @@ def compact_transcript(
         for conv in transcript.conversations:
             budget = None
             if options.wants_budget:
-                budget = budget_for(
-                    conv,
-                    model=options.model,
-                    context_window=options.context_window,
-                    output_reserve=options.output_reserve,
-                    ratio=options.ratio,
-                    registry=options.registry,
-                )
-                warning = unknown_model_warning(budget.model)
-                if warning:
+                budget, said = options.budget.resolve(conv)
+                for warning in said:
                     warnings.append(warning)
                     if on_warning is not None:
                         on_warning(warning)

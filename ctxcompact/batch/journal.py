@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from ctxcompact.batch.results import BatchItem
-from ctxcompact.errors import WorkFailedError
+from ctxcompact.errors import OptionError, WorkFailedError
 
 #: The journal's file name inside ``--out-dir`` (hidden: never taken as an input).
 JOURNAL_NAME = ".ctxcompact-journal.jsonl"
@@ -129,3 +129,34 @@ def _parse(line: bytes) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def journal_path(*, out_dir: Path | None, in_place: bool, report: Path | None, dry_run: bool) -> Path | None:
+    """Where a batch keeps its journal: in ``out_dir``; rewriting in place, beside the report
+    (``REPORT.journal``); none for a dry run (nothing is written to resume)."""
+    if dry_run:
+        return None
+    if out_dir is not None and not in_place:
+        return out_dir / JOURNAL_NAME
+    if report is not None and str(report) != "-":
+        return Path(f"{report}.journal")
+    return None
+
+
+def open_journal(
+    options: Any, *, out_dir: Path | None, in_place: bool, report: Path | None, resume: bool
+) -> BatchJournal | None:
+    """The batch's journal (see :func:`journal_path`), or None when it keeps none; ``resume``
+    without one is a :class:`~ctxcompact.errors.OptionError`."""
+    where = journal_path(out_dir=out_dir, in_place=in_place, report=report, dry_run=options.dry_run)
+    if where is None:
+        if resume:
+            raise OptionError(
+                "{resume} needs a journal: give {out_dir}, or {report} with {in_place}.",
+                "resume",
+                "out_dir",
+                "report",
+                "in_place",
+            )
+        return None
+    return BatchJournal.open(where, options=options, resume=resume)

@@ -23,8 +23,8 @@ from ctxcompact.cli import config as config_cli
 
 #: command name -> (module, function), in the order ``--help`` lists them.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "count": ("ctxcompact.cli.inspect", "count"),
-    "check": ("ctxcompact.cli.inspect", "check"),
+    "count": ("ctxcompact.cli.count", "count"),
+    "check": ("ctxcompact.cli.check", "check"),
     "compact": ("ctxcompact.cli.compact", "compact"),
     "restore-files": ("ctxcompact.cli.restore", "restore_files"),
     "offload": ("ctxcompact.cli.offload", "offload"),

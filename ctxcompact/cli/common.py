@@ -1,5 +1,5 @@
-"""What every command shares: input expansion, error reporting, option types (its words go
-through :mod:`ctxcompact.cli.streams`).
+"""What every command shares: input expansion and error reporting (options are
+:mod:`ctxcompact.cli.options`', words go through :mod:`ctxcompact.cli.streams`).
 
 Commands stay thin: parse options, call one core function, hand the result to
 :mod:`ctxcompact.output.rich`. Errors from the core (:class:`CtxcompactError`) become a one-line
@@ -12,42 +12,24 @@ import functools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from ctxcompact.cli.sizes import POSITIVE_SIZE, SIZE
-
 if TYPE_CHECKING:
+    from ctxcompact.cli.options import Format
     from ctxcompact.output.terminal import Terminal
     from ctxcompact.transcripts.io import Transcript
 
-from ctxcompact.accounting.tokens import DEFAULT_ENCODING
-from ctxcompact.accounting.windows import DEFAULT_RATIO
 from ctxcompact.batch.inputs import BatchInput, find_inputs
 from ctxcompact.cli.streams import Streams, terminal_of
 from ctxcompact.errors import CtxcompactError, InputError, OptionError, UsageError
-from ctxcompact.llm.retry import DEFAULT_DEADLINE
-from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
-from ctxcompact.transcripts.dialects import DIALECT_NAMES
-from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
 
 TRACEBACK_ENV = "CTXCOMPACT_TRACEBACK"
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-if TYPE_CHECKING:
-
-    class Format(StrEnum):
-        """A registered dialect's name (members made from the registry at run time)."""
-
-else:
-    #: The ``--format`` choices: the registered dialects, in the registry's order.
-    Format = StrEnum("Format", [(name, name) for name in DIALECT_NAMES])
 
 
 def traceback_wanted() -> bool:
@@ -132,6 +114,41 @@ def expand_batch_inputs(
             )
         return [BatchInput(None, "stdin.json")]
     return find_inputs([str(p) for p in paths], globs=globs, exclude=exclude)
+
+
+def gather_inputs(
+    files: Sequence[Path] | None,
+    terminal: Terminal,
+    *,
+    from_list: str | None = None,
+    globs: Sequence[str] | None = None,
+    shard: str | None = None,
+    exclude: Sequence[Path | None] = (),
+) -> list[BatchInput]:
+    """The inputs of a run: the paths given, those listed in ``--from`` (``-``: stdin),
+    directories expanded (``--glob``), then the ``--shard`` selected."""
+    from ctxcompact.batch.inputs import parse_shard, read_path_list, select_shard
+
+    listed: list[Path] = []
+    if from_list is not None:
+        from ctxcompact.transcripts.optionfile import read_option_text
+
+        source = "stdin" if from_list == "-" else from_list
+        if from_list != "-":
+            text = read_option_text(from_list, option="from_list")
+        elif terminal.stdin is None:
+            text = ""
+        else:  # bounded and binary, as a transcript on stdin is read
+            text = read_option_text(None, option="from_list", stdin=getattr(terminal.stdin, "buffer", None))
+        listed = [Path(p) for p in read_path_list(text, source=source)]
+        if not listed and not files:
+            raise InputError(f"--from {source}: the path list is empty.")
+    if from_list == "-" and files and any(str(f) == "-" for f in files):
+        raise UsageError("--from - reads the path list from stdin: no transcript can come from stdin too.")
+    inputs = expand_batch_inputs([*(files or []), *listed], terminal, globs=globs or (), exclude=exclude)
+    if shard is not None:
+        inputs = select_shard(inputs, *parse_shard(shard))
+    return inputs
 
 
 def refuse_writing_over_inputs(
@@ -219,85 +236,3 @@ def _stdin_or_text(max_bytes: int, streams: Streams) -> Transcript:
             raise
         streams.note(f"{name}: not JSON: counted as plain text (one user message)")
         return text
-
-
-# Shared option declarations, so every command spells them the same way.
-FILES_ARG = typer.Argument(
-    None, help="Transcript files or directories; '-' or nothing reads stdin.", show_default=False
-)
-FORMAT_OPT = typer.Option(
-    None, "--format", "-f", help="Force the dialect instead of detecting it.", case_sensitive=False
-)
-MAX_INPUT_BYTES_OPT = typer.Option(
-    DEFAULT_MAX_INPUT_BYTES,
-    "--max-input-bytes",
-    parser=POSITIVE_SIZE,
-    show_default=False,
-    help="Refuse an input larger than this (bytes; 1MiB, 500k also) without reading it all [default: 512 MiB].",
-)
-COUNTER_OPT = typer.Option(
-    CounterName.tiktoken,
-    "--counter",
-    help="tiktoken (offline, default), estimate (seed formula, fastest) or anthropic (exact, needs ANTHROPIC_API_KEY).",
-    case_sensitive=False,
-)
-ENCODING_OPT = typer.Option(
-    DEFAULT_ENCODING,
-    "--encoding",
-    help="tiktoken encoding; cl100k_base is bundled, others only from tiktoken's cache.",
-)
-JSON_OPT = typer.Option(False, "--json", help="Print JSON instead of tables.")
-MODEL_OPT = typer.Option(
-    None,
-    "--model",
-    "-m",
-    help="Model id, for its context window (default: the transcript's own model, if it names one).",
-)
-
-OUTPUT_OPT = typer.Option(
-    None, "--output", "-o", help="Write the result here (atomically) instead of stdout."
-)
-STATS_JSON_OPT = typer.Option(None, "--stats-json", help="Write the stats as JSON to this file.")
-QUIET_OPT = typer.Option(False, "--quiet", "-q", help="No stats on stderr.")
-
-# The budget, shared by check and compact --auto (threshold = (window − reserve) × ratio).
-CONTEXT_WINDOW_OPT = typer.Option(
-    None,
-    "--context-window",
-    "-w",
-    parser=POSITIVE_SIZE,
-    help="Override the model's context window (tokens; 200k, 1M also).",
-)
-OUTPUT_RESERVE_OPT = typer.Option(
-    None,
-    "--output-reserve",
-    parser=SIZE,
-    help="Tokens kept free for the reply [default: 32000; a quarter of the window under 64K].",
-)
-THRESHOLD_OPT = typer.Option(
-    DEFAULT_RATIO,
-    "--threshold",
-    "-t",
-    help="Compact at this share of (window − reserve): 0.4–0.9. ≤0.6 cost-first, ≤0.75 balanced, else retention.",
-)
-SYSTEM_TOKENS_OPT = typer.Option(
-    None,
-    "--system-tokens",
-    parser=SIZE,
-    help="Tokens the system prompt and tool definitions add when no usage is recorded "
-    "[default: 24000 for a Claude Code session on a Claude model, else 0].",
-)
-DEADLINE_OPT = typer.Option(
-    DEFAULT_DEADLINE,
-    "--deadline",
-    min=0.0,
-    metavar="SECONDS",
-    help="Stop using the Anthropic API after this many seconds in all: no request starts and no wait "
-    "(a retry, a Message Batch still in progress) goes past it [default: 93600, 26 h: a batch ends within 24 h].",
-    show_default=False,
-)
-MODELS_FILE_OPT = typer.Option(
-    None,
-    "--models-file",
-    help="Extra models: JSON/TOML of id → context window.",
-)

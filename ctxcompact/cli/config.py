@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from ctxcompact.cli.common import error, reports_errors
+from ctxcompact.cli.options import Json
 from ctxcompact.cli.streams import streams_for
 from ctxcompact.config import Config, OptionSpec, find_config_file, load_config
 from ctxcompact.errors import CtxcompactError, UsageError
@@ -108,7 +109,7 @@ def _check_values(ctx: Any, group: Any, loaded: Config, found: dict[str, dict[st
 @reports_errors
 def config(
     ctx: typer.Context,
-    as_json: bool = typer.Option(False, "--json", help="Print the settings as JSON."),
+    as_json: Json = False,
 ) -> None:
     """Show the effective settings and where each came from.
 

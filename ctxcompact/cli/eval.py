@@ -1,151 +1,146 @@
-"""``eval``: what each strategy costs and what each keeps, side by side."""
+"""``eval``: what each strategy costs and what each keeps, side by side; with ``--judge``, what
+an LLM judge says of each (priced and confirmed before anything is sent)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ctxcompact.cli.batch import GLOB_OPT
-from ctxcompact.cli.common import (
-    CONTEXT_WINDOW_OPT,
-    DEADLINE_OPT,
-    FILES_ARG,
-    FORMAT_OPT,
-    JSON_OPT,
-    MAX_INPUT_BYTES_OPT,
-    MODEL_OPT,
-    MODELS_FILE_OPT,
-    OUTPUT_RESERVE_OPT,
-    THRESHOLD_OPT,
-    Format,
-    ensure_writable_dir,
-    expand_batch_inputs,
-    reports_errors,
+from ctxcompact.accounting.check import BudgetSpec  # a run-time name: Typer reads the signature
+from ctxcompact.cli.common import ensure_writable_dir, expand_batch_inputs, reports_errors
+from ctxcompact.cli.options import (
+    Deadline,
+    Files,
+    FormatOption,
+    Globs,
+    Html,
+    Json,
+    MaxInputBytes,
+    budget_options,
+    option_groups,
 )
+from ctxcompact.cli.options.compaction import Jobs, StrategyList, WorkDir, from_flag
 from ctxcompact.cli.streams import Streams, streams_for
+from ctxcompact.compaction.strategies.options import FullOptions
+from ctxcompact.errors import InputError, UsageError
 from ctxcompact.evaluation.judge import DEFAULT_JUDGE_MODEL, DEFAULT_QUESTIONS_PER_KIND
 from ctxcompact.evaluation.run import DEFAULT_CONVERSATIONS, default_strategies
-from ctxcompact.names import JudgeName
+from ctxcompact.llm.retry import DEFAULT_DEADLINE, deadline_in
+from ctxcompact.names import JudgeName, SummarizerName
 from ctxcompact.status import ExitStatus
+from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
 
 if TYPE_CHECKING:
+    from ctxcompact.evaluation.judge.ask import Asker
     from ctxcompact.evaluation.judge.result import JudgeResult
     from ctxcompact.evaluation.run import EvalResult
 
 
 @reports_errors
+@option_groups(budget=budget_options)
 def eval_command(
     ctx: typer.Context,
-    files: list[Path] | None = FILES_ARG,
-    strategies: str | None = typer.Option(
-        None,
-        "--strategies",
-        "-s",
-        help=f"Comma-separated strategies to compare [default: all that need no API key: {','.join(default_strategies())}].",
-        show_default=False,
-    ),
-    summarizer: str = typer.Option(
-        "extractive",
-        "--summarizer",
-        help="Summarizer for strategies that summarize: extractive (offline) or anthropic.",
-    ),
-    show_lost: int = typer.Option(0, "--show-lost", min=0, help="List up to N lost probes per strategy."),
-    as_json: bool = JSON_OPT,
-    html: Path | None = typer.Option(
-        None,
-        "--html",
-        help="Also write a self-contained HTML page (table, tokens-vs-retention scatter, lost probes).",
-    ),
-    conversations: int = typer.Option(
-        DEFAULT_CONVERSATIONS,
-        "--conversations",
-        min=1,
-        help="Evaluate at most this many conversations of a file that holds several.",
-    ),
-    work_dir: Path | None = typer.Option(
-        None,
-        "--work-dir",
-        help="Where `full` restores files from [default: an empty temporary directory: nothing restored].",
-        show_default=False,
-    ),
-    globs: list[str] | None = GLOB_OPT,
-    jobs: int | None = typer.Option(
-        None,
-        "--jobs",
-        "-j",
-        min=1,
-        help="Files evaluated in parallel processes [default: the CPU count].",
-        show_default=False,
-    ),
-    fmt: Format | None = FORMAT_OPT,
-    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
-    model: str | None = MODEL_OPT,
-    context_window: int | None = CONTEXT_WINDOW_OPT,
-    output_reserve: int | None = OUTPUT_RESERVE_OPT,
-    threshold: float = THRESHOLD_OPT,
-    models_file: Path | None = MODELS_FILE_OPT,
-    judge: JudgeName | None = typer.Option(
-        None,
-        "--judge",
-        help="Also have an LLM judge the compactions (needs ANTHROPIC_API_KEY; costs money, asked first): anthropic (Messages API) or anthropic-batch (Message Batches API, half the price).",
-        show_default=False,
-    ),
-    judge_model: str = typer.Option(
-        DEFAULT_JUDGE_MODEL,
-        "--judge-model",
-        help="The model that writes, answers and scores the judge's questions.",
-    ),
-    questions: int = typer.Option(
-        DEFAULT_QUESTIONS_PER_KIND,
-        "--questions",
-        min=1,
-        max=10,
-        help="Judge questions per kind (recall, artifact, continuation, decision) per conversation.",
-    ),
-    deadline: float = DEADLINE_OPT,
-    yes: bool = typer.Option(
-        False, "--yes", "-y", help="Start the judge without asking (for CI): the cost is still printed."
-    ),
-    judge_cache: Path | None = typer.Option(
-        None,
-        "--judge-cache",
-        help="Where judge replies are cached by content hash [default: ~/.cache/ctxcompact/judge].",
-        show_default=False,
-    ),
+    budget: BudgetSpec,  # --model, --context-window, --output-reserve, --threshold, --models-file
+    files: Files = None,
+    strategy: StrategyList = None,
+    strategy_old_spelling: Annotated[str | None, typer.Option("--strategies", hidden=True)] = None,
+    summarizer: Annotated[
+        SummarizerName,
+        from_flag(
+            FullOptions,
+            "summarizer",
+            help="Summarizer for strategies that summarize: extractive (offline) or anthropic.",
+            case_sensitive=False,
+        ),
+    ] = SummarizerName.extractive,
+    show_lost: Annotated[
+        int, typer.Option("--show-lost", min=0, help="List up to N lost probes per strategy.")
+    ] = 0,
+    as_json: Json = False,
+    html: Html = None,
+    conversations: Annotated[
+        int,
+        typer.Option(
+            "--conversations",
+            min=1,
+            help="Evaluate at most this many conversations of a file that holds several.",
+        ),
+    ] = DEFAULT_CONVERSATIONS,
+    work_dir: WorkDir = None,
+    globs: Globs = None,
+    jobs: Jobs = None,
+    fmt: FormatOption = None,
+    max_input_bytes: MaxInputBytes = DEFAULT_MAX_INPUT_BYTES,
+    judge: Annotated[
+        JudgeName | None,
+        typer.Option(
+            "--judge",
+            help="Also have an LLM judge the compactions (needs ANTHROPIC_API_KEY; costs money, asked "
+            "first): anthropic (Messages API) or anthropic-batch (Message Batches API, half the price).",
+            show_default=False,
+        ),
+    ] = None,
+    judge_model: Annotated[
+        str,
+        typer.Option(
+            "--judge-model", help="The model that writes, answers and scores the judge's questions."
+        ),
+    ] = DEFAULT_JUDGE_MODEL,
+    questions: Annotated[
+        int,
+        typer.Option(
+            "--questions",
+            min=1,
+            max=10,
+            help="Judge questions per kind (recall, artifact, continuation, decision) per conversation.",
+        ),
+    ] = DEFAULT_QUESTIONS_PER_KIND,
+    deadline: Deadline = DEFAULT_DEADLINE,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes", "-y", help="Start the judge without asking (for CI): the cost is still printed."
+        ),
+    ] = False,
+    judge_cache: Annotated[
+        Path | None,
+        typer.Option(
+            "--judge-cache",
+            help="Where judge replies are cached by content hash [default: ~/.cache/ctxcompact/judge].",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """How much does each strategy save, and what does it lose? Runs every strategy on the
     transcripts (with the budget -m/-w/-t gives, as compact would) and scores the probes taken
     from the compacted-away part: the task, user instructions and last request; files changed
     and their changes; the next step and test status; the agent's decisions; errors,
-    identifiers, numbers and URLs.
+    identifiers, numbers and URLs. The default strategies are all that need no API key;
+    --work-dir defaults to an empty directory here (nothing restored).
 
     \b
     Examples:
       ctxcompact eval session.jsonl
       ctxcompact eval session.jsonl -w 50000
-      ctxcompact eval sessions/ --strategies full,prune --show-lost 5
+      ctxcompact eval sessions/ --strategy full,prune --show-lost 5
       ctxcompact eval sessions/ --json | jq '.strategies[] | {strategy, ratio}'
       ctxcompact eval sessions/ --html eval.html
       ctxcompact eval ~/.claude/projects/ --glob '*.jsonl' --jobs 4
       ctxcompact eval session.jsonl --judge anthropic-batch --yes
     """
-    from ctxcompact.accounting.check import BudgetOptions
-    from ctxcompact.accounting.windows import load_registry, validate_ratio
     from ctxcompact.batch.workers import default_jobs
     from ctxcompact.evaluation.files import EvalSettings, evaluate_inputs
-    from ctxcompact.llm.retry import deadline_in
     from ctxcompact.output.rich.batch import files_progress
 
     deadline_at = deadline_in(deadline)
     ensure_writable_dir(html, "--html")
-    validate_ratio(threshold)
-    budget = BudgetOptions(model, context_window, output_reserve, threshold, load_registry(models_file))
-    names = [s.strip() for s in strategies.split(",") if s.strip()] if strategies is not None else None
+    chosen = strategy if strategy is not None else strategy_old_spelling
+    names = [s.strip() for s in chosen.split(",") if s.strip()] if chosen is not None else None
     settings = EvalSettings(
         tuple(names) if names is not None else default_strategies(),
-        summarizer=summarizer,
+        summarizer=summarizer.value,
         work_dir=work_dir,
         max_conversations=conversations,
         dialect=fmt.value if fmt else None,
@@ -155,9 +150,7 @@ def eval_command(
         budget=budget,
     )
     if judge is not None:
-        from ctxcompact.cli.eval_judge import check_judge_key
-
-        check_judge_key(judge)  # exit 2 before any work
+        _check_judge_key(judge)  # exit 2 before any work
     streams = streams_for(ctx)
     paths = [i.path for i in expand_batch_inputs(files, streams.terminal, globs=globs or ())]
     with files_progress(streams.err, len(paths), "evaluating") as advance:
@@ -176,9 +169,7 @@ def eval_command(
     result = batch.result
     judged = None
     if judge is not None:
-        from ctxcompact.cli.eval_judge import run_judge
-
-        judged = run_judge(
+        judged = _run_judge(
             result,
             streams,
             judge=judge,
@@ -213,7 +204,7 @@ def _print_result(
     result: EvalResult, streams: Streams, *, as_json: bool, show_lost: int, judged: JudgeResult | None
 ) -> None:
     """JSON, or the table (Rich on a terminal, plain text when piped) and the lost probes."""
-    from ctxcompact.output.eval_table import lost_lines, summary_table
+    from ctxcompact.output.eval_table import for_terminal, lost_lines, summary_table
     from ctxcompact.output.table import plain_table
 
     if as_json:
@@ -233,11 +224,81 @@ def _print_result(
         table = judge_table(table, result, judged)
     stdout = streams.terminal.stdout
     if stdout.is_terminal:
-        from ctxcompact.output.eval_table import for_terminal
-
         streams.report([for_terminal(table, stdout.width)])
     else:
         streams.write_text(plain_table(table))
     lost = lost_lines(result, show_lost)
     if lost:
         streams.write_text("\n" + lost)
+
+
+# --- --judge ----------------------------------------------------------------------------------
+
+
+def _check_judge_key(judge: JudgeName) -> None:
+    """Exit 2 when no API key is set."""
+    from ctxcompact.llm.anthropic_api import API_KEY_ENV, api_key_available
+
+    if not api_key_available():
+        raise InputError(
+            f"eval --judge {judge.value} calls the Anthropic API and needs a key: set {API_KEY_ENV} "
+            "(eval without --judge needs none)."
+        )
+
+
+def _make_asker(judge: JudgeName, streams: Streams, *, deadline_at: float | None) -> Asker:
+    """The asker for ``--judge`` (exit 2 when no API key is set), within ``--deadline``."""
+    _check_judge_key(judge)
+    if judge == JudgeName.anthropic_batch:
+        from ctxcompact.evaluation.judge.ask import BatchAsker
+        from ctxcompact.llm.anthropic_api import AnthropicBatches
+        from ctxcompact.llm.retry import RequestLimits
+
+        backend = AnthropicBatches(limits=RequestLimits(deadline_at=deadline_at))
+        return BatchAsker(
+            backend, on_poll=lambda poll: streams.note(poll.describe()), deadline_at=deadline_at
+        )
+    from ctxcompact.evaluation.judge.ask import DirectAsker
+    from ctxcompact.llm.anthropic_api import AnthropicTransport
+
+    return DirectAsker(AnthropicTransport(), deadline_at=deadline_at)
+
+
+def _run_judge(
+    result: EvalResult,
+    streams: Streams,
+    *,
+    judge: JudgeName,
+    model: str,
+    per_kind: int,
+    yes: bool,
+    cache_dir: Path | None,
+    deadline_at: float | None,
+) -> JudgeResult:
+    """Print the cost line, ask to continue (unless ``yes`` or nothing is left to send), run."""
+    from ctxcompact.accounting.tokens import make_counter
+    from ctxcompact.evaluation.judge.ask import CachedAsker
+    from ctxcompact.evaluation.judge.cache import JudgeCache, default_cache_dir
+    from ctxcompact.evaluation.judge.cost import cost_line
+    from ctxcompact.evaluation.judge.run import JudgeSettings, judge_eval, plan_judge
+    from ctxcompact.output.judge import judge_notes
+
+    asker = _make_asker(judge, streams, deadline_at=deadline_at)
+    cache = JudgeCache(cache_dir or default_cache_dir())
+    cache.check_writable()
+    counter = make_counter()
+    settings = JudgeSettings(model=model, per_kind=per_kind)
+    plan = plan_judge(result, cache=cache, counter=counter, settings=settings)
+    streams.note(cost_line(plan, model=model, batch=judge == JudgeName.anthropic_batch))
+    if plan.uncached and not yes:
+        if not streams.terminal.stdin_isatty:
+            raise UsageError(
+                "eval --judge would send requests to the Anthropic API and cannot ask first "
+                "(stdin is not a terminal): pass --yes to go ahead."
+            )
+        if not typer.confirm("Continue?", default=False, err=True):
+            raise typer.Abort()
+    judged = judge_eval(result, asker=CachedAsker(asker, cache), counter=counter, settings=settings)
+    for line in judge_notes(judged):
+        streams.note(line)
+    return judged

@@ -2,35 +2,27 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Annotated
 
 import typer
 
-from ctxcompact.cli.common import (
-    FORMAT_OPT,
-    MAX_INPUT_BYTES_OPT,
-    OUTPUT_OPT,
-    QUIET_OPT,
-    Format,
-    refuse_writing_over_inputs,
-    reports_errors,
-)
+from ctxcompact.cli.common import refuse_writing_over_inputs, reports_errors
+from ctxcompact.cli.options import FormatOption, MaxInputBytes, OneFile, Output, Quiet
 from ctxcompact.cli.streams import streams_for
+from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
 
 
 @reports_errors
 def export(
     ctx: typer.Context,
-    file: Path | None = typer.Argument(
-        None, help="The transcript; '-' or nothing reads stdin.", show_default=False
-    ),
-    points: bool = typer.Option(
-        False, "--points", help="Print the compaction points (JSON) instead of the context."
-    ),
-    output: Path | None = OUTPUT_OPT,
-    fmt: Format | None = FORMAT_OPT,
-    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
-    quiet: bool = QUIET_OPT,
+    file: OneFile = None,
+    points: Annotated[
+        bool, typer.Option("--points", help="Print the compaction points (JSON) instead of the context.")
+    ] = False,
+    output: Output = None,
+    fmt: FormatOption = None,
+    max_input_bytes: MaxInputBytes = DEFAULT_MAX_INPUT_BYTES,
+    quiet: Quiet = False,
 ) -> None:
     """Build the context to send from the latest compaction point: summary + what came after.
 

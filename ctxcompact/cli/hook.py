@@ -15,13 +15,14 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ctxcompact.cli.common import reports_errors
-from ctxcompact.cli.local_options import PIN_FIRST_OPT, PIN_OPT, pin_options
+from ctxcompact.cli.options.compaction import Pin, PinFirst, from_flag, pin_options
 from ctxcompact.cli.streams import Streams, streams_for
+from ctxcompact.compaction.strategies.options import FullOptions
 from ctxcompact.errors import CtxcompactError, UsageError
 from ctxcompact.names import AgentName, HookEventName, SummarizerName
 from ctxcompact.status import ExitStatus
@@ -52,21 +53,28 @@ def hook(
         help="pre-compact: compact the session with ctxcompact and block the agent's own compaction "
         "(install: install pre-compact that way).",
     ),
-    strategy: str = typer.Option(
-        "full",
-        "--strategy",
-        "-s",
-        help="--replace: the strategy (full or prune,full: a summary the agent resumes from).",
-    ),
-    summarizer: SummarizerName = typer.Option(
-        SummarizerName.extractive,
-        "--summarizer",
-        case_sensitive=False,
-        help="--replace: who writes the summary (default extractive: offline, no key).",
-    ),
-    summary_model: str | None = typer.Option(None, "--summary-model", help="--replace: the summary model."),
-    pin: list[str] | None = PIN_OPT,
-    pin_first: bool | None = PIN_FIRST_OPT,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy",
+            "-s",
+            help="--replace: the strategy (full or prune,full: a summary the agent resumes from).",
+        ),
+    ] = "full",
+    summarizer: Annotated[
+        SummarizerName,
+        from_flag(
+            FullOptions,
+            "summarizer",
+            help="--replace: who writes the summary (default extractive: offline, no key).",
+            case_sensitive=False,
+        ),
+    ] = SummarizerName.extractive,
+    summary_model: Annotated[
+        str | None, from_flag(FullOptions, "summary_model", help="--replace: the summary model.")
+    ] = None,
+    pin: Pin = None,
+    pin_first: PinFirst = None,
     survive: list[str] | None = typer.Option(
         None,
         "--survive",
@@ -149,7 +157,6 @@ def _replacement(
     from ctxcompact.batch.files import FileOptions
     from ctxcompact.compaction.options import CompactOptions
     from ctxcompact.compaction.strategies import check_strategy_names
-    from ctxcompact.compaction.strategies.options import FullOptions
 
     names = check_strategy_names(s.strip() for s in strategy.split(",") if s.strip())
     if names[-1] != "full":
@@ -157,7 +164,7 @@ def _replacement(
             "hook --replace: the strategy must end with full (full, prune,full): the agent resumes from a summary."
         )
     full = FullOptions(summarizer=summarizer, summary_model=summary_model)
-    return FileOptions(compact=CompactOptions(strategies=names, archive_dir=archive_dir, full=full))
+    return FileOptions(compact=CompactOptions(strategies=names, archive_dir=archive_dir, configured=(full,)))
 
 
 def _install(

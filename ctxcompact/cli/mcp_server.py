@@ -111,21 +111,18 @@ def count_session(session: str, model: str | None = None, top: int = 10) -> dict
 
 def check_session(session: str, model: str | None = None, threshold: float = 0.6) -> dict[str, Any]:
     """Whether ``session`` fits ``model``'s window (default: the session's own model)."""
-    from ctxcompact.accounting.check import budget_for, check_conversation
+    from ctxcompact.accounting.check import BudgetSpec, check_conversation
     from ctxcompact.accounting.tokens import make_counter
-    from ctxcompact.accounting.windows import validate_ratio
     from ctxcompact.output.json import check_to_json
 
-    validate_ratio(threshold)
+    spec = BudgetSpec(model, threshold=threshold)
     transcript = _load(session)
     counter = make_counter()
-    results = []
-    budget = None
-    for conv in transcript.conversations:
-        budget = budget_for(conv, model=model, ratio=threshold)
-        results.append(check_conversation(conv, budget=budget, counter=counter))
-    assert budget is not None
-    return check_to_json(results, budget)
+    results = [
+        check_conversation(conv, budget=spec.resolve(conv)[0], counter=counter)
+        for conv in transcript.conversations
+    ]
+    return check_to_json(results)
 
 
 def dry_run_compaction(session: str, strategy: str = "full") -> dict[str, Any]:

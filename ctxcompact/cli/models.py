@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
-from ctxcompact.cli.common import JSON_OPT, MODELS_FILE_OPT, reports_errors
+from ctxcompact.cli.common import reports_errors
+from ctxcompact.cli.options import Json, ModelsFile
 from ctxcompact.cli.streams import streams_for
 
 
 @reports_errors
-def models(ctx: typer.Context, models_file: Path | None = MODELS_FILE_OPT, as_json: bool = JSON_OPT) -> None:
+def models(ctx: typer.Context, models_file: ModelsFile = None, as_json: Json = False) -> None:
     """Which models do I know? Context windows (built-in or your --models-file) and list prices.
 
     Prices are USD per million tokens from the genai-prices package (its bundled data, in force

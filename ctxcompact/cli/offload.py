@@ -4,92 +4,91 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ctxcompact.cli.common import (
-    FILES_ARG,
-    FORMAT_OPT,
-    MAX_INPUT_BYTES_OPT,
-    OUTPUT_OPT,
-    QUIET_OPT,
-    STATS_JSON_OPT,
-    Format,
-    expand_inputs,
-    refuse_writing_over_inputs,
-    reports_errors,
+from ctxcompact.cli.common import expand_inputs, refuse_writing_over_inputs, reports_errors
+from ctxcompact.cli.options import (
+    Files,
+    FormatOption,
+    LocalCounter,
+    MaxInputBytes,
+    Output,
+    Quiet,
+    StatsJson,
 )
 from ctxcompact.cli.sizes import SIZE
 from ctxcompact.cli.streams import Streams, streams_for
 from ctxcompact.errors import UsageError
 from ctxcompact.names import LocalCounterName
 from ctxcompact.offload.tool_results import DEFAULT_MIN_CHARS, DEFAULT_OUT_DIR
+from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
 
 if TYPE_CHECKING:
     from ctxcompact.offload.tool_results import OffloadResult
     from ctxcompact.transcripts.io import Transcript
 
-# Option declarations at module level (typer reads them; ruff's B008 prefers them here).
-OUT_DIR_OPT = typer.Option(
-    DEFAULT_OUT_DIR,
-    "--out-dir",
-    "-d",
-    help="Directory for the offloaded files and offload-manifest.json (created if missing).",
-)
-MIN_CHARS_OPT = typer.Option(
-    DEFAULT_MIN_CHARS,
-    "--min-chars",
-    parser=SIZE,
-    help="Offload tool results of at least this many characters (string length; JSON of a block list).",
-)
-KEEP_RECENT_OPT = typer.Option(0, "--keep-recent", min=0, help="Leave the newest N tool results in place.")
-PREVIEW_OPT = typer.Option(
-    0,
-    "--preview",
-    min=0,
-    help="Keep the first N characters after the reference, so the model sees what it was.",
-)
-PROTECT_LOOP_OPT = typer.Option(
-    False, "--protect-loop", help="Leave the current tool loop (after the last user text) in place."
-)
-UNDO_OPT = typer.Option(
-    False,
-    "--undo",
-    "--restore",
-    help="Put offloaded contents back from --out-dir (refuses if a file is missing or changed).",
-)
-CLEAN_ORPHANS_OPT = typer.Option(
-    False,
-    "--clean-orphans",
-    help="Remove tool-result-*.md files in --out-dir that the manifest does not name (what an "
-    "interrupted run leaves); nothing else. Takes no transcript.",
-)
-LOCAL_COUNTER_OPT = typer.Option(
-    LocalCounterName.tiktoken,
-    "--counter",
-    help="Counter for the tokens freed: tiktoken or estimate.",
-    case_sensitive=False,
-)
-
 
 @reports_errors
 def offload(
     ctx: typer.Context,
-    files: list[Path] | None = FILES_ARG,
-    out_dir: Path = OUT_DIR_OPT,
-    min_chars: int = MIN_CHARS_OPT,
-    keep_recent: int = KEEP_RECENT_OPT,
-    preview: int = PREVIEW_OPT,
-    protect_loop: bool = PROTECT_LOOP_OPT,
-    undo: bool = UNDO_OPT,
-    clean_orphans: bool = CLEAN_ORPHANS_OPT,
-    output: Path | None = OUTPUT_OPT,
-    stats_json: Path | None = STATS_JSON_OPT,
-    quiet: bool = QUIET_OPT,
-    fmt: Format | None = FORMAT_OPT,
-    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
-    counter: LocalCounterName = LOCAL_COUNTER_OPT,
+    files: Files = None,
+    out_dir: Annotated[
+        Path,
+        typer.Option(
+            "--out-dir",
+            "-d",
+            help="Directory for the offloaded files and offload-manifest.json (created if missing).",
+        ),
+    ] = DEFAULT_OUT_DIR,
+    min_chars: Annotated[
+        int,
+        typer.Option(
+            "--min-chars",
+            parser=SIZE,
+            help="Offload tool results of at least this many characters (string length; JSON of a block list).",
+        ),
+    ] = DEFAULT_MIN_CHARS,
+    keep_recent: Annotated[
+        int, typer.Option("--keep-recent", min=0, help="Leave the newest N tool results in place.")
+    ] = 0,
+    preview: Annotated[
+        int,
+        typer.Option(
+            "--preview",
+            min=0,
+            help="Keep the first N characters after the reference, so the model sees what it was.",
+        ),
+    ] = 0,
+    protect_loop: Annotated[
+        bool,
+        typer.Option(
+            "--protect-loop", help="Leave the current tool loop (after the last user text) in place."
+        ),
+    ] = False,
+    undo: Annotated[
+        bool,
+        typer.Option(
+            "--undo",
+            help="Put offloaded contents back from --out-dir (refuses if a file is missing or changed).",
+        ),
+    ] = False,
+    undo_old_spelling: Annotated[bool, typer.Option("--restore", hidden=True)] = False,
+    clean_orphans: Annotated[
+        bool,
+        typer.Option(
+            "--clean-orphans",
+            help="Remove tool-result-*.md files in --out-dir that the manifest does not name (what an "
+            "interrupted run leaves); nothing else. Takes no transcript.",
+        ),
+    ] = False,
+    output: Output = None,
+    stats_json: StatsJson = None,
+    quiet: Quiet = False,
+    fmt: FormatOption = None,
+    max_input_bytes: MaxInputBytes = DEFAULT_MAX_INPUT_BYTES,
+    counter: LocalCounter = LocalCounterName.tiktoken,
 ) -> None:
     """Move large tool results to files and leave a path reference; --undo puts them back.
 
@@ -119,6 +118,7 @@ def offload(
     from ctxcompact.transcripts.io import dump_transcript, load_transcript
 
     streams = streams_for(ctx, quiet=quiet)
+    undo = undo or undo_old_spelling  # --restore: offload's old name for --undo
     if clean_orphans:
         _clean_orphans(files, out_dir=out_dir, undo=undo, stats_json=stats_json, streams=streams)
         return

@@ -3,57 +3,54 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
-from ctxcompact.accounting.windows import load_registry
-from ctxcompact.cli.common import (
-    CONTEXT_WINDOW_OPT,
-    JSON_OPT,
-    MAX_INPUT_BYTES_OPT,
-    MODEL_OPT,
-    MODELS_FILE_OPT,
-    OUTPUT_RESERVE_OPT,
-    SYSTEM_TOKENS_OPT,
-    THRESHOLD_OPT,
-    reports_errors,
-)
+from ctxcompact.accounting.check import BudgetSpec  # a run-time name: Typer reads the signature
+from ctxcompact.cli.common import reports_errors
+from ctxcompact.cli.options import Json, MaxInputBytes, SystemTokens, budget_options, option_groups
 from ctxcompact.cli.streams import streams_for
+from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
 
-DIR_ARG = typer.Argument(
-    None,
-    help="Folder of sessions (project folders of *.jsonl, Codex rollouts) "
-    "[default: ~/.claude/projects and ~/.codex/sessions].",
-    show_default=False,
-)
+Folder = Annotated[
+    Path | None,
+    typer.Argument(
+        help="Folder of sessions (project folders of *.jsonl, Codex rollouts) "
+        "[default: ~/.claude/projects and ~/.codex/sessions].",
+        show_default=False,
+    ),
+]
 #: Below this many files a scan is quick enough to need no progress bar.
 PROGRESS_FROM = 20
 
 
 @reports_errors
+@option_groups(budget=budget_options)
 def sessions(
     ctx: typer.Context,
-    folder: Path | None = DIR_ARG,
-    model: str | None = MODEL_OPT,
-    context_window: int | None = CONTEXT_WINDOW_OPT,
-    output_reserve: int | None = OUTPUT_RESERVE_OPT,
-    threshold: float = THRESHOLD_OPT,
-    models_file: Path | None = MODELS_FILE_OPT,
-    system_tokens: int | None = SYSTEM_TOKENS_OPT,
-    over: bool = typer.Option(False, "--over", help="List only the sessions over the threshold."),
-    since: str | None = typer.Option(
-        None,
-        "--since",
-        help="Only sessions active since then: a date (2026-11-01), a date and time, or a span back from now (24h, 7d, 2w).",
-    ),
-    archive_dir: Path | None = typer.Option(
-        None,
-        "--archive-dir",
-        help="Where ctxcompact hook recorded the agents' compactions [default: $XDG_STATE_HOME/ctxcompact/archive].",
-    ),
-    as_json: bool = JSON_OPT,
-    max_input_bytes: int = MAX_INPUT_BYTES_OPT,
+    budget: BudgetSpec,  # --model, --context-window, --output-reserve, --threshold, --models-file
+    folder: Folder = None,
+    system_tokens: SystemTokens = None,
+    over: Annotated[bool, typer.Option("--over", help="List only the sessions over the threshold.")] = False,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            help="Only sessions active since then: a date (2026-11-01), a date and time, or a span back "
+            "from now (24h, 7d, 2w).",
+        ),
+    ] = None,
+    archive_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--archive-dir",
+            help="Where ctxcompact hook recorded the agents' compactions [default: "
+            "$XDG_STATE_HOME/ctxcompact/archive].",
+        ),
+    ] = None,
+    as_json: Json = False,
+    max_input_bytes: MaxInputBytes = DEFAULT_MAX_INPUT_BYTES,
 ) -> None:
     """Which sessions are due? Agent, project, model, last activity, live tokens, compactions, cost, verdict.
 
@@ -74,24 +71,24 @@ def sessions(
 
     streams = streams_for(ctx)
     root = [folder] if folder is not None else default_folders()
-    options = {
-        "model": model,
-        "context_window": context_window,
-        "output_reserve": output_reserve,
-        "ratio": threshold,
-        "registry": load_registry(models_file),
-        "system_tokens": system_tokens,
-        "since": parse_since(since) if since is not None else None,
-        "max_bytes": max_input_bytes,
-    }
+    after = parse_since(since) if since is not None else None
     total = len(all_session_files(root))
     if total >= PROGRESS_FROM and streams.terminal.stderr.is_terminal:
         from ctxcompact.output.rich.sessions import sessions_progress
 
         with sessions_progress(streams.err, total) as update:
-            rows = list_sessions(root, on_progress=update, **options)  # type: ignore[arg-type]
+            rows = list_sessions(
+                root,
+                budget=budget,
+                system_tokens=system_tokens,
+                since=after,
+                max_bytes=max_input_bytes,
+                on_progress=update,
+            )
     else:
-        rows = list_sessions(root, **options)  # type: ignore[arg-type]
+        rows = list_sessions(
+            root, budget=budget, system_tokens=system_tokens, since=after, max_bytes=max_input_bytes
+        )
     guessed = [r for r in rows if r.error is None and not r.window_known]
     if guessed:
         from ctxcompact.accounting.windows import DEFAULT_CONTEXT_WINDOW

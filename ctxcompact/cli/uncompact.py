@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from ctxcompact.cli.common import JSON_OPT, MODEL_OPT, reports_errors
+from ctxcompact.cli.common import reports_errors
+from ctxcompact.cli.options import Json, Model
 from ctxcompact.cli.streams import streams_for
 
 
@@ -19,9 +20,9 @@ def uncompact(
         None, "--at", help="Fork before this compaction (1 = the oldest; see --list). Implies --fork."
     ),
     list_only: bool = typer.Option(False, "--list", help="List the session's compactions and stop."),
-    model: str | None = MODEL_OPT,
+    model: Model = None,
     force: bool = typer.Option(False, "--force", help="Change a session even while it looks live."),
-    as_json: bool = JSON_OPT,
+    as_json: Json = False,
 ) -> None:
     """Undo a compaction: remove ctxcompact's last one, or fork a session from before the agent's.
 

@@ -1,14 +1,15 @@
 """What a compaction run is told: which strategies, where, and each strategy's own options.
 
 :class:`CompactOptions` composes the settings every run shares (the strategies to run, the work
-and archive directories) with one options object per strategy of the table
-(:data:`ctxcompact.compaction.strategies.STRATEGIES`). :meth:`CompactOptions.from_keywords` builds it from
-the flat keywords the library's ``compact_messages`` takes, routing each to its owner.
+and archive directories) with the options objects of the strategies the caller configured (any
+other runs with its defaults: a new strategy needs no field here).
+:meth:`CompactOptions.from_keywords` builds it from the flat keywords the library's
+``compact_messages`` takes (and the command line's strategy options), routing each to its owner.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,14 +23,7 @@ from ctxcompact.compaction.strategies import (
     option_owners,
 )
 from ctxcompact.compaction.strategies.base import find_options
-from ctxcompact.compaction.strategies.options import (
-    CleanToolsOptions,
-    FullOptions,
-    HybridOptions,
-    KeyMessageOptions,
-    PruneOptions,
-    SelectiveOptions,
-)
+from ctxcompact.compaction.strategies.options import FullOptions
 from ctxcompact.errors import UsageError
 
 OptionsT = TypeVar("OptionsT")
@@ -52,61 +46,74 @@ class CompactOptions:
     append: bool = False
     #: ``(OLD, NEW)`` prefixes: a path recorded under OLD is looked up under NEW.
     path_map: tuple[tuple[str, str], ...] = ()
-    full: FullOptions = field(default_factory=FullOptions)
-    prune: PruneOptions = field(default_factory=PruneOptions)
-    clean_tools: CleanToolsOptions = field(default_factory=CleanToolsOptions)
-    selective: SelectiveOptions = field(default_factory=SelectiveOptions)
-    key_messages: KeyMessageOptions = field(default_factory=KeyMessageOptions)
-    hybrid: HybridOptions = field(default_factory=HybridOptions)
-    #: What every strategy keeps verbatim (``--pin``, ``--pin-first``; issue 10).
+    #: What every strategy keeps verbatim (``--pin``, ``--pin-first``).
     pins: PinOptions = field(default_factory=PinOptions)
+    #: Strategies' options objects (``FullOptions(...)``, ``PruneOptions(...)``, one of a
+    #: type); a strategy with none here runs with its defaults.
+    configured: tuple[object, ...] = ()
 
     def __post_init__(self) -> None:
         check_strategy_names(self.strategies)
+        kinds = [type(o) for o in self.configured]
+        if len(kinds) != len(set(kinds)):
+            raise UsageError("configured: one options object per strategy options type.")
 
     @classmethod
     def from_keywords(cls, **flat: Any) -> CompactOptions:
         """Options from flat keywords (``strategies=``, ``work_dir=``, ``keep=``, ``max_files=``
         ...), as ``compact_messages(**options)`` takes them: each goes to the options type that
-        owns it; an unknown one is a :class:`UsageError` naming it."""
-        slots = _strategy_slots()
+        owns it; an options object of a strategy (``full=FullOptions(...)``) is taken whole,
+        flat keywords of its type then change it; an unknown keyword is a
+        :class:`UsageError` naming it."""
         owners = option_owners()
+        slots = {_slot(kind): kind for kind in {s.options for s in STRATEGIES.values()}}
         top: dict[str, Any] = {}
+        whole: dict[type[Any], Any] = {}
         grouped: dict[type[Any], dict[str, Any]] = {}
         for name, value in flat.items():
             if name in owners:
                 grouped.setdefault(owners[name], {})[name] = value
-            elif name in {f.name for f in fields(cls)} - set(slots.values()):
+            elif name in slots and isinstance(value, slots[name]):
+                whole[slots[name]] = value
+            elif name in {f.name for f in fields(cls)} - {"configured"}:
                 top[name] = value
             else:
                 raise UsageError(f"unknown compaction option {name!r}.")
         if "strategies" in top:  # checked first, as on the command line
             top["strategies"] = check_strategy_names(top["strategies"])
-        for kind, values in grouped.items():
-            top[slots[kind]] = kind(**values)
-        return cls(**top)
+        configured = {
+            kind: replace(whole[kind], **grouped.get(kind, {})) if kind in whole else kind(**grouped[kind])
+            for kind in (*whole, *grouped)
+        }
+        return cls(**top, configured=tuple(configured.values()))
+
+    def options_for(self, kind: type[OptionsT]) -> OptionsT:
+        """The options of type ``kind`` (a strategy's), or its defaults."""
+        return find_options(self.configured, kind)
+
+    def with_options(self, *options: object) -> CompactOptions:
+        """These options, each replacing the configured one of its type."""
+        kinds = {type(o) for o in options}
+        return replace(self, configured=(*(o for o in self.configured if type(o) not in kinds), *options))
+
+    @property
+    def full(self) -> FullOptions:
+        return self.options_for(FullOptions)
 
     @property
     def strategy_options(self) -> tuple[object, ...]:
         """Each strategy's options object, as a run's :class:`StrategyContext` carries them."""
-        return tuple(getattr(self, name) for name in _strategy_slots().values())
-
-    def options_for(self, kind: type[OptionsT]) -> OptionsT:
-        """The options of type ``kind`` (a strategy's), or its defaults."""
-        return find_options(self.strategy_options, kind)
+        return self.configured
 
     @property
     def resolved_archive_dir(self) -> Path:
-        if self.archive_dir is not None:
-            return self.archive_dir
         return self.archive_dir if self.archive_dir is not None else default_archive_dir()
 
 
-def _strategy_slots() -> dict[type[Any], str]:
-    """Each table strategy's options type -> the :class:`CompactOptions` field holding it."""
-    kinds = {s.options for s in STRATEGIES.values()}
-    return {
-        f.default_factory: f.name  # type: ignore[misc]
-        for f in fields(CompactOptions)
-        if f.default_factory in kinds
-    }
+def _slot(kind: type[Any]) -> str:
+    """The keyword a strategy's whole options object goes by: ``FullOptions`` -> ``full``,
+    ``KeyMessageOptions`` -> ``key_messages`` (a table name, spelled as a keyword)."""
+    for row in STRATEGIES.values():
+        if row.options is kind:
+            return row.name.replace("-", "_")
+    raise KeyError(kind)

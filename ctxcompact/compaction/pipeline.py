@@ -34,6 +34,7 @@ from time import monotonic
 from typing import Any, TypeVar
 
 from ctxcompact.accounting.check import (
+    BudgetSpec,
     MessagesLike,
     as_conversation,
     budget_for,
@@ -286,7 +287,7 @@ def _targets(
         budget = budget_for(conversation)
     if auto and budget is not None and options.full.keep_recent_tokens is None:
         recent = auto_recent_tokens(budget.threshold)
-        options = replace(options, full=replace(options.full, keep_recent_tokens=recent))
+        options = options.with_options(replace(options.full, keep_recent_tokens=recent))
     return budget, options
 
 
@@ -425,8 +426,6 @@ def compact_messages(
     >>> result.messages[0]["content"].startswith("[Conversation compressed]")
     True
     """
-    from ctxcompact.accounting.check import budget_for
-
     conv = as_conversation(messages, dialect=dialect)
     if isinstance(summarizer, str):
         options["summarizer"] = summarizer
@@ -437,11 +436,8 @@ def compact_messages(
     if auto:
         options.setdefault("strategies", AUTO_STRATEGIES)
     opts = CompactOptions.from_keywords(**options)
-    budget = None
-    if auto or model or context_window:
-        budget = budget_for(
-            conv, model=model, context_window=context_window, output_reserve=output_reserve, ratio=threshold
-        )
+    spec = BudgetSpec(model, context_window, output_reserve, threshold)
+    budget = spec.resolve(conv)[0] if auto or spec.given else None
     chosen = make_counter(counter) if isinstance(counter, str) else counter
     return compact_conversation(
         conv,

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ctxcompact.accounting.check import BudgetOptions
+from ctxcompact.accounting.check import BudgetSpec
 from ctxcompact.errors import InputError
 from ctxcompact.evaluation.run import (
     DEFAULT_CONVERSATIONS,
@@ -45,7 +45,7 @@ class EvalSettings:
     #: ``time.monotonic()`` after which a summarizer sends nothing (``--deadline``).
     deadline_at: float | None = None
     #: The budget every strategy runs with (``-m``, ``-w``, ``-t``… as ``compact`` takes them).
-    budget: BudgetOptions = field(default_factory=BudgetOptions)
+    budget: BudgetSpec = field(default_factory=BudgetSpec)
 
 
 @dataclass(frozen=True, slots=True)

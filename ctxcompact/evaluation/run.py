@@ -16,7 +16,7 @@ the summary is ``extractive`` unless the caller names another summarizer, so an 
 needs no API key. A strategy that cannot run (a summarizer without its key) is reported as
 skipped with the reason, not as a failure of the whole run.
 
-*The budget* (:class:`~ctxcompact.accounting.check.BudgetOptions`: ``--model``, ``--context-window``, ``--output-reserve``,
+*The budget* (:class:`BudgetSpec`: ``--model``, ``--context-window``, ``--output-reserve``,
 ``--threshold``, ``--models-file``, as ``compact`` takes them) is worked out per conversation
 as ``compact`` does, and every strategy runs with it, so a row is what ``compact -w N
 --strategy X`` writes; ``auto`` always has one (the transcript's own model's when none is
@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxcompact.accounting.check import BudgetOptions, conversation_model, measure, measure_total
+from ctxcompact.accounting.check import BudgetSpec, conversation_model, measure, measure_total
 from ctxcompact.accounting.context_size import context_size
 from ctxcompact.accounting.counters import shared_cache
 from ctxcompact.accounting.tokens import TokenCounter
@@ -141,7 +141,7 @@ def evaluate_transcripts(
     summarizer: str = "extractive",
     work_dir: Path | None = None,
     max_conversations: int = DEFAULT_CONVERSATIONS,
-    budget: BudgetOptions | None = None,
+    budget: BudgetSpec | None = None,
     counter: TokenCounter | None = None,
     clock: Callable[[], float] = time.perf_counter,
     deadline_at: float | None = None,
@@ -188,7 +188,7 @@ def evaluate_strategy(
     source: str,
     summarizer: str = "extractive",
     work_dir: Path,
-    budget: BudgetOptions | None = None,
+    budget: BudgetSpec | None = None,
     counter: TokenCounter,
     clock: Callable[[], float] = time.perf_counter,
     deadline_at: float | None = None,
@@ -198,8 +198,8 @@ def evaluate_strategy(
     conversation's (:func:`conversation_probes`, made a :class:`ProbeSet` that every strategy
     of the conversation scores with), read here when not given."""
     start = clock()
-    budget = budget or BudgetOptions()
-    limits = budget.for_conversation(conversation) if budget.given or strategy == AUTO else None
+    budget = budget or BudgetSpec()
+    limits = budget.resolve(conversation)[0] if budget.given or strategy == AUTO else None
     threshold = limits.threshold if limits is not None else None
     try:
         if strategy == OFFLOAD:

@@ -7,6 +7,7 @@ terminal, :func:`ctxcompact.output.panel.plain_panel` writes the same bytes with
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxcompact.output.table import Line
@@ -96,4 +97,24 @@ def _step_lines(steps: Any) -> list[str]:
             )
             lines.append(f"{step['strategy']}: {shown}")
         lines.extend(_step_lines(step.get("steps", ())))
+    return lines
+
+
+def step_timeline(steps: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``compact --verbose``: one line per strategy step, selective rule and fallback."""
+    lines: list[str] = []
+    for step in steps:
+        name = step.get("strategy", "?")
+        figures = ""
+        if isinstance(step.get("tokens"), Mapping):
+            figures = f", tokens {step['tokens']['before']:,} → {step['tokens']['after']:,}"
+        lines.append(f"step {name}: {'changed' if step.get('changed') else 'unchanged'}{figures}")
+        for event in step.get("events", ()):
+            rule = f" rule={event['rule']}" if event.get("rule") else ""
+            lines.append(
+                f"  phase={event['phase']}{rule} removed={event.get('removed', 0)} "
+                f"tokens {event['tokens_before']:,} → {event['tokens_after']:,}"
+            )
+        for sub in (*step.get("fallbacks", ()), *step.get("ladder", ())):
+            lines.append(f"  {sub['step']}: tokens {sub['tokens_before']:,} → {sub['tokens_after']:,}")
     return lines

@@ -152,7 +152,9 @@ def context_size_json(size: ContextSize) -> dict[str, Any]:
     }
 
 
-def check_to_json(results: Sequence[CheckResult], budget: Budget) -> dict[str, Any]:
+def budget_json(budget: Budget) -> dict[str, Any]:
+    """The budget a decision was made against: the model, its window, the reserve, the ratio
+    and the threshold."""
     return {
         "model": budget.model.model,
         "model_known": budget.model.known,
@@ -162,11 +164,19 @@ def check_to_json(results: Sequence[CheckResult], budget: Budget) -> dict[str, A
         "ratio": budget.ratio,
         "strategy": budget.label,
         "threshold": budget.threshold,
+    }
+
+
+def check_to_json(results: Sequence[CheckResult]) -> dict[str, Any]:
+    """``check --json``: the verdict over every input, then each conversation with its own
+    budget (inputs may name different models)."""
+    return {
         "needs_compaction": any(r.needs_compaction for r in results),
         "valid": not any(r.errors for r in results),
         "transcripts": [
             {
                 "label": r.label,
+                "budget": budget_json(r.status.budget),
                 "tokens": r.status.tokens,
                 "source": r.size.source if r.size is not None else "count",
                 "counted": r.report.total,

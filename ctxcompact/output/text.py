@@ -207,10 +207,20 @@ def usage_bar(used: int, threshold: int, window: int, width: int = 40) -> tuple[
     return tuple(bar)
 
 
-def check_report(results: Sequence[CheckResult], budget: Budget) -> list[Block]:
-    """The budget line, then a panel per conversation (a table when there are many)."""
+def check_report(results: Sequence[CheckResult]) -> list[Block]:
+    """The budget line, then a panel per conversation (a table when there are many). Inputs
+    whose budgets differ (different models) get their budget line each."""
+    budgets = list(dict.fromkeys(r.status.budget for r in results))
+    if len(results) > CHECK_PANELS_UP_TO:
+        return [*(_budget_line(b) for b in budgets), *_check_table(results, per_row=len(budgets) > 1)]
+    if len(budgets) == 1:
+        return [_budget_line(budgets[0]), *(_check_panel(r) for r in results)]
+    return [block for r in results for block in (_budget_line(r.status.budget), _check_panel(r))]
+
+
+def _budget_line(budget: Budget) -> Line:
     model = budget.model
-    head = Line(
+    return Line(
         (
             ("model ", "dim"),
             (model.model or "no model given", "bold"),
@@ -225,12 +235,10 @@ def check_report(results: Sequence[CheckResult], budget: Budget) -> list[Block]:
             (_n(budget.threshold), "bold"),
         )
     )
-    if len(results) > CHECK_PANELS_UP_TO:
-        return [head, *_check_table(results)]
-    return [head, *(_check_panel(r, budget) for r in results)]
 
 
-def _check_panel(r: CheckResult, budget: Budget) -> Panel:
+def _check_panel(r: CheckResult) -> Panel:
+    budget = r.status.budget
     verdict = ("compaction needed", "bold red") if r.needs_compaction else ("within budget", "bold green")
     remaining = r.status.remaining
     remain_text = (
@@ -258,8 +266,9 @@ def _check_panel(r: CheckResult, budget: Budget) -> Panel:
     return Panel(r.label, tuple(lines))
 
 
-def _check_table(results: Sequence[CheckResult]) -> list[Block]:
-    """Many conversations (a directory, a trajectory collection): one row each, errors listed."""
+def _check_table(results: Sequence[CheckResult], *, per_row: bool = False) -> list[Block]:
+    """Many conversations (a directory, a trajectory collection): one row each, errors listed;
+    ``per_row``: each row names its model and threshold (the budgets differ)."""
     columns = [
         Column("transcript", overflow="fold", shrink=True),
         _right("tokens"),
@@ -272,6 +281,7 @@ def _check_table(results: Sequence[CheckResult]) -> list[Block]:
     sources = [r.size.source if r.size is not None else "count" for r in results]
     show_source = any(s != "count" for s in sources)
     columns += [Column("source", drop=2)] if show_source else []
+    columns += [Column("model", drop=2), _right("threshold", drop=2)] if per_row else []
     rows = []
     styles: dict[tuple[int, int], str] = {}
     for i, (r, source) in enumerate(zip(results, sources, strict=True)):
@@ -286,6 +296,7 @@ def _check_table(results: Sequence[CheckResult]) -> list[Block]:
                 str(errors),
                 str(len(r.violations) - errors),
                 *([source] if show_source else []),
+                *((r.status.budget.model.model or "-", _n(r.status.budget.threshold)) if per_row else ()),
             )
         )
         styles[i, 4] = "red" if r.needs_compaction else "green"
@@ -301,6 +312,7 @@ def _check_table(results: Sequence[CheckResult]) -> list[Block]:
         str(sum(len(r.errors) for r in results)),
         "",
         *([""] if show_source else []),
+        *(("", "") if per_row else ()),
     )
     blocks: list[Block] = [Table(tuple(columns), tuple(rows), styles=styles, footer=(total,))]
     blocks += [Line.of(f"{r.label}: error: {v}", "red") for r in results for v in r.errors]

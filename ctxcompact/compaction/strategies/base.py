@@ -24,7 +24,7 @@ options, README and tests).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import Field, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -38,6 +38,55 @@ if TYPE_CHECKING:
     from ctxcompact.compaction.summarize import Summarizer
 
 OptionsT = TypeVar("OptionsT")
+
+#: The key of a :class:`Flag` in a strategy option's field metadata.
+FLAG = "ctxcompact.flag"
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """How a strategy's option is spelled on the command line: the strategy declares it next to
+    the option (:func:`flag`), the CLI builds ``compact``'s option from it (nothing here imports
+    typer). ``names``: ``--keep``, or ``--restore/--no-restore``. ``typed``: what is typed when
+    it differs from the option's own type (``--keep-thinking`` takes ``all`` or a number);
+    ``parse`` turns that into the option's value; ``cli_default``: the CLI's default when it is
+    not the option's (``...``: the option's). ``hidden``: old spellings still accepted."""
+
+    names: tuple[str, ...]
+    help: str
+    typed: Any = None
+    parse: Callable[[Any], Any] | None = None
+    cli_default: Any = ...
+    metavar: str | None = None
+    #: A size: the command line takes units too (``500k``, ``1.5M``).
+    size: bool = False
+    hidden: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LazyCall:
+    """``module.attribute``, imported when first called: a flag's ``parse`` that needs code
+    the light options module must not load (the TOML reader of ``--rules``)."""
+
+    module: str
+    attribute: str
+
+    def __call__(self, *args: Any) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(self.module), self.attribute)(*args)
+
+
+def flag(value: Any, *names: str, help: str, **how: Any) -> Any:
+    """A strategy option's dataclass field (default ``value``) with its command-line spelling
+    (:class:`Flag`)."""
+    return field(default=value, metadata={FLAG: Flag(names, help, **how)})
+
+
+def flag_of(option: Field[Any]) -> Flag | None:
+    """The :class:`Flag` an option declares, or None (the option is the library's only)."""
+    found = option.metadata.get(FLAG)
+    return found if isinstance(found, Flag) else None
 
 
 class StrategyDetails(Protocol):

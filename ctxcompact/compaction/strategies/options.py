@@ -1,4 +1,6 @@
-"""Every strategy's options: the frozen dataclasses and their default constants, nothing else.
+"""Every strategy's options: the frozen dataclasses, their default constants and how each
+option is spelled on the command line (:func:`~ctxcompact.compaction.strategies.base.flag`:
+``compact`` builds its options from these fields, so a strategy's option is declared once).
 
 Light on purpose (start-up, issue 12): the pipeline's :class:`~ctxcompact.compaction.pipeline.CompactOptions`
 and the CLI's option declarations need every strategy's options and defaults, but a compaction
@@ -12,13 +14,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from ctxcompact.compaction.restore import (
     DEFAULT_MAX_FILES,
     DEFAULT_MAX_TOKENS_PER_FILE,
     DEFAULT_MAX_TOKENS_TOTAL,
 )
+from ctxcompact.compaction.strategies.base import Flag, LazyCall, flag
 from ctxcompact.compaction.summarize.limits import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from ctxcompact.compaction.summarize.prompt import SUMMARY_MAX_WORDS
 from ctxcompact.errors import OptionError, UsageError
@@ -40,31 +44,87 @@ class FullOptions:
     """The summary (which summarizer, its limits, what to do when it fails) and the files
     restored after it. ``read_tools`` None: the dialect's (:func:`~ctxcompact.compaction.restore.read_tools_for`)."""
 
-    summarizer: SummarizerName = DEFAULT_SUMMARIZER
-    summary_model: str | None = None
-    summary_max_words: int = DEFAULT_SUMMARY_MAX_WORDS
-    instructions: str | None = None
-    on_failure: OnFailure = DEFAULT_ON_FAILURE
-    timeout: float = DEFAULT_TIMEOUT
-    max_retries: int = DEFAULT_MAX_RETRIES
+    summarizer: SummarizerName = flag(
+        DEFAULT_SUMMARIZER,
+        "--summarizer",
+        help="auto (anthropic when ANTHROPIC_API_KEY is set, else extractive), anthropic, anthropic-batch "
+        "(a batch's summaries through the Message Batches API, half the price; needs --out-dir or "
+        "--in-place), or extractive (offline, deterministic).",
+    )
+    summary_model: str | None = flag(
+        None, "--summary-model", help="Model that writes the summary [default: a fast Claude model]."
+    )
+    summary_max_words: int = flag(
+        DEFAULT_SUMMARY_MAX_WORDS, "--summary-max-words", help="Word limit for the summary."
+    )
+    instructions: str | None = flag(
+        None, "--instructions", help="Extra focus for the summary, like /compact's argument."
+    )
+    on_failure: OnFailure = flag(
+        DEFAULT_ON_FAILURE,
+        "--on-failure",
+        help="When the LLM fails after retries: fallback (extractive), skip (output = input), error (exit 3).",
+    )
+    timeout: float = flag(DEFAULT_TIMEOUT, "--timeout", help="Seconds per summary request.")
+    max_retries: int = flag(
+        DEFAULT_MAX_RETRIES,
+        "--max-retries",
+        help="Retries on 429/5xx/overloaded/connection errors, with backoff.",
+    )
     #: ``time.monotonic()`` after which no summary request starts and no wait ends (``--deadline``:
     #: :func:`ctxcompact.llm.retry.deadline_in`); None: none beyond each request's own bounds.
     #: A run's clock, not a choice about the result: left out of repr and equality (a
     #: ``--resume`` journal compares options by their repr).
     deadline_at: float | None = field(default=None, repr=False, compare=False)
-    restore: bool = True
-    keep_loop: bool = False
-    read_tools: tuple[ReadTool, ...] | None = None
-    max_files: int = DEFAULT_MAX_FILES
-    max_tokens_per_file: int = DEFAULT_MAX_TOKENS_PER_FILE
-    max_tokens_total: int = DEFAULT_MAX_TOKENS_TOTAL
+    restore: bool = flag(
+        True, "--restore/--no-restore", help="Re-read the files the agent read most recently."
+    )
+    keep_loop: bool = flag(
+        False,
+        "--keep-loop",
+        help="Keep the last user request and its tool loop verbatim after the summary, so the result is "
+        "a request you can send.",
+    )
+    read_tools: tuple[ReadTool, ...] | None = flag(
+        None,
+        "--read-tool",
+        help="TOOL:FIELD that reads a file (repeatable) [default: read_file:path, plus Read:file_path for "
+        "Claude Code sessions].",
+        typed=list[str] | None,
+        parse=lambda specs: parse_read_tools(specs),
+    )
+    max_files: int = flag(DEFAULT_MAX_FILES, "--max-files", help="Restore at most this many files.")
+    max_tokens_per_file: int = flag(
+        DEFAULT_MAX_TOKENS_PER_FILE,
+        "--max-tokens-per-file",
+        help="Skip files larger than this (tokens).",
+        size=True,
+    )
+    max_tokens_total: int = flag(
+        DEFAULT_MAX_TOKENS_TOTAL,
+        "--max-tokens-total",
+        help="Stop restoring past this total (tokens).",
+        size=True,
+    )
     #: Newest tokens kept verbatim after the summary (None: 0, or 20 % of the threshold under
     #: ``--auto``, see :data:`ctxcompact.compaction.pipeline.AUTO_RECENT_SHARE`).
-    keep_recent_tokens: int | None = None
+    keep_recent_tokens: int | None = flag(
+        None,
+        "--keep-recent-tokens",
+        size=True,
+        help="full: keep the newest N tokens verbatim (cut at a round), summarize what is older. "
+        "Default 0; under --auto 20% of the threshold.",
+    )
     #: The newest real user messages kept verbatim after the summary, up to this many tokens.
     #: None: the dialect's rule — 0 (off) for message lists, Codex's 20,000 (bytes/4) for
     #: Codex rollouts, which lay out their own compacted history.
-    keep_user_tokens: int | None = None
+    keep_user_tokens: int | None = flag(
+        None,
+        "--keep-user-tokens",
+        size=True,
+        help="full: keep the newest user messages verbatim up to N tokens after the summary "
+        "[default: 0 (off); Codex sessions: 20,000, Codex's own rule (bytes/4)].",
+    )
 
     def __post_init__(self) -> None:
         if (self.keep_recent_tokens or 0) < 0 or (self.keep_user_tokens or 0) < 0:
@@ -123,12 +183,37 @@ class PruneOptions:
     """The knobs of :func:`~ctxcompact.compaction.strategies.prune.prune_tool_outputs` (``include_loop``
     is ``not protect_loop``)."""
 
-    keep: int = DEFAULT_KEEP
-    clear_at_least: int = DEFAULT_CLEAR_AT_LEAST
-    exclude_tools: tuple[str, ...] = ()
-    clear_tool_inputs: bool = False
-    keep_thinking: int | None = None
-    include_loop: bool = False
+    keep: int = flag(DEFAULT_KEEP, "--keep", help="Keep the N most recent tool uses untouched.")
+    clear_at_least: int = flag(
+        DEFAULT_CLEAR_AT_LEAST,
+        "--clear-at-least",
+        size=True,
+        help="Change nothing unless at least this many tokens can be freed.",
+    )
+    exclude_tools: tuple[str, ...] = flag(
+        (),
+        "--exclude-tools",
+        help="Comma-separated tool names never cleared.",
+        typed=str | None,
+        cli_default=None,
+        parse=lambda text: tuple(t.strip() for t in (text or "").split(",") if t.strip()),
+    )
+    clear_tool_inputs: bool = flag(
+        False, "--clear-tool-inputs", help="Also blank the inputs of cleared tool uses."
+    )
+    keep_thinking: int | None = flag(
+        None,
+        "--keep-thinking",
+        help="Keep thinking of the last N assistant turns, or 'all'.",
+        typed=str,
+        cli_default="all",
+        parse=lambda text: parse_keep_thinking(text),
+    )
+    include_loop: bool = flag(
+        False,
+        "--include-loop",
+        help="Let prune clear inside the current tool loop too (as the API's own edit does).",
+    )
 
     def __post_init__(self) -> None:
         for name, value in (("keep", self.keep), ("clear_at_least", self.clear_at_least)):
@@ -145,7 +230,7 @@ DEFAULT_ROUNDS = 2
 class CleanToolsOptions:
     """``rounds``: the rounds before the current one that keep their tool calls."""
 
-    rounds: int = DEFAULT_ROUNDS
+    rounds: int = flag(DEFAULT_ROUNDS, "--rounds", help="Keep tool calls of the last N rounds.")
 
     def __post_init__(self) -> None:
         if self.rounds < 0:
@@ -195,6 +280,16 @@ NEVER = ("compaction_summary", "system_prompt", "memory")
 class SelectiveOptions:
     """The rule table and the field thresholds of seed 002 §4.2 (tokens)."""
 
+    #: The whole options come from one file on the command line (``--rules``).
+    FROM_FILE: ClassVar[Flag] = Flag(
+        ("--rules",),
+        help="selective: a TOML file overriding the rule table: [rules.TYPE] action = truncate|drop|none, "
+        "keep_recent, priority (TYPE: tool_result, skill_prompt, assistant_message, skill_metadata, "
+        "user_message); [fields] tool_input_threshold, tool_result_threshold, preview_tokens.",
+        typed=Path | None,
+        parse=LazyCall("ctxcompact.compaction.strategies.selective_rules", "load_rules_file"),
+    )
+
     rules: tuple[Rule, ...] = DEFAULT_RULES
     tool_input_threshold: int = 500
     tool_result_threshold: int = 600
@@ -227,10 +322,18 @@ DEFAULT_FALLBACK_ROUNDS = 4
 class KeyMessageOptions:
     """Seed 004's ``CompressionConfig`` and its fallbacks' figures (tokens)."""
 
-    target_usage: float = DEFAULT_TARGET_USAGE
-    min_recent_messages: int = DEFAULT_MIN_RECENT
+    target_usage: float = flag(
+        DEFAULT_TARGET_USAGE, "--target-usage", help="key-messages: keep this share of the model's budget."
+    )
+    min_recent_messages: int = flag(
+        DEFAULT_MIN_RECENT, "--min-recent", help="key-messages: the newest N messages come first (+1000)."
+    )
     token_budget: int | None = None  # None: the model's budget, else DEFAULT_TOKEN_BUDGET
-    fallback_rounds: int = DEFAULT_FALLBACK_ROUNDS
+    fallback_rounds: int = flag(
+        DEFAULT_FALLBACK_ROUNDS,
+        "--fallback-rounds",
+        help="key-messages and the fallback ladder: over budget, keep only the last K rounds.",
+    )
     result_preview_tokens: int = 200
     long_text_tokens: int = LONG_RESULT_TOKENS
 
@@ -260,3 +363,28 @@ class KeyMessageOptions:
 @dataclass(frozen=True, slots=True)
 class HybridOptions:
     """Hybrid has no knobs of its own: it runs ``prune`` and ``full`` with theirs."""
+
+
+# --- command-line values -------------------------------------------------------------------------
+
+
+def parse_read_tools(specs: list[str] | None) -> tuple[ReadTool, ...] | None:
+    """``--read-tool TOOL:FIELD`` specs, or None (the core then picks by dialect)."""
+    from ctxcompact.compaction.restore import parse_read_tool
+
+    return tuple(parse_read_tool(s) for s in specs) if specs else None
+
+
+def parse_keep_thinking(text: str) -> int | None:
+    """``all`` (None: keep every turn's thinking) or a whole number of turns."""
+    if text.strip().lower() == "all":
+        return None
+    try:
+        turns = int(text)
+    except ValueError:
+        raise OptionError.about(
+            "keep_thinking", "takes a whole number or 'all', got {text!r}.", text=text
+        ) from None
+    if turns < 0:
+        raise OptionError.about("keep_thinking", "must not be negative.")
+    return turns

@@ -86,3 +86,8 @@ def _rule(rule: Rule, table: Mapping[str, Any], path: Path) -> Rule:
     if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in values.values()):
         raise refuse("keep_recent and priority must be integers, 0 or more.")
     return Rule(rule.item_type, action, values["keep_recent"], values["priority"])
+
+
+def load_rules_file(path: Path | None) -> SelectiveOptions | None:
+    """``--rules FILE`` as the options it gives (None: no file, the defaults)."""
+    return None if path is None else load_rules(path)
