@@ -76,7 +76,7 @@ def _version() -> str:
 
 def list_sessions(
     folder: str | None = None, over_only: bool = False, since: str | None = None
-) -> list[dict[str, Any]]:
+) -> dict[str, Any]:
     """``folder``: a folder of sessions (default ~/.claude/projects and ~/.codex/sessions);
     ``over_only``: only those over their threshold; ``since``: a date or a span (24h, 7d)."""
     from ctxcompact.accounting.sessions import default_folders, list_sessions, parse_since

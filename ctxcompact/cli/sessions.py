@@ -63,7 +63,7 @@ def sessions(
       ctxcompact sessions ~/.claude/projects --threshold 0.75
       ctxcompact sessions ~/.codex/sessions
       ctxcompact sessions --since 7d
-      ctxcompact sessions --over --json | jq -r '.[].path' | ctxcompact compact --from - --in-place
+      ctxcompact sessions --over --json | jq -r '.sessions[].path' | ctxcompact compact --from - --in-place
     """
     from ctxcompact.accounting.prices import price_source
     from ctxcompact.accounting.sessions import all_session_files, default_folders, list_sessions, parse_since
@@ -105,10 +105,10 @@ def sessions(
         rows = [r for r in rows if r.over_threshold]
     scored = _scored_compactions(rows, archive_dir)
     if as_json:
-        from ctxcompact.output.agents import scored_json
+        from ctxcompact.output.json import scored_json
 
         payload = sessions_to_json(rows)
-        for row, item in zip(rows, payload, strict=True):
+        for row, item in zip(rows, payload["sessions"], strict=True):
             item["agent_compactions"] = scored_json(scored.get(row.path, []))
         streams.write_json(payload)
         return

@@ -40,7 +40,7 @@ def uncompact(
     """
     from ctxcompact.agents.events import resume_command, session_path
     from ctxcompact.agents.uncompact import fork_session, list_compactions, remove_ours
-    from ctxcompact.output.agents import compactions_json, fork_json, removed_json
+    from ctxcompact.output.json import compactions_json, fork_json, removed_json
 
     streams = streams_for(ctx)
     path = session_path(session)
