@@ -195,6 +195,48 @@ def current_loop_start(messages: Sequence[Message]) -> int:
     return leading_system_count(messages)
 
 
+def live_start(messages: Sequence[Message]) -> int:
+    """Where the part the model has not answered yet starts (SPEC §6 "Live tool results are
+    untouchable"): the last assistant turn whose tool results end the list (the model has not
+    seen them), or a last user request (with the turn whose calls it answers, if it answers
+    any). A list that ends with an assistant turn ends with what the next request builds on
+    (a prefill, a ``pause_turn`` to continue, or the agent's last words): that turn.
+
+    A strategy keeps this part whole: it may offload it or refuse, never summarize it.
+    """
+    n = len(messages)
+    if not n:
+        return n
+    if messages[-1].role == "assistant":
+        return n - 1
+    if messages[-1].role != "user":
+        return n
+    start = n - 1
+    while start > 0 and messages[start - 1].role == "user":
+        start -= 1  # OpenAI: one tool message per result
+    return block_start_at(messages, start)
+
+
+def turn_starts(messages: Sequence[Message]) -> list[int]:
+    """Where each assistant turn starts, with what it answers: the index of each assistant
+    message, widened back to a user message that opens its round (the request the turn
+    answers); tool interaction blocks are never split."""
+    starts: list[int] = []
+    for i, message in enumerate(messages):
+        if message.role != "assistant":
+            continue
+        start = block_start_at(messages, i)
+        if (
+            start > 0
+            and has_user_text(messages[start - 1])
+            and block_start_at(messages, start - 1) == start - 1
+        ):
+            start -= 1
+        if not starts or start > starts[-1]:
+            starts.append(start)
+    return starts
+
+
 def leading_system_count(messages: Sequence[Message]) -> int:
     """How many messages at the start are system messages (the *head*)."""
     n = 0

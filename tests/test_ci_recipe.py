@@ -131,9 +131,13 @@ def _run_steps(
 def _sessions(workspace: Path) -> Path:
     sessions = workspace / "sessions"
     sessions.mkdir(parents=True)
-    # Due: its last call recorded 141,459 tokens, over claude-sonnet-4-5's 100,800 threshold.
+    # Due: its last call recorded ~118,000 tokens, over claude-sonnet-4-5's 100,800 threshold
+    # (its outputs hold them: 15,000 outside the messages, as a real session's usage shows).
     due = SessionBuilder(cwd="/home/u/app").user("fix the failing test in app.py")
-    due.assistant("looking", usage=(3, 1_000, 140_000, 456)).user("go on")
+    for step in range(20):
+        output = f"step {step}\n" + "line " * 4_000
+        due.tool("Bash", {"command": f"cat part{step}.py"}, output, usage=(3, 500, 15_000 + step * 5_100, 80))
+    due.assistant("Fixed the off-by-one in app.py.", usage=(3, 500, 117_000, 40))
     due.write(sessions / "due.jsonl")
     shutil.copy(SAMPLES / "claude-code-session.jsonl", sessions / "small.jsonl")
     shutil.copy(SAMPLES / "anthropic-session.json", sessions / "request.json")

@@ -104,8 +104,10 @@ def test_a_session_is_compacted_by_appending_claude_codes_own_entries(tmp_path: 
 def test_auto_compaction_is_recorded_as_auto(tmp_path: Path) -> None:
     from ctxcompact.accounting.windows import make_budget, resolve_model
 
-    budget = make_budget(resolve_model(None, context_window=1_000), output_reserve=0)
-    data, _ = _compact(load_transcript(SESSION), auto=True, budget=budget)
+    # Threshold 19,800: under the recorded 20,661, over the system prompt and tools it shows.
+    budget = make_budget(resolve_model(None, context_window=33_000), output_reserve=0)
+    full = {"restore": False, "keep_recent_tokens": 0}
+    data, _ = _compact(load_transcript(SESSION), auto=True, budget=budget, full=full)
     boundary = next(e for e in map(json.loads, data.splitlines()) if e.get("subtype") == "compact_boundary")
     assert boundary["compactMetadata"]["trigger"] == "auto"
 

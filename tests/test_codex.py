@@ -20,7 +20,7 @@ from ctxcompact.transcripts.dialects import codex
 from ctxcompact.transcripts.dialects.codex.files import command_files, relative_to, touched_files
 from ctxcompact.transcripts.dialects.codex.history import compacted_history, recorded_usage
 from ctxcompact.transcripts.dialects.codex.read import CODEX_SUMMARY_PREFIX, live_history, truncate_middle
-from ctxcompact.transcripts.io import Conversation, conversation_records
+from ctxcompact.transcripts.io import Conversation, conversation_records, dump_transcript, parse_transcript
 
 ROLLOUTS = sorted((CORPUS / "other").glob("codex-rollout-*.jsonl")) if CORPUS.is_dir() else []
 TS = "2026-05-11T08:27:17.490Z"
@@ -196,6 +196,28 @@ def test_a_rollback_drops_the_last_user_turns() -> None:
     ]
     texts = [text_of(m) for m in conversation(records).messages]
     assert texts[-1] == "Fixed: main returns 2 now."
+
+
+def test_a_rollout_with_line_types_of_a_newer_codex_is_still_a_rollout() -> None:
+    """Codex 0.169 numbers every line (``ordinal``) and writes line types this reader does not
+    know (``world_state``, ``token_usage_record``) among the first lines: the file is still a
+    rollout, read as one without --format, its unknown lines kept in place."""
+    records = [{**record, "ordinal": k} for k, record in enumerate(sample())]
+    records[2:2] = [
+        {"timestamp": TS, "ordinal": 90, "type": "world_state", "payload": {"full": True, "state": {}}},
+        {
+            "timestamp": TS,
+            "ordinal": 91,
+            "type": "token_usage_record",
+            "payload": {"usage": {"total_tokens": 9}},
+        },
+    ]
+    raw = b"".join(orjson.dumps(r) + b"\n" for r in records)
+    transcript = parse_transcript(raw, name="rollout.jsonl")
+    conv = transcript.conversations[0]
+    assert conv.dialect == "codex"
+    assert shape(conv.messages) == shape(conversation(sample()).messages)
+    assert dump_transcript(transcript) == raw
 
 
 # --- writing back ------------------------------------------------------------------------------

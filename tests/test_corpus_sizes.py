@@ -91,6 +91,12 @@ def test_compact_auto_then_check_fits(tmp_path: Path, path: Path) -> None:
         tmp_path / "a",
     ]
     result = run_cli(*args, "-q")
+    if result.exit_code == 3:
+        # Nothing can fit (a request whose one live turn is over the threshold: issue 19 item
+        # 4): said, and nothing written.
+        assert "could not bring the context under the threshold" in result.stderr
+        assert not out.exists()
+        return
     assert result.exit_code == 0, result.stderr
     assert run_cli("check", out).exit_code == 0
 

@@ -39,8 +39,9 @@ def test_each_strategy_has_cost_and_retention() -> None:
     assert full.tokens_after < full.tokens_before and full.seconds == 1.0
     assert full.report.score("path") == 1.0 and full.report.score("last_request") == 1.0
     assert full.report.score("instruction") == 1.0
-    # Masking tool output loses the errors it held; the table says so.
-    assert by_name["prune"].report.score("error") == 0.0
+    # A stub names each masked result's outcome by its first line; the errors deeper in the
+    # output are lost, and the table says so.
+    assert by_name["prune"].report.score("error") < 1.0
     # Every strategy answers the same probes, read from the whole conversation.
     totals = {name: s.report.total for name, s in by_name.items() if s.runs}
     assert len(set(totals.values())) == 1, totals

@@ -56,4 +56,7 @@ def test_says_why_when_the_protected_part_is_too_big() -> None:
     assert not result.target_met
     assert "protected part alone" in result.reason
     assert result.tokens <= total(messages)
-    assert result.messages[-4:] == messages[-4:]  # the live round is kept verbatim
+    # The last request and the agent's last words stay verbatim; the ladder works inside
+    # the rest of the loop (a single-task run is all loop).
+    assert result.messages[-1] is messages[-1]
+    assert messages[-4] in result.messages

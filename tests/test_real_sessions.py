@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from cli_helpers import run_cli
 from conftest import corpus_files
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from session_builders import SessionBuilder
 
 from ctxcompact.accounting.tokens import ENCRYPTED_CHARS_PER_TOKEN
@@ -641,3 +643,54 @@ def test_a_second_compaction_of_a_re_rooted_session_restores_its_files(tmp_path:
         stats = tmp_path / "stats.json"
         _compact(path, "--path-map", f"/={root}", "--stats-json", stats)
         assert json.loads(stats.read_text())["restored_file_count"] == 2
+
+
+# --- properties of the chain reader -------------------------------------------------------------
+
+
+@given(st.lists(st.sampled_from(["turn", "tool", "parallel"]), min_size=1, max_size=8), st.data())
+@settings(max_examples=40, deadline=None)
+def test_a_whole_chain_reads_as_its_lines_and_a_cut_one_is_reported(
+    steps: list[str], data: st.DataObject
+) -> None:
+    builder = SessionBuilder().user("start")
+    for n, step in enumerate(steps):
+        if step == "turn":
+            builder.assistant(f"answer {n}").user(f"next {n}")
+        elif step == "tool":
+            builder.tool_call("Bash", {"command": f"echo {n}"}, f"{n}", call_id=f"toolu_{n}")
+        else:  # one response, two calls: Claude Code chains the entries and branches the results
+            builder.tool_call("Bash", {"command": f"ls {n}"}, "a", call_id=f"toolu_{n}a")
+            call, result = builder.entries[-2], builder.entries[-1]
+            builder.tool_call("Bash", {"command": f"ls {n}"}, "b", call_id=f"toolu_{n}b")
+            builder.entries[-2]["message"]["id"] = call["message"]["id"]
+            builder.entries[-2]["parentUuid"] = call["uuid"]
+            result["parentUuid"] = call["uuid"]
+    entries = builder.entries
+    data_of = "".join(json.dumps(e) + "\n" for e in entries)
+    [conv] = load_transcript(data=data_of, name="s.jsonl").conversations
+    read = sorted(i for m in conv.messages if m.source for i in m.source.indices)
+    assert read == list(range(len(entries))) and not conv.problems
+    # Cut an entry the resumed chain passes through (not the first, not the last).
+    by_uuid = {e["uuid"]: e for e in entries}
+    chain, at = [], entries[-1]
+    while at is not None:
+        chain.append(at)
+        at = by_uuid.get(at["parentUuid"]) if at["parentUuid"] else None
+    inner = chain[1:-1]
+    if not inner:
+        return
+    cut = data.draw(st.sampled_from(inner))
+    kept = [e for e in entries if e is not cut]
+    [conv] = load_transcript(data="".join(json.dumps(e) + "\n" for e in kept), name="s.jsonl").conversations
+    assert conv.problems and "broken parentUuid chain" in conv.problems[0]
+
+
+def test_text_action_commands_and_failures_are_probes(tmp_path: Path) -> None:
+    from ctxcompact.evaluation.probes import extract_probes
+
+    path = _miniswe_text_trajectory(tmp_path / "t.traj.json")
+    [conv] = load_transcript(path).conversations
+    probes = {(p.kind, p.text) for p in extract_probes(conv.messages)}
+    assert ("path", "src/app.py") in probes
+    assert any(kind == "error" and "ModuleNotFoundError" in text for kind, text in probes)

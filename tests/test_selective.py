@@ -88,7 +88,9 @@ def test_tool_rule_keeps_newest_five_blocks_and_stops_when_target_met() -> None:
     result = selective_compaction(messages, target_tokens=before - 10, counter=COUNTER)
     out = result.messages
     ids = [b["id"] for m in out for b in m.content if b.get("type") == "tool_use"]
-    assert ids == ["t4", "t5", "t6", "t7", "t8"]  # the 4 oldest blocks dropped whole
+    # Oldest first, and only until the target is met (issue 19: the whole rule used to run,
+    # leaving 8,176 tokens of a 40,799 target): one block is enough here.
+    assert ids == ["t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"]
     rules = [e.rule for e in result.details.events if e.phase == "selective_rule"]
     assert rules == ["tool_result"]  # met after the first rule: assistant/user text untouched
     assert sum(1 for m in out if text_of(m).startswith("answer")) == 9

@@ -12,7 +12,6 @@ import pytest
 from ctxcompact import compact_messages
 from ctxcompact.accounting.tokens import EstimateCounter
 from ctxcompact.accounting.windows import make_budget, resolve_model
-from ctxcompact.compaction.pins import PinOptions
 from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
 from ctxcompact.compaction.strategies import (
     STRATEGIES,
@@ -23,6 +22,7 @@ from ctxcompact.compaction.strategies import (
 )
 from ctxcompact.compaction.strategies.clean_tools import CleanToolsOptions
 from ctxcompact.compaction.strategies.full import FullOptions
+from ctxcompact.compaction.strategies.hybrid import HYBRID, MASK, SUMMARY
 from ctxcompact.compaction.strategies.prune import PruneOptions
 from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.errors import UsageError
@@ -140,16 +140,20 @@ def test_a_new_strategy_is_one_table_row_and_gets_the_budget_and_the_summarizer(
     summarizer = ExtractiveSummarizer()
     options = CompactOptions(strategies=("probe",), archive_dir=tmp_path, configured=(PruneOptions(keep=7),))
     result = compact_conversation(
-        conv, options=options, budget=budget, auto=True, summarizer=summarizer, counter=EstimateCounter()
+        conv, options=options, budget=budget, summarizer=summarizer, counter=EstimateCounter()
     )
     context, probe_options = seen[0]
-    assert context.target_tokens == budget.threshold and context.summarizer() is summarizer
+    # The run aims at its target (half the threshold by default) and must end below the limit.
+    aim = options.aim(budget.threshold)
+    assert aim == budget.threshold // 2
+    assert (context.target_tokens, context.limit_tokens) == (aim, budget.threshold)
+    assert context.summarizer() is summarizer
     assert probe_options == ProbeOptions()  # defaults: CompactOptions holds none for it
     assert context.options_for(PruneOptions).keep == 7  # a fallback ladder runs others as configured
     assert context.original == conv.messages
     assert result.compacted and result.stats.compacted_message_count == 2
     probe = {k: v for k, v in result.stats.steps[0].items() if k != "tokens"}
-    assert probe == {"strategy": "probe", "changed": True, "target": budget.threshold}
+    assert probe == {"strategy": "probe", "changed": True, "target": aim}
     # still over the threshold: the fallback ladder ran and says why it could not help
     assert result.stats.steps[1]["strategy"] == "ladder"
     assert "pinned messages alone" in result.stats.steps[1]["reason"]  # the task, pinned
@@ -206,8 +210,9 @@ def test_a_pipeline_is_a_strategy_and_a_step_of_another(tmp_path: Path) -> None:
     assert len(result.messages) == 6
 
 
-def test_prune_then_full_is_the_same_pipeline_hybrid_runs(tmp_path: Path) -> None:
-    """Over its target hybrid runs both steps, as ``--strategy prune,full --pin-first`` does."""
+def test_hybrid_is_the_pipeline_of_its_budget_steps(tmp_path: Path) -> None:
+    """Over its target hybrid runs both of its steps — ``mask``, then ``summary`` — as one
+    pipeline (issue 18), each a strategy of its own that aims at the run's budget (issue 19)."""
     records = [
         {"role": "user", "content": "Fix the rounding bug. " * 40},
         {"role": "assistant", "content": "Looking at invoice.py. " * 40},
@@ -215,16 +220,13 @@ def test_prune_then_full_is_the_same_pipeline_hybrid_runs(tmp_path: Path) -> Non
     ]
     conv = load_messages(records)
     budget = make_budget(resolve_model(None, context_window=600), output_reserve=100)
-
-    def run(*strategies: str) -> Any:
-        options = CompactOptions(strategies=strategies, archive_dir=tmp_path, pins=PinOptions(pin_first=True))
-        return compact_conversation(
-            conv, options=options, budget=budget, summarizer=ExtractiveSummarizer(), counter=EstimateCounter()
-        )
-
-    listed, hybrid = run("prune", "full"), run("hybrid")
-    assert [s["strategy"] for s in hybrid.stats.steps[0]["steps"]] == ["prune", "full"]
-    assert [m["content"] for m in hybrid.messages] == [m["content"] for m in listed.messages]
+    options = CompactOptions(strategies=("hybrid",), archive_dir=tmp_path)
+    hybrid = compact_conversation(
+        conv, options=options, budget=budget, summarizer=ExtractiveSummarizer(), counter=EstimateCounter()
+    )
+    step = hybrid.stats.steps[0]
+    assert [s["strategy"] for s in step["steps"]] == ["mask", "summary"] and step["skipped"] == []
+    assert HYBRID.steps == (MASK, SUMMARY) and HYBRID.stop_under_target
 
 
 def test_compact_takes_every_option_a_strategy_declares_and_builds_its_options() -> None:

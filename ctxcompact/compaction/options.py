@@ -24,9 +24,15 @@ from ctxcompact.compaction.strategies import (
 )
 from ctxcompact.compaction.strategies.base import find_options
 from ctxcompact.compaction.strategies.options import FullOptions
-from ctxcompact.errors import UsageError
+from ctxcompact.errors import OptionError, UsageError
 
 OptionsT = TypeVar("OptionsT")
+
+#: The share of the room the messages have under the threshold (the threshold less the system
+#: prompt and tools) a compaction with a budget aims at (``--target-ratio``): what ``--auto``
+#: and the targeted strategies fill in priority order (README "The budget"). Measured on the
+#: corpus (``bench/bench_budget.py``): see the README for the figures.
+DEFAULT_TARGET_RATIO = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,12 +57,33 @@ class CompactOptions:
     #: Strategies' options objects (``FullOptions(...)``, ``PruneOptions(...)``, one of a
     #: type); a strategy with none here runs with its defaults.
     configured: tuple[object, ...] = ()
+    #: The size a run with a budget aims at (as ``check`` measures it): ``target_tokens``, else
+    #: ``target_ratio`` of the room the messages have under the threshold (:meth:`aim`;
+    #: default :data:`DEFAULT_TARGET_RATIO`).
+    target_tokens: int | None = None
+    target_ratio: float | None = None
 
     def __post_init__(self) -> None:
         check_strategy_names(self.strategies)
         kinds = [type(o) for o in self.configured]
         if len(kinds) != len(set(kinds)):
             raise UsageError("configured: one options object per strategy options type.")
+        if self.target_tokens is not None and self.target_tokens < 1:
+            raise OptionError.about("target_tokens", "must be at least 1.")
+        if self.target_ratio is not None and not 0 < self.target_ratio <= 1:
+            raise OptionError.about(
+                "target_ratio", "must be above 0 and at most 1, got {value}.", value=self.target_ratio
+            )
+
+    def aim(self, threshold: int, *, fixed: int = 0) -> int:
+        """The size this run aims at under ``threshold``, never above it: ``target_tokens``, or
+        ``fixed`` (what no compaction of the messages changes: the system prompt and tools) plus
+        ``target_ratio`` of the room the messages have above it."""
+        if self.target_tokens is not None:
+            return min(self.target_tokens, threshold)
+        ratio = DEFAULT_TARGET_RATIO if self.target_ratio is None else self.target_ratio
+        fixed = min(max(fixed, 0), threshold)
+        return int(fixed + (threshold - fixed) * ratio)
 
     @classmethod
     def from_keywords(cls, **flat: Any) -> CompactOptions:

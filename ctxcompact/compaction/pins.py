@@ -30,6 +30,7 @@ from ctxcompact.ir import (
     current_loop_start,
     has_user_text,
     leading_system_count,
+    live_start,
     round_starts,
     text_of,
     tool_interaction_blocks,
@@ -149,28 +150,43 @@ def widen_to_blocks(messages: Sequence[Message], indices: Iterable[int]) -> froz
 class Protected:
     """What a local strategy must keep verbatim: ``head`` (leading system messages), the
     live loop from ``loop_start`` (the last user request and its tool loop, seed 004 "Loop 内
-    压缩"), ``pins`` and earlier ``summaries``. ``indices`` is their union."""
+    压缩"; with ``include_loop`` only its live part, and the ``request`` that opened it),
+    ``pins`` and earlier ``summaries``. ``indices`` is their union."""
 
     head: int
     loop_start: int
     pins: frozenset[int]
     summaries: frozenset[int]
+    request: frozenset[int] = frozenset()
 
     @property
     def indices(self) -> frozenset[int]:
-        return self.pins | self.summaries | frozenset(range(self.head))
+        return self.pins | self.summaries | self.request | frozenset(range(self.head))
 
     def __contains__(self, index: object) -> bool:
         return isinstance(index, int) and (index >= self.loop_start or index in self.indices)
 
 
-def protected_part(messages: Sequence[Message], options: PinOptions = DEFAULT_PINS) -> Protected:
-    """The protected part of ``messages`` under ``options``."""
+def protected_part(
+    messages: Sequence[Message], options: PinOptions = DEFAULT_PINS, *, include_loop: bool = False
+) -> Protected:
+    """The protected part of ``messages`` under ``options``. ``include_loop`` (``--include-loop``)
+    protects, of the current tool loop, only the request that opened it and the live part (what
+    the model has not seen, :func:`~ctxcompact.ir.live_start`), not the whole loop: a
+    single-task agent run is all loop."""
+    head = leading_system_count(messages)
+    loop = current_loop_start(messages)
+    request: frozenset[int] = frozenset()
+    if include_loop:
+        if loop < len(messages) and has_user_text(messages[loop]):
+            request = widen_to_blocks(messages, {loop})
+        loop = max(live_start(messages), head)
     return Protected(
-        head=leading_system_count(messages),
-        loop_start=current_loop_start(messages),
+        head=head,
+        loop_start=loop,
         pins=pinned_indices(messages, options),
         summaries=widen_to_blocks(messages, summary_indices(messages)),
+        request=request,
     )
 
 

@@ -57,6 +57,7 @@ from ctxcompact.compaction.strategies import (
     strategy_name,
 )
 from ctxcompact.compaction.strategies.ladder import auto_recent_tokens, ladder_if_over
+from ctxcompact.compaction.strategies.options import PruneOptions
 from ctxcompact.compaction.strategies.pipeline import PipelineOptions, run_pipeline
 from ctxcompact.compaction.summarize import Summarizer
 from ctxcompact.errors import OptionError, WorkFailedError
@@ -166,12 +167,15 @@ def compact_conversation(
     unchanged = partial(_unchanged, conversation, label, size, threshold)
     if auto and (reason := _under_threshold(size, budget)) is not None:
         return unchanged(reason)
+    if auto and threshold is not None and size.overhead >= threshold:
+        _auto_must_fit(auto, threshold, size.overhead, [_outside_messages(size)])
 
     context = _context(
         conversation, options, budget, size, report, summarizer=summarizer, reader=reader, counter=counter
     )
     messages, result, steps, warnings = _run_with_ladder(conversation, options, context)
     if same_objects(messages, conversation.messages):
+        _auto_must_fit(auto, threshold, before, warnings)
         return unchanged("no strategy changed anything", warnings, steps)
 
     layout = point_layout(conversation, messages, append=options.append)  # written as a point?
@@ -183,12 +187,9 @@ def compact_conversation(
     rewritten = with_size_note(rewritten, size, after)
     if layout:
         rewritten = layout.mark(rewritten, auto=auto, before=before, after=after, started=started)
+    _auto_must_fit(auto, threshold, after, warnings)
     if counted >= report.total:
         warnings.append(f"the result is not smaller than the input ({after:,} ≥ {before:,} tokens)")
-        if auto:
-            return unchanged(
-                "compaction did not make the transcript smaller: input passed through", warnings, steps
-            )
     if threshold is not None and after >= threshold:
         warnings.append(f"still over the threshold after compaction ({after:,} ≥ {threshold:,} tokens)")
 
@@ -209,6 +210,30 @@ def compact_conversation(
         counted_after=counted,
     )
     return CompactResult(rewritten, stats, replaced)
+
+
+def _outside_messages(size: ContextSize) -> str:
+    where = "as the recorded usage shows it" if size.source in ("recorded", "rescaled") else "as estimated"
+    return (
+        f"the context outside the messages (system prompt, tool definitions; {where}) alone counts "
+        f"{size.overhead:,} tokens: no compaction of the messages can fit"
+    )
+
+
+def _auto_must_fit(auto: bool, threshold: int | None, after: int, warnings: Sequence[str]) -> None:
+    """``--auto`` ends under the threshold (so ``check`` then exits 0) or writes nothing and
+    says why (exit 3): a transcript still over it would only be compacted again and again."""
+    if not auto or threshold is None or after < threshold:
+        return
+    why = next(
+        (w for w in reversed(warnings) if "ladder" in w or "outside the messages" in w),
+        "no strategy could free enough",
+    )
+    raise WorkFailedError(
+        f"--auto could not bring the context under the threshold ({after:,} ≥ {threshold:,} tokens): "
+        f"{why}. Nothing was written. Raise --context-window or --threshold, unpin messages, or "
+        "move bulky tool output to files first (ctxcompact offload)."
+    )
 
 
 def _check_and_archive(
@@ -249,13 +274,18 @@ def _context(
     counter: TokenCounter,
 ) -> StrategyContext:
     """What every strategy of this run shares; the summarizer is made once, when first asked.
-    The target is the threshold in our count: the count whose size (``size``'s measure) is
-    under it; the system prompt and tools (``report``) are fixed."""
+    The target (the run's aim: :meth:`CompactOptions.aim`, of the room the messages have above
+    what no compaction changes — the system prompt and tools, ``report``, and the overhead the
+    recorded usage shows) and the limit (the threshold) are in our count: the counts whose size
+    (``size``'s measure) is under them."""
     work_dir = work_dir_for(conversation.dialect, conversation.records, options.work_dir, options.path_map)
+    fixed = report.total - sum(m.tokens for m in report.messages)
+    aim = options.aim(budget.threshold, fixed=size.resized(fixed)) if budget else None
     return StrategyContext(
         counter=counter,
         summarizer=(lambda: summarizer) if summarizer is not None else cache(options.full.make_summarizer),
-        target_tokens=size.counted_for(budget.threshold) if budget else None,
+        target_tokens=size.counted_for(aim) if aim is not None else None,
+        limit_tokens=size.counted_for(budget.threshold) if budget else None,
         budget=budget,
         reader=reader,
         original=conversation.messages,
@@ -265,7 +295,8 @@ def _context(
         path_map=options.path_map,
         work_dir_note=work_dir.note,
         pins=options.pins,
-        fixed_tokens=report.total - sum(m.tokens for m in report.messages),
+        fixed_tokens=fixed,
+        include_loop=options.options_for(PruneOptions).include_loop,
     )
 
 
@@ -302,7 +333,7 @@ def _run_with_ladder(
     steps = [dict(s) for s in result.stats["steps"]]
     warnings = [*conversation.warnings, *result.warnings]
     messages, ladder, missed = ladder_if_over(
-        messages, target_tokens=context.message_target(), counter=context.counter, pins=options.pins
+        messages, target_tokens=context.message_limit(), counter=context.counter, pins=options.pins
     )
     if ladder and ladder["pins_over_target"] and options.full.on_failure == "error":
         raise WorkFailedError(f"{ladder['reason']}: unpin some (--pin, --no-pin-first) or raise the budget.")
@@ -370,18 +401,27 @@ def _or(value: T | None, default: D) -> T | D:
 
 def _assert_valid(original: Conversation, messages: Sequence[Message]) -> None:
     """A rewrite may not add API-invariant errors (ones the input already had are compared by
-    code and tool id, which do not move with the messages). If it does, that is a bug in a
-    strategy: nothing is emitted and the run fails (exit 3) instead of writing a transcript the
-    API would reject."""
+    code and tool id, which do not move with the messages): nothing is emitted and the run
+    fails (exit 3) instead of writing a request ``check`` — and the API — would reject. A
+    thinking-enabled request that the rewrite would end with an assistant turn is a limit of
+    the API's rules, said as such; anything else is a bug in a strategy."""
+    dialect, thinking = original.dialect, original.thinking
     before = {
         (v.code, v.subject)
-        for v in errors_only(validate_messages(original.messages, dialect=original.dialect))
+        for v in errors_only(validate_messages(original.messages, dialect=dialect, thinking=thinking))
     }
     new = [
         v
-        for v in errors_only(validate_messages(messages, dialect=original.dialect))
+        for v in errors_only(validate_messages(messages, dialect=dialect, thinking=thinking))
         if (v.code, v.subject) not in before
     ]
+    if new and new[0].code == "assistant_last_with_thinking":
+        raise WorkFailedError(
+            "the request turns extended thinking on, and this compaction would end it with an "
+            "assistant turn, which the API refuses (assistant_last_with_thinking); nothing was "
+            "written. Keep the live turn: --keep-loop, or --auto (it never summarizes what the "
+            "model has not seen)."
+        )
     if new:
         raise WorkFailedError(
             f"the rewrite would break an API invariant ({new[0]}); nothing was written. "

@@ -185,3 +185,12 @@ def check_retention(replaced: Sequence[Message], replacement_text: str) -> Reten
         instructions_found=sum(1 for i in instructions if sentence_kept(i, haystack)),
         instructions_total=len(instructions),
     )
+
+
+def line_share(text: str, kept: str) -> float:
+    """The share of ``text``'s non-blank lines found whole (stripped) in ``kept``: how much of
+    a task statement or an earlier summary a compaction holds (1.0 for an empty text)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return 1.0
+    return sum(1 for line in lines if line in kept) / len(lines)

@@ -92,6 +92,26 @@ PinFirst = Annotated[
         help="Pin the first user message (the task). Default: on, except for full on its own.",
     ),
 ]
+TargetTokens = Annotated[
+    int | None,
+    typer.Option(
+        "--target-tokens",
+        parser=SIZE,
+        metavar="TOKENS",
+        help="The size to aim at (as check measures it) when there is a budget: --auto and the targeted "
+        "strategies fill it in priority order [default: --target-ratio of the room under the threshold].",
+        show_default=False,
+    ),
+]
+TargetRatio = Annotated[
+    float | None,
+    typer.Option(
+        "--target-ratio",
+        help="The share of the room the messages have under the threshold (above the system prompt and "
+        "tools) to aim at, above 0 and at most 1 [default: 0.5].",
+        show_default=False,
+    ),
+]
 Jobs = Annotated[
     int | None,
     typer.Option(

@@ -106,8 +106,10 @@ def _auto_summarizer() -> Summarizer:
 class StrategyContext:
     """What every strategy of one run shares.
 
-    ``target_tokens``: the count the result should end below (the budget's threshold), None
-    when no budget is known; ``budget`` the whole budget when there is one. ``summarizer``: a
+    ``target_tokens``: the count the result aims at (the run's target size — ``--target-tokens``
+    or ``--target-ratio`` × the threshold — in our count), None when no budget is known;
+    ``limit_tokens``: the count it must end below (the threshold), which the fallback ladder
+    enforces; ``budget`` the whole budget when there is one. ``summarizer``: a
     factory, called only by a strategy that writes a summary (building an API client is not
     free, and ``anthropic`` without a key fails only then). ``original``: the conversation as
     read, for scans an earlier step may have blanked (the recently read files). ``configured``:
@@ -118,6 +120,7 @@ class StrategyContext:
     counter: TokenCounter
     summarizer: Callable[[], Summarizer] = _auto_summarizer
     target_tokens: int | None = None
+    limit_tokens: int | None = None
     budget: Budget | None = None
     reader: FileReader | None = None
     original: tuple[Message, ...] = ()
@@ -133,12 +136,21 @@ class StrategyContext:
     fixed_tokens: int = 0
     #: What every strategy keeps verbatim besides the head and the live loop (issue 10).
     pins: PinOptions = DEFAULT_PINS
+    #: ``--include-loop``: the local strategies work inside the current tool loop too, all but
+    #: its live part (:func:`~ctxcompact.compaction.pins.protected_part`).
+    include_loop: bool = False
 
     def message_target(self) -> int | None:
         """The tokens the message list may count so the whole ends below ``target_tokens``."""
         if self.target_tokens is None:
             return None
         return max(self.target_tokens - self.fixed_tokens - 1, 0)
+
+    def message_limit(self) -> int | None:
+        """The tokens the message list may count so the whole ends below ``limit_tokens``
+        (the threshold; ``target_tokens`` when no limit is set)."""
+        limit = self.target_tokens if self.limit_tokens is None else self.limit_tokens
+        return None if limit is None else max(limit - self.fixed_tokens - 1, 0)
 
     def options_for(self, kind: type[OptionsT]) -> OptionsT:
         """The run's options of type ``kind``, or its defaults when the run has none."""

@@ -29,17 +29,19 @@ summarizer, ``skip`` returns the input unchanged with a warning, ``error`` raise
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxcompact.accounting.tokens import count_tokens
 from ctxcompact.compaction.partition import Partition, partition_messages
+from ctxcompact.compaction.pins import PinOptions, first_task_index, pinned_indices
 from ctxcompact.compaction.restore import (
     RestoreResult,
     read_tools_for,
     restore_recent_files,
     restored_message_text,
 )
+from ctxcompact.compaction.retention import line_share
 from ctxcompact.compaction.strategies.base import StrategyContext, StrategyResult
 from ctxcompact.compaction.strategies.options import DEFAULT_ON_FAILURE as DEFAULT_ON_FAILURE
 from ctxcompact.compaction.strategies.options import DEFAULT_SUMMARIZER as DEFAULT_SUMMARIZER
@@ -47,7 +49,7 @@ from ctxcompact.compaction.strategies.options import DEFAULT_SUMMARY_MAX_WORDS a
 from ctxcompact.compaction.strategies.options import FullOptions as FullOptions
 from ctxcompact.compaction.strategies.survivors import insert_after_summary, kept_verbatim, recent_start
 from ctxcompact.compaction.summarize import Summary, SummaryFailed
-from ctxcompact.ir import Message, block_start_at, current_loop_start, new_message
+from ctxcompact.ir import Message, block_start_at, current_loop_start, new_message, text_of
 from ctxcompact.markers import RESTORED_ACK, SUMMARY_ACK, SUMMARY_PREFIX
 from ctxcompact.transcripts.dialects import dialect_named
 
@@ -181,17 +183,37 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
     under ``on_failure="error"``.
     """
     recent = recent_start(messages, options.keep_recent_tokens, context.counter)
-    part, kept_tail = split_for_summary(messages, keep_loop=options.keep_loop, recent=recent)
+    _, kept_tail = split_for_summary(messages, keep_loop=options.keep_loop, recent=recent)
+    return summarize_before(messages, len(messages) - len(kept_tail), options, context)
+
+
+def summarize_before(
+    messages: Sequence[Message],
+    cut: int,
+    options: FullOptions,
+    context: StrategyContext,
+    *,
+    max_words: int | None = None,
+) -> StrategyResult:
+    """Summarize ``messages`` from the head up to ``cut`` and keep ``messages[cut:]`` verbatim
+    after the summary (and the restored files): ``run_full``'s work once it has chosen its cut,
+    and ``hybrid``'s once its budget has. ``max_words``: the summary's budget (default
+    ``options.summary_max_words``). A pinned task the summary already holds is not written
+    again after it; one it does not hold opens the summary verbatim.
+    """
+    part = partition_messages(messages)
+    cut = max(cut, len(part.head))
+    part = Partition(part.head, tuple(messages[len(part.head) : cut]))
+    kept_tail = tuple(messages[cut:])
     reason = _nothing_to_compact(part, kept_tail, options, context)
     if reason is not None:
         return StrategyResult(tuple(messages), False, FullSkipped(), (reason,), compacted_message_count=0)
 
     warnings: list[str] = []
+    words = options.summary_max_words if max_words is None else max_words
     primary = context.summarizer()
     try:
-        summary = primary.summarize(
-            part.rest, max_words=options.summary_max_words, instructions=options.instructions
-        )
+        summary = primary.summarize(part.rest, max_words=words, instructions=options.instructions)
         failure = None
     except SummaryFailed as exc:
         if options.on_failure == "error" or (
@@ -204,7 +226,7 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
                 tuple(messages), False, FullSkipped(str(exc)), (warning,), compacted_message_count=0
             )
         summary, failure = (
-            _fallback_summary(part.rest, options),
+            _fallback_summary(part.rest, options, words),
             SummaryFailure(str(exc), getattr(exc, "attempts", None)),
         )
         warnings.append(f"summarizer failed ({exc}); used the {summary.summarizer} summarizer instead")
@@ -215,7 +237,8 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
         warnings.append(nothing_restored_warning(len(restored.skipped), context.work_dir_note))
     if not summary.text.strip():
         warnings.append("the summary is empty")
-    out = _laid_out(messages, part, kept_tail, summary.text, restored, options, context)
+    text, task = _task_in_summary(messages, part, summary.text, context)
+    out = _laid_out(messages, part, kept_tail, text, restored, options, replace(context, pins=task))
     if kept_tail and kept_tail[0].role == "assistant" and out[-1].meta.get("kind") in ACK_KINDS:
         out = out[:-1]  # the kept assistant turn answers the summary in place of the last ack
     details = FullDetails(len(part.rest), len(kept_tail), len(part.head), restored, summary, failure)
@@ -231,8 +254,34 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
         restored_token_count=restored.tokens,
         summarizer=summary.summarizer,
         attempts=summary.attempts,
-        summary=summary.text,
+        summary=text,
     )
+
+
+#: Opens a summary that does not hold the pinned task itself (SPEC §6: the task is never
+#: written again after a summary, where it would read as a new request).
+TASK_HEADING = "The task, as the user gave it:"
+#: A summary holds the task when it has this share of its lines.
+TASK_HELD_SHARE = 0.9
+
+
+def _task_in_summary(
+    messages: Sequence[Message], part: Partition, summary: str, context: StrategyContext
+) -> tuple[str, PinOptions]:
+    """The summary text, and the pins to keep verbatim after it: a pinned task inside the
+    summarized part goes *into* the summary (verbatim, unless the summary already holds it)
+    instead of after it."""
+    task = first_task_index(messages)
+    rest = range(len(part.head), len(part.head) + len(part.rest))
+    if task is None or task not in rest or not context.pins.first_pinned(False):
+        return summary, context.pins
+    unpinned = PinOptions(context.pins.patterns, False)
+    if task in pinned_indices(messages, unpinned, first_default=False):
+        return summary, context.pins  # pinned by the user (--pin, a marker): kept as asked
+    statement = text_of(messages[task])
+    if line_share(statement, summary) >= TASK_HELD_SHARE:
+        return summary, unpinned
+    return f"{TASK_HEADING}\n{statement}\n\n{summary}", unpinned
 
 
 def _laid_out(
@@ -262,13 +311,11 @@ def _laid_out(
     return insert_after_summary(assemble(part.head, summary, restored), len(part.head), middle)
 
 
-def _fallback_summary(rest: Sequence[Message], options: FullOptions) -> Summary:
+def _fallback_summary(rest: Sequence[Message], options: FullOptions, max_words: int) -> Summary:
     """The offline extractive summary written when the LLM failed (``on_failure="fallback"``)."""
     from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
 
-    return ExtractiveSummarizer().summarize(
-        rest, max_words=options.summary_max_words, instructions=options.instructions
-    )
+    return ExtractiveSummarizer().summarize(rest, max_words=max_words, instructions=options.instructions)
 
 
 def _restore(messages: Sequence[Message], options: FullOptions, context: StrategyContext) -> RestoreResult:

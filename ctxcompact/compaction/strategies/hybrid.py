@@ -1,34 +1,279 @@
-"""``compact --strategy hybrid``: observation masking first, a summary only if still needed.
+"""``compact --strategy hybrid``, the policy of ``compact --auto``: fill a budget in priority order.
 
-A pipeline (:mod:`ctxcompact.compaction.strategies.pipeline`), not code of its own:
-``prune`` (with the run's prune options) clears old tool output in place; when the result is
-still over the run's threshold, ``full`` (with the run's full options: ``--keep-loop``,
-``--keep-recent-tokens``, which ``--auto`` sets to 20 % of the threshold by default) summarizes
-what is left, the pins kept verbatim. Without a threshold (no budget) the summary always runs,
-as ``prune,full`` would.
+A pipeline (:mod:`ctxcompact.compaction.strategies.pipeline`) of two steps that stops as
+soon as the messages are under the target: :data:`MASK` (steps 1–5 below), then
+:data:`SUMMARY` (step 6). The budget is the run's target (:meth:`StrategyContext.message_target`: ``--target-tokens``, or
+``--target-ratio`` × the threshold, half of it by default). What an agent needs to go on is
+kept first, and each later kind only while it fits (SPEC §6 "A budget, filled in priority
+order"):
 
-Why this is the default of ``compact --auto``: "The Complexity Trap" (2025) finds observation
-masking matches LLM summarization on SWE-bench Verified at half the cost, and a replication
-kept more solved tasks with masking than with summaries (62.0 % vs 54.2 %). Masking first keeps
-the prompt cache of everything before the first cleared result and, often, avoids the summary
-call altogether.
+1. the head (system messages), the pins and the task, earlier compaction summaries;
+2. the live part — tool results the model has not seen yet, or a last user request —
+   whole, always (:func:`~ctxcompact.ir.live_start`);
+3. the last :data:`RECENT_TURNS` assistant turns verbatim, tool pairs whole;
+4. every older user message and the agent's own words (the text of older turns);
+5. older tool results as one-line stubs — tool, input, outcome, size
+   (:mod:`ctxcompact.compaction.masking`) —, oldest first and only as many as needed, so the
+   newest results stay whole; thinking of older turns goes first (the API ignores it there);
+6. a summary only of what still does not fit: the oldest turns, cut at a turn boundary,
+   written with the words the budget has left (the summary grows with the budget). The task
+   goes into the summary (whole, when the summary does not hold it already), never after it.
+
+Masking works inside one long tool loop too (a single-task agent run is all loop): the stubs
+replace the oldest observations, the newest stay whole. Without a budget (no model, no window)
+the policy cannot weigh anything: it masks what ``prune`` would and summarizes the rest, as
+``prune,full`` would.
+
+Why masking before summarizing: "The Complexity Trap" (Lindenbauer et al., 2025) finds that
+masking old observations matches LLM summaries on SWE-bench Verified at half the cost, and a
+replication kept more tasks solved with masking than with summaries (62.0 % vs 54.2 %); a
+summary is written only for what masking cannot make fit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
-from ctxcompact.compaction.strategies.base import StrategyContext, StrategyResult
+from ctxcompact.accounting.tokens import block_tokens
+from ctxcompact.compaction.masking import is_stub, masked_result, stub_text
+from ctxcompact.compaction.pins import message_tokens, protected_part
+from ctxcompact.compaction.strategies import Strategy
+from ctxcompact.compaction.strategies.base import StrategyContext, StrategyDetails, StrategyResult
+from ctxcompact.compaction.strategies.full import FullSkipped, run_full, summarize_before
+from ctxcompact.compaction.strategies.options import FullOptions, PruneOptions
 from ctxcompact.compaction.strategies.options import HybridOptions as HybridOptions
 from ctxcompact.compaction.strategies.pipeline import PipelineOptions, run_pipeline
-from ctxcompact.ir import Message
+from ctxcompact.compaction.strategies.previews import preview_tool_input
+from ctxcompact.compaction.strategies.prune import THINKING_TYPES, prune_tool_outputs, run_prune
+from ctxcompact.ir import Block, Message, leading_system_count, live_start, tool_pairs, turn_starts
 
-#: Mask first; summarize only while still over the target; the task pinned through both.
-HYBRID = PipelineOptions(("prune", "full"), stop_under_target=True, pin_first=True)
+#: The newest assistant turns kept verbatim, tool pairs whole, before anything older is kept.
+RECENT_TURNS = 3
+#: A masked call's input over this many tokens (a file written whole) becomes a preview too.
+INPUT_PREVIEW_OVER = 400
+INPUT_PREVIEW_TOKENS = 120
+#: Words a summary may use per token of budget left (English prose runs ~1.3 tokens a word).
+WORDS_PER_TOKEN = 0.7
+#: When there is a summary, the share of the budget it gets at the least: a long history
+#: told in 200 words carries little, and the turns it replaces are the oldest.
+SUMMARY_SHARE = 0.25
+#: A summary gets at least this many words, and at most :data:`SUMMARY_WORDS_CAP`.
+MIN_SUMMARY_WORDS = 200
+SUMMARY_WORDS_CAP = 6_000
+#: The share of the room left after the kept messages that restored files may take.
+RESTORE_SHARE = 1 / 3
+
+
+@dataclass(frozen=True, slots=True)
+class MaskDetails:
+    """What the masking step did (its ``--stats-json`` step)."""
+
+    budget_tokens: int | None
+    results_masked: int
+    thinking_turns_cleared: int
+    recent_start: int
+    live_start: int
+    prune: StrategyDetails | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "budget_tokens": self.budget_tokens,
+            "results_masked": self.results_masked,
+            "thinking_turns_cleared": self.thinking_turns_cleared,
+            "recent_start": self.recent_start,
+            "live_start": self.live_start,
+        }
+        if self.prune is not None:
+            out["prune"] = self.prune.to_dict()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryDetails:
+    """What the summary step did: where it cut, the words it gave the summarizer, and the
+    summary's own details (``full``'s)."""
+
+    cut: int
+    summary_words: int
+    summary: StrategyDetails
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cut": self.cut, "summary_words": self.summary_words, "summary": self.summary.to_dict()}
+
+
+@dataclass(slots=True)
+class _Plan:
+    """The list as the policy rewrites it: masked copies at the original indices."""
+
+    messages: list[Message]
+    sizes: list[int]
+    masked: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.sizes)
 
 
 def run_hybrid(
     messages: Sequence[Message], options: HybridOptions, context: StrategyContext
 ) -> StrategyResult:
-    """Prune, then summarize only when still over the threshold (see the module docstring)."""
+    """Fill the run's budget in priority order (see the module docstring)."""
     return run_pipeline(messages, HYBRID, context)
+
+
+def mask_to_budget(messages: Sequence[Message], options: object, context: StrategyContext) -> StrategyResult:
+    """Steps 1–5: the thinking of older turns, then older tool results as stubs, oldest first,
+    until the messages fit the target (without a target: ``prune`` with the run's options)."""
+    budget = context.message_target()
+    if budget is None:
+        pruned = run_prune(messages, context.options_for(PruneOptions), context)
+        n = len(messages)
+        return replace(pruned, details=MaskDetails(None, 0, 0, n, n, pruned.details))
+    counter = context.counter
+    live = max(live_start(messages), leading_system_count(messages))
+    recent = _recent_start(messages, live)
+    if sum(message_tokens(messages, counter)) <= budget:
+        return StrategyResult(tuple(messages), False, MaskDetails(budget, 0, 0, recent, live))
+    thinned, thinking = _drop_old_thinking(messages, recent, context)
+    plan = _Plan(list(thinned), message_tokens(thinned, counter))
+    guard = protected_part(messages, context.pins)
+    keep = guard.pins | guard.summaries | frozenset(range(guard.head)) | frozenset(range(live, len(messages)))
+    _mask(plan, end=recent, budget=budget, keep=keep, context=context)
+    floor = _summary_floor(budget)
+    if sum(plan.sizes[recent:]) + floor > budget:
+        # Even a summary of everything older would not make room: the newest turns' results
+        # are masked too (oldest first), never the live part.
+        _mask(plan, end=live, budget=budget - floor, keep=keep, context=context, counted_from=recent)
+    changed = plan.masked > 0 or thinking > 0
+    details = MaskDetails(budget, plan.masked, thinking, recent, live)
+    return StrategyResult(tuple(plan.messages) if changed else tuple(messages), changed, details)
+
+
+def _recent_start(messages: Sequence[Message], live: int) -> int:
+    """Where the last :data:`RECENT_TURNS` assistant turns before the live part start."""
+    turns = [t for t in turn_starts(messages) if t < live]
+    start = turns[-RECENT_TURNS] if len(turns) >= RECENT_TURNS else (turns[0] if turns else live)
+    return max(start, leading_system_count(messages))
+
+
+def _drop_old_thinking(
+    messages: Sequence[Message], recent: int, context: StrategyContext
+) -> tuple[tuple[Message, ...], int]:
+    """The thinking of assistant turns before ``recent`` removed (``prune``'s
+    ``clear_thinking``: never the last assistant turn, never all of a message)."""
+    newer = sum(
+        1
+        for m in messages[recent:]
+        if m.role == "assistant" and any(b.get("type") in THINKING_TYPES for b in m.content)
+    )
+    result = prune_tool_outputs(
+        messages, keep=len(messages) * 64, keep_thinking=newer, protect_loop=False, counter=context.counter
+    )
+    return result.messages, int(result.details.to_dict()["thinking_turns_cleared"])
+
+
+def _mask(
+    plan: _Plan,
+    *,
+    end: int,
+    budget: int,
+    keep: frozenset[int],
+    context: StrategyContext,
+    counted_from: int = 0,
+) -> None:
+    """Mask the results of tool pairs before ``end`` (none in ``keep``), oldest first, until
+    the plan from ``counted_from`` on counts at most ``budget``; a masked call's oversized
+    input becomes a preview."""
+    counter = context.counter
+    for pair in tool_pairs(plan.messages):
+        if sum(plan.sizes[counted_from:]) <= budget:
+            return
+        indices = [pair.use[0], *(i for i, _ in pair.results)]
+        if max(indices) >= end or any(i in keep for i in indices) or not pair.results:
+            continue
+        use = plan.messages[pair.use[0]].content[pair.use[1]]
+        changes: dict[tuple[int, int], Block] = {}
+        for i, j in pair.results:
+            block = plan.messages[i].content[j]
+            if is_stub(block.get("content")):
+                continue
+            [tokens] = block_tokens([block], counter)
+            stub = masked_result(
+                block, stub_text(pair.name, use.get("arguments", use.get("input")), block, tokens)
+            )
+            if block_tokens([stub], counter)[0] < tokens:
+                changes[(i, j)] = stub
+        [input_tokens] = block_tokens([use], counter)
+        if changes and input_tokens > INPUT_PREVIEW_OVER:
+            changes[pair.use] = preview_tool_input(use, input_tokens, INPUT_PREVIEW_TOKENS, counter)
+        if changes:
+            _apply(plan, changes, context)
+            plan.masked += sum(1 for pos in changes if pos != pair.use)
+
+
+def _apply(plan: _Plan, changes: dict[tuple[int, int], Block], context: StrategyContext) -> None:
+    for i in sorted({i for i, _ in changes}):
+        message = plan.messages[i]
+        content = [changes.get((i, j), block) for j, block in enumerate(message.content)]
+        plan.messages[i] = message.with_content(content)
+        plan.sizes[i] = message_tokens([plan.messages[i]], context.counter)[0]
+
+
+def _summary_floor(budget: int) -> int:
+    """The room a summary gets at the least, when there is one: :data:`SUMMARY_SHARE` of the
+    budget (so it grows with the budget), never under its minimum words."""
+    return max(int(MIN_SUMMARY_WORDS / WORDS_PER_TOKEN), int(budget * SUMMARY_SHARE))
+
+
+def summarize_oldest(
+    messages: Sequence[Message], options: object, context: StrategyContext
+) -> StrategyResult:
+    """Step 6: summarize the oldest turns — the messages as read, not their stubs — up to the
+    first turn boundary after which the (masked) rest fits with room for the summary; the
+    summary gets the words that room holds, restored files a share of it (without a target:
+    ``full`` with the run's options)."""
+    full = context.options_for(FullOptions)
+    budget = context.message_target()
+    if budget is None:
+        return run_full(messages, full, context)
+    head = leading_system_count(messages)
+    live = max(live_start(messages), head)
+    sizes = message_tokens(messages, context.counter)
+    pinned = protected_part(messages, context.pins).pins
+    floor = _summary_floor(budget)
+
+    def kept(cut: int) -> int:  # the rest, and the pins the summary leaves in place
+        return sum(sizes[cut:]) + sum(sizes[i] for i in pinned if head <= i < cut)
+
+    # A turn boundary before the live part (never past the last turn: the agent's last words
+    # stay), or the live part itself when there is one.
+    starts = {t for t in turn_starts(messages) if head < t < live}
+    cuts = sorted(starts | ({live} if live < len(messages) else set()))
+    if not cuts:
+        return StrategyResult(
+            tuple(messages), False, FullSkipped(), ("nothing to summarize before the last turn",)
+        )
+    cut = next((c for c in cuts if kept(c) + floor <= budget), cuts[-1])
+    room = max(budget - kept(cut), 0)
+    restore = min(full.max_tokens_total, int(room * RESTORE_SHARE))
+    words = max(MIN_SUMMARY_WORDS, min(int((room - restore) * WORDS_PER_TOKEN), SUMMARY_WORDS_CAP))
+    combined = (*_as_read(messages[:cut], context), *messages[cut:])
+    options = replace(full, max_tokens_total=restore, keep_loop=False, keep_recent_tokens=None)
+    result = summarize_before(combined, cut, options, context, max_words=words)
+    return replace(result, details=SummaryDetails(cut, words, result.details))
+
+
+def _as_read(messages: Sequence[Message], context: StrategyContext) -> list[Message]:
+    """``messages`` as the transcript held them before an earlier step masked them (matched by
+    their source records), so a summary is written from the outputs, not their stubs."""
+    read = {id(m.source): m for m in context.original if m.source is not None}
+    return [read.get(id(m.source), m) if m.changed and m.source is not None else m for m in messages]
+
+
+#: The two steps, named as ``--stats-json`` lists them.
+MASK = Strategy("mask", type(None), mask_to_budget)
+SUMMARY = Strategy("summary", type(None), summarize_oldest)
+#: Mask first; summarize only while still over the target; the task pinned through both.
+HYBRID = PipelineOptions((MASK, SUMMARY), stop_under_target=True, pin_first=True)

@@ -383,8 +383,9 @@ def run_key_messages(
     if threshold is not None:
         target = min(target, threshold)
     pins = PinOptions(context.pins.patterns, context.pins.first_pinned(True))
+    guard = protected_part(messages, pins, include_loop=context.include_loop)
     result = key_message_extraction(
-        messages, target_tokens=max(target, 0), options=options, counter=context.counter, pins=pins
+        messages, target_tokens=max(target, 0), options=options, counter=context.counter, protected=guard
     )
     warnings = (
         ()

@@ -4,12 +4,14 @@ Steps, in order, each only while the list is still over the target and each kept
 made the list smaller (so the output is never larger than the input):
 
 1. ``prune``: old tool output cleared in place (:func:`~ctxcompact.compaction.strategies.prune.prune_tool_outputs`
-   with its defaults: the 3 most recent tool uses kept, the live loop untouched);
+   with its defaults: the 3 most recent tool uses kept);
 2. ``key-messages``: scored selection to the target, with seed 004's own fallbacks;
 3. ``last-rounds``: only the last K=4 rounds, besides the protected part.
 
-None of them touches the protected part (:mod:`ctxcompact.compaction.pins`): when that alone is over the
-target the ladder cannot get there, and its ``reason`` says so with the figures.
+None of them touches the protected part (:mod:`ctxcompact.compaction.pins`; the ladder works
+inside the current tool loop too, all but its live part — a single-task run is all loop): when
+that alone is over the target the ladder cannot get there, and its ``reason`` says so with the
+figures.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def fallback_ladder(
         return sum(message_tokens(ms, counter))
 
     rungs: tuple[tuple[str, Callable[[tuple[Message, ...], Protected], tuple[Message, ...]]], ...] = (
-        ("prune", lambda ms, _: prune_tool_outputs(ms, counter=counter).messages),
+        ("prune", lambda ms, _: prune_tool_outputs(ms, counter=counter, protect_loop=False).messages),
         (
             "key-messages",
             lambda ms, guard: (
@@ -91,7 +93,7 @@ def fallback_ladder(
     for name, rung in rungs:
         if tokens <= target_tokens:
             break
-        candidate = rung(current, protected_part(current, pins))
+        candidate = rung(current, protected_part(current, pins, include_loop=True))
         after = total(candidate)
         kept = after < tokens
         steps.append(LadderStep(name, tokens, after, kept))
@@ -100,14 +102,15 @@ def fallback_ladder(
     reason = ""
     pinned = 0
     if tokens > target_tokens:
-        guard = protected_part(current, pins)
+        guard = protected_part(current, pins, include_loop=True)
         floor = total([m for i, m in enumerate(current) if i in guard])
         pinned = total([m for i, m in enumerate(current) if i in guard.pins])
         reason = (
             f"the pinned messages alone count {pinned:,} tokens, over the target of {target_tokens:,}"
             if pinned > target_tokens
-            else f"the protected part alone (system prompt, pins, earlier summaries, the last request "
-            f"and its tool loop) counts {floor:,} tokens, over the target of {target_tokens:,}"
+            else f"the protected part alone (system prompt, pins, earlier summaries, and what the model "
+            f"has not seen yet: the last request or the newest tool results) counts {floor:,} tokens, "
+            f"over the target of {target_tokens:,}"
             if floor > target_tokens
             else f"the fallback ladder stopped at {tokens:,} tokens, over the target of {target_tokens:,}"
         )

@@ -212,7 +212,8 @@ class PruneOptions:
     include_loop: bool = flag(
         False,
         "--include-loop",
-        help="Let prune clear inside the current tool loop too (as the API's own edit does).",
+        help="Let prune, selective and key-messages work inside the current tool loop too (as the API's "
+        "own edit does); what the model has not seen stays whole.",
     )
 
     def __post_init__(self) -> None:

@@ -25,7 +25,7 @@ TRUNCATION_MARKER = "[… truncated by ctxcompact"
 #: Texts that say content was already cut by someone (us, prune, offload, a tool formatter).
 _ALREADY_CUT = (
     TRUNCATION_MARKER,
-    "[Tool result cleared by ctxcompact",  # strategies.prune.PLACEHOLDER_PREFIX
+    "[Tool result cleared by ctxcompact",  # compaction.masking.STUB_PREFIX
     "[Content offloaded to: ",  # offload.REFERENCE_PREFIX
 )
 _CONCLUSION = re.compile(r"\b(conclusion|in summary|summary|to summarize|tl;dr)\b|结论|总结", re.I)

@@ -5,8 +5,8 @@ the transcript itself so that any model and any later strategy (``prune`` then `
 the result:
 
 * ``clear_tool_uses_20250919``: the ``keep`` most recent tool uses stay untouched; the
-  results of older ones are replaced, oldest first, by a placeholder naming the tool and the
-  size removed (:data:`PLACEHOLDER_PREFIX`); ``exclude_tools`` are never cleared;
+  results of older ones are replaced, oldest first, by a one-line stub naming the tool, its
+  input, the outcome and the size removed (:mod:`ctxcompact.compaction.masking`); ``exclude_tools`` are never cleared;
   ``clear_tool_inputs`` also blanks the tool_use input (to ``{}``); with ``clear_at_least``,
   if clearing everything eligible frees fewer tokens than that, nothing is cleared (clearing
   breaks the prompt cache, so it must be worth it).
@@ -22,7 +22,8 @@ requires), although ``keep`` counts tool uses over the whole list, like the API.
 
 ``protect_loop=False`` (opt-in) lifts the loop protection the way the API's own edit works:
 a single-prompt agent run is *all* current loop, so by default prune cannot help it. Then
-only ``keep`` protects recent tool uses, and the thinking of the last assistant message is
+only ``keep`` protects recent tool uses (and the live part, :func:`~ctxcompact.ir.live_start`:
+results the model has not seen are never cleared), and the thinking of the last assistant message is
 still never removed (the API requires it in a live tool loop). A result
 is only cleared when its placeholder is smaller than it, and an assistant turn only loses its
 thinking when something else remains in it, so tokens never grow and no message becomes
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxcompact.accounting.tokens import TokenCounter, block_tokens, make_counter
+from ctxcompact.compaction.masking import STUB_PREFIX, is_stub, masked_result, stub_text
 from ctxcompact.compaction.strategies.base import StrategyContext, StrategyResult
 from ctxcompact.compaction.strategies.options import DEFAULT_CLEAR_AT_LEAST as DEFAULT_CLEAR_AT_LEAST
 from ctxcompact.compaction.strategies.options import DEFAULT_KEEP as DEFAULT_KEEP
@@ -47,11 +49,12 @@ from ctxcompact.ir import (
     Message,
     ToolPair,
     current_loop_start,
+    live_start,
     replace_blocks,
     tool_pairs,
 )
 
-PLACEHOLDER_PREFIX = "[Tool result cleared by ctxcompact"
+PLACEHOLDER_PREFIX = STUB_PREFIX
 THINKING_TYPES = ("thinking", "redacted_thinking")
 CLEAR_TOOL_USES = "clear_tool_uses_20250919"
 CLEAR_THINKING = "clear_thinking_20251015"
@@ -86,13 +89,8 @@ class PruneDetails:
         }
 
 
-def placeholder_for(tool_name: str, tokens: int) -> str:
-    """``[Tool result cleared by ctxcompact: read_file output, 4,210 tokens]``."""
-    return f"{PLACEHOLDER_PREFIX}: {tool_name or 'tool'} output, {tokens:,} tokens]"
-
-
 def is_placeholder(content: Any) -> bool:
-    return isinstance(content, str) and content.startswith(PLACEHOLDER_PREFIX)
+    return is_stub(content)
 
 
 def run_prune(messages: Sequence[Message], options: PruneOptions, context: StrategyContext) -> StrategyResult:
@@ -140,7 +138,8 @@ def prune_tool_outputs(
             "keep_thinking",
         )
     counter = counter or make_counter()
-    loop_start = current_loop_start(messages) if protect_loop else len(messages)
+    # Without the loop's protection, what the model has not seen yet is still never touched.
+    loop_start = current_loop_start(messages) if protect_loop else live_start(messages)
     replaced: dict[tuple[int, int], Block | None] = {}  # None: block removed (thinking)
     warnings: list[str] = []
 
@@ -205,9 +204,12 @@ def _clear_tool_uses(
 
     proposals: list[tuple[ToolPair, tuple[int, int], Block, int]] = []
     for (pair, pos, block), tokens in zip(candidates, before, strict=True):
-        new_block = dict(block)
-        new_block["content"] = placeholder_for(pair.name, tokens)
-        proposals.append((pair, pos, new_block, tokens))
+        use = messages[pair.use[0]].content[pair.use[1]]
+        # Inputs being cleared are not repeated in the stub (and a second pass, which sees
+        # them blank, writes the same stub).
+        shown = None if clear_tool_inputs else use.get("arguments", use.get("input"))
+        stub = stub_text(pair.name, shown, block, tokens)
+        proposals.append((pair, pos, masked_result(block, stub), tokens))
     if clear_tool_inputs:
         inputs = [p for p in eligible if _has_input(messages[p.use[0]].content[p.use[1]])]
         old_inputs = [messages[p.use[0]].content[p.use[1]] for p in inputs]

@@ -210,9 +210,9 @@ def selective_compaction(
             continue
         ahead = state.total()
         if rule.item_type == "tool_result":
-            removed, previews = _tool_blocks(state, guard, rule, options)
+            removed, previews = _tool_blocks(state, guard, rule, options, target_tokens)
         else:
-            removed, previews = _text_items(state, guard, rule), 0
+            removed, previews = _text_items(state, guard, rule, target_tokens), 0
         events.append(PhaseEvent("selective_rule", ahead, state.total(), rule.item_type, removed, previews))
     after = state.total()
     events.append(PhaseEvent("selective_done", before, after))
@@ -235,13 +235,18 @@ def selective_compaction(
     return SelectiveResult(out, bool(state.dropped or state.edited), details)
 
 
-def _tool_blocks(state: _State, guard: Protected, rule: Rule, options: SelectiveOptions) -> tuple[int, int]:
-    """Drop tool interaction blocks older than the newest ``keep_recent``; preview oversized
-    fields in the kept, unprotected ones. Returns (blocks dropped, fields previewed)."""
+def _tool_blocks(
+    state: _State, guard: Protected, rule: Rule, options: SelectiveOptions, target: int
+) -> tuple[int, int]:
+    """Drop tool interaction blocks older than the newest ``keep_recent``, oldest first and only
+    until the messages count at most ``target``; preview oversized fields in the kept,
+    unprotected ones (likewise). Returns (blocks dropped, fields previewed)."""
     spans = tool_interaction_blocks(state.messages)
     keep_from = max(len(spans) - rule.keep_recent, 0)
     removed = previews = 0
     for n, span in enumerate(spans):
+        if state.total() <= target:
+            break
         indices = range(span.start, span.end)
         if any(i in guard or i in state.dropped for i in indices):
             continue
@@ -294,8 +299,9 @@ def _preview_fields(state: _State, indices: range, options: SelectiveOptions) ->
     return previews
 
 
-def _text_items(state: _State, guard: Protected, rule: Rule) -> int:
-    """``drop`` or ``truncate`` the messages of one type outside tool interaction blocks."""
+def _text_items(state: _State, guard: Protected, rule: Rule, target: int) -> int:
+    """``drop`` or ``truncate`` the messages of one type outside tool interaction blocks,
+    oldest first, until the messages count at most ``target``."""
     in_blocks = {i for s in tool_interaction_blocks(state.messages) for i in range(s.start, s.end)}
     items = [
         i
@@ -303,9 +309,14 @@ def _text_items(state: _State, guard: Protected, rule: Rule) -> int:
         if i not in in_blocks and i not in state.dropped and classify(m) == rule.item_type
     ]
     older = items if rule.action == "drop" else items[: max(len(items) - rule.keep_recent, 0)]
-    victims = [i for i in older if i not in guard]
-    state.dropped.update(victims)
-    return len(victims)
+    victims = 0
+    for i in older:
+        if state.total() <= target:
+            break
+        if i not in guard:
+            state.dropped.add(i)
+            victims += 1
+    return victims
 
 
 # --- the strategy table's entry ----------------------------------------------------------------
@@ -342,8 +353,9 @@ def run_selective(
 
     target = context.message_target()
     pins = PinOptions(context.pins.patterns, context.pins.first_pinned(True))
+    guard = protected_part(messages, pins, include_loop=context.include_loop)
     result = selective_compaction(
-        messages, target_tokens=target or 0, options=options, counter=context.counter, pins=pins
+        messages, target_tokens=target or 0, options=options, counter=context.counter, protected=guard
     )
     if target is None or result.details.target_met:
         return StrategyResult(result.messages, result.changed, SelectiveRunDetails(result.details))

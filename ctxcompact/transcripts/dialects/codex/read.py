@@ -65,18 +65,22 @@ ENVELOPE_KEY = "codex_metadata"
 
 
 def looks_like(records: Sequence[Any], body: Mapping[str, Any] | None = None) -> bool:
-    """True when the first lines are all rollout lines (``{"type", "payload"}``)."""
+    """True when the first lines are all rollout-shaped (``{"type": str, "payload"}``) and
+    one of them is a line type Codex writes. Newer versions add line types (0.169:
+    ``world_state``, ``token_usage_record``), so an unknown type among them does not make
+    the file something else."""
     if body is not None:
         return False
-    head = [r for r in records[:20] if isinstance(r, Mapping)]
-    return bool(head) and len(head) == len(records[:20]) and all(_is_line(r) for r in head)
+    head = records[:20]
+    return (
+        bool(head)
+        and all(_is_line(r) for r in head)
+        and any(r.get("type") in LINE_TYPES for r in head if isinstance(r, Mapping))
+    )
 
 
 def _is_line(record: Any) -> bool:
-    if not isinstance(record, Mapping) or "payload" not in record:
-        return False
-    kind = record.get("type")
-    return isinstance(kind, str) and kind in LINE_TYPES
+    return isinstance(record, Mapping) and "payload" in record and isinstance(record.get("type"), str)
 
 
 # --- the live history ---------------------------------------------------------------------------
