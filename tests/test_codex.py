@@ -21,6 +21,7 @@ from ctxcompact.transcripts.dialects.codex.files import command_files, relative_
 from ctxcompact.transcripts.dialects.codex.history import compacted_history, recorded_usage
 from ctxcompact.transcripts.dialects.codex.read import CODEX_SUMMARY_PREFIX, live_history, truncate_middle
 from ctxcompact.transcripts.io import Conversation, conversation_records, dump_transcript, parse_transcript
+from ctxcompact.transcripts.validate import validate_messages
 
 ROLLOUTS = sorted((CORPUS / "other").glob("codex-rollout-*.jsonl")) if CORPUS.is_dir() else []
 TS = "2026-05-11T08:27:17.490Z"
@@ -293,6 +294,41 @@ def test_compacting_an_already_compacted_rollout_keeps_message_order() -> None:
         "[pruned]",
         "c",
     ]
+
+
+def test_a_compaction_that_clears_reasoning_and_a_result_keeps_every_call_before_its_output() -> None:
+    """Seen on a real rollout under ``--auto``: three calls, their outputs, then reasoning and a
+    fourth call. Masking the third output and clearing the reasoning wrote the fourth call
+    before the third output (the call, copied by the rewrite, was taken for a new item of the
+    reasoning line, and a new item was placed after the previous *kept* item rather than after
+    every item before it), so the compacted history broke its pairs."""
+    reasoning = {"type": "reasoning", "summary": [], "content": None, "encrypted_content": "gAAAAopaque"}
+    items = [
+        user("look around"),
+        call("c1", "ls"), call("c2", "ls src"), call("c3", "ls tests"),
+        output("c1", "a"), output("c2", "b"), output("c3", "c" * 80),
+        reasoning, call("c4", "cat a"), output("c4", "text of a"),
+        assistant("done"),
+    ]  # fmt: skip
+    conv = conversation([item(payload) for payload in items])
+    messages = list(conv.messages)
+    results, turn = messages[2], messages[3]
+    assert shape([results, turn]) == [
+        ("user", ["tool_result"] * 3), ("assistant", ["redacted_thinking", "tool_use"])
+    ]  # fmt: skip
+    cleared = [dict(b, content="[cleared]") for b in results.content]
+    messages[2] = results.with_content([cleared[0], results.content[1], cleared[2]])
+    messages[3] = turn.with_content([dict(turn.content[1])])  # reasoning cleared, the call an equal copy
+    messages.insert(0, new_message("user", "[Conversation compressed] earlier work"))
+    out = write(conv, messages)
+    history = out[-1]["payload"]["replacement_history"]
+    order = [(h["type"], h.get("call_id")) for h in history if "call" in h["type"]]
+    assert order == [
+        ("function_call", "c1"), ("function_call", "c2"), ("function_call", "c3"),
+        ("function_call_output", "c1"), ("function_call_output", "c2"), ("function_call_output", "c3"),
+        ("function_call", "c4"), ("function_call_output", "c4"),
+    ]  # fmt: skip
+    assert validate_messages(conversation(out).messages, dialect="codex") == []
 
 
 # --- Codex's compacted history ---------------------------------------------------------------

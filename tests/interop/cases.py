@@ -66,7 +66,7 @@ class Step:
     """One ctxcompact command: its arguments after the input file (``-o`` is added), given the
     workspace and a function counting the input's context tokens."""
 
-    args: Callable[[Workspace, Case, Callable[[], int]], list[str]]
+    args: Callable[[Workspace, Case, Callable[[], ContextSize]], list[str]]
     stats: bool = True  # it writes --stats-json
 
 
@@ -85,18 +85,35 @@ def _compact(*extra: str) -> Step:
 def _windowed(*extra: str, share: float) -> Step:
     """A compaction with a window of ``share`` × the session's context, so it is due."""
 
-    def args(w: Workspace, case: Case, tokens: Callable[[], int]) -> list[str]:
-        window = max(int(tokens() * share), 4000)
+    def args(w: Workspace, case: Case, size: Callable[[], ContextSize]) -> list[str]:
+        window = max(int(size().tokens * share), 4000)
         return ["compact", *w.layout.common(), *extra, "--context-window", str(window)]
 
     return Step(args)
 
 
-def _offload(w: Workspace, case: Case, tokens: Callable[[], int]) -> list[str]:
+def _due(*extra: str) -> Step:
+    """A compaction whose threshold lies halfway between what the messages cannot change (the
+    system prompt and tool definitions, as the recorded usage shows them) and the whole context:
+    the session is over it, and a compaction of its messages can bring it under."""
+
+    def args(w: Workspace, case: Case, size: Callable[[], ContextSize]) -> list[str]:
+        measured = size()
+        threshold = measured.outside + max((measured.tokens - measured.outside) // 2, 1)
+        window = max(int(threshold / 0.8), 4000)  # threshold = (window − reserve) × ratio
+        return [
+            "compact", *w.layout.common(), *extra,
+            "--context-window", str(window), "--output-reserve", "0", "--threshold", "0.8",
+        ]  # fmt: skip
+
+    return Step(args)
+
+
+def _offload(w: Workspace, case: Case, size: Callable[[], ContextSize]) -> list[str]:
     return ["offload", "--out-dir", str(w.layout.cwd / ".ctxcompact" / f"offload-{case.name}")]
 
 
-def _restore(w: Workspace, case: Case, tokens: Callable[[], int]) -> list[str]:
+def _restore(w: Workspace, case: Case, size: Callable[[], ContextSize]) -> list[str]:
     return ["restore-files", "--append", "--path-map", f"/={w.layout.root}"]
 
 
@@ -104,7 +121,7 @@ CASES: tuple[Case, ...] = (
     Case("unchanged", (), "the session as recorded (the control: the normaliser and the reader)"),
     Case("compact", (_compact(),), "compact (full: summary + restored files)", restores=True),
     Case("hybrid", (_windowed("--strategy", "hybrid", share=0.25),), "prune, then a summary if still over"),
-    Case("auto", (_windowed("--auto", share=1.0),), "compact --auto with the session over its window"),
+    Case("auto", (_due("--auto"),), "compact --auto with the session over its threshold"),
     Case(
         "keep-loop", (_compact("--keep-loop"),), "summary, then the last request and its loop", restores=True
     ),
@@ -204,10 +221,19 @@ def prepare(workspace: Workspace, case: Case) -> Prepared:
     return Prepared(current, tuple(runs), tuple(stats))
 
 
-def context_tokens(workspace: Workspace, session: Path) -> int:
-    """The context size ``count`` shows first (the one ``check`` and ``--auto`` decide by)."""
+@dataclass(frozen=True)
+class ContextSize:
+    tokens: int  # the context size ``count`` shows first (the one ``check`` and ``--auto`` decide by)
+    outside: int  # of it, what lies outside the messages (system prompt, tool definitions)
+
+
+def context_tokens(workspace: Workspace, session: Path) -> ContextSize:
+    """The session's context as ``count --json`` measures it."""
     ran = workspace.run(["count", session, "--json"])
-    return int(json.loads(ran.stdout)["transcripts"][0]["context"]["tokens"])
+    context = json.loads(ran.stdout)["transcripts"][0]["context"]
+    return ContextSize(
+        int(context["tokens"]), int(context.get("overhead") or 0) + int(context.get("system_tokens") or 0)
+    )
 
 
 def recorded_cwd(session: Path, client: str) -> str:

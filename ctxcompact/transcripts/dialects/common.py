@@ -276,7 +276,8 @@ def split_along(originals: Sequence[Sequence[Block]], new: Sequence[Block]) -> l
     """A rewritten message's blocks shared out over the raw records it came from (one Claude
     Code entry or Codex line per block group): position by position when the count is
     unchanged; otherwise each block goes to the record holding the identical original block,
-    and a block the rewrite created goes with the block before it (or to the first record)."""
+    (a tool call or result rebuilt as an equal copy: to the record holding its call id), and a
+    block the rewrite created goes with the block before it (or to the first record)."""
     if len(new) == sum(len(o) for o in originals):
         slices, start = [], 0
         for blocks in originals:
@@ -284,9 +285,22 @@ def split_along(originals: Sequence[Sequence[Block]], new: Sequence[Block]) -> l
             start += len(blocks)
         return slices
     home = {id(b): j for j, blocks in enumerate(originals) for b in blocks}
+    call_home = {key: j for j, blocks in enumerate(originals) for b in blocks if (key := _call_key(b))}
     assigned: list[list[Block]] = [[] for _ in originals]
     current = 0
     for block in new:
-        current = home.get(id(block), current)
+        found = home.get(id(block))
+        if found is None and (key := _call_key(block)):
+            found = call_home.get(key)
+        current = max(current, found) if found is not None else current
         assigned[current].append(block)
     return assigned
+
+
+def _call_key(block: Block) -> tuple[str, str] | None:
+    """A tool call's or result's identity across copies: its type and call id."""
+    kind = block.get("type")
+    ident = (
+        block.get("id") if kind == "tool_use" else block.get("tool_use_id") if kind == "tool_result" else None
+    )
+    return (str(kind), ident) if isinstance(ident, str) and ident else None

@@ -260,8 +260,8 @@ def _in_history_order(
     for seq, entry in enumerate(after):
         origin = entry[1]
         if origin is not None and id(origin) in position:
-            last = position[id(origin)]
-            keyed.append(((last, 0, seq), entry))
+            keyed.append(((position[id(origin)], 0, seq), entry))
+            last = max(last, position[id(origin)])  # a new item follows every item before it
         else:
             keyed.append(((last, 1, seq), entry))
     keyed.sort(key=lambda pair: pair[0])
