@@ -57,6 +57,11 @@ def write_cut(cut: Cut, directory: Path) -> Path:
         data = json.loads(source.read_text(encoding="utf-8"))
         messages = data["messages"]
         data["messages"] = messages[: _due_message(messages, cut.due or 0)]
+        info = data.get("info")
+        if isinstance(info, dict):  # a run cut mid-way has no outcome yet
+            data["info"] = {
+                k: v for k, v in info.items() if k not in ("submission", "exit_status", "model_stats")
+            }
         target.write_text(json.dumps(data), encoding="utf-8")
         return target
     lines = source.read_text(encoding="utf-8").splitlines()

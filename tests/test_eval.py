@@ -10,6 +10,7 @@ import pytest
 from cli_helpers import run_cli
 from conftest import SAMPLES
 
+from ctxcompact.accounting.check import BudgetSpec
 from ctxcompact.compaction.strategies import STRATEGY_NAMES
 from ctxcompact.errors import UsageError
 from ctxcompact.evaluation.run import default_strategies, evaluate_transcripts
@@ -115,6 +116,46 @@ def test_budget_options_give_every_strategy_the_threshold_compact_would() -> Non
     # Without a budget option, only auto has one (the transcript's model's, as compact --auto).
     plain = {r["strategy"]: r for r in run_cli("eval", SESSION, "-s", "full,auto", "--json").json()["runs"]}
     assert plain["full"]["threshold"] is None and plain["auto"]["threshold"] is not None
+
+
+@pytest.mark.parametrize(
+    "target", [["--target-ratio", "0.2"], ["--target-ratio", "0.9"], ["--target-tokens", "3000"]]
+)
+def test_target_options_make_auto_what_compact_auto_writes(tmp_path: Path, target: list[str]) -> None:
+    """`eval --target-*` aims `auto` (and the targeted strategies) where `compact` with the same
+    options aims: the size eval reports is the size of the file compact writes."""
+    budget = ["-w", "20000", *target]
+    out = tmp_path / "compacted.json"
+    compacted = run_cli("compact", SESSION, "--auto", *budget, "-o", out, "--archive-dir", tmp_path / "a")
+    assert compacted.exit_code == 0, compacted.stderr
+    written = run_cli("count", out, "--json").json()["transcripts"][0]["context"]["tokens"]
+    t = load_transcript(SESSION)
+    runs = evaluate_transcripts(
+        [t],
+        strategies=["auto"],
+        budget=BudgetSpec(context_window=20000),
+        **{target[0][2:].replace("-", "_"): float(target[1]) if "ratio" in target[0] else int(target[1])},
+    ).runs
+    assert runs[0].tokens_after == written
+    cli = run_cli("eval", SESSION, "-s", "auto", *budget)
+    assert cli.exit_code == 0, cli.stderr
+
+
+def test_target_ratio_orders_the_sizes_and_a_bad_one_is_refused_first() -> None:
+    sizes = [
+        evaluate_transcripts(
+            [load_transcript(SESSION)],
+            strategies=["hybrid"],
+            budget=BudgetSpec(context_window=20000),
+            target_ratio=r,
+        )
+        .runs[0]
+        .tokens_after
+        for r in (0.2, 0.5, 0.9)
+    ]
+    assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
+    bad = run_cli("eval", SESSION, "--target-ratio", "1.5")
+    assert bad.exit_code == 2 and "--target-ratio" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_cli_refuses_an_unknown_strategy() -> None:

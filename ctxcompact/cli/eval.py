@@ -21,7 +21,14 @@ from ctxcompact.cli.options import (
     budget_options,
     option_groups,
 )
-from ctxcompact.cli.options.compaction import Jobs, StrategyList, WorkDir, from_flag
+from ctxcompact.cli.options.compaction import (
+    Jobs,
+    StrategyList,
+    TargetRatio,
+    TargetTokens,
+    WorkDir,
+    from_flag,
+)
 from ctxcompact.cli.streams import Streams, streams_for
 from ctxcompact.compaction.strategies.options import FullOptions
 from ctxcompact.errors import InputError, UsageError
@@ -69,6 +76,8 @@ def eval_command(
         ),
     ] = DEFAULT_CONVERSATIONS,
     work_dir: WorkDir = None,
+    target_tokens: TargetTokens = None,
+    target_ratio: TargetRatio = None,
     globs: Globs = None,
     jobs: Jobs = None,
     fmt: FormatOption = None,
@@ -124,6 +133,7 @@ def eval_command(
     Examples:
       ctxcompact eval session.jsonl
       ctxcompact eval session.jsonl -w 50000
+      ctxcompact eval session.jsonl -w 50000 --target-ratio 0.3
       ctxcompact eval sessions/ --strategy full,prune --show-lost 5
       ctxcompact eval sessions/ --json | jq '.strategies[] | {strategy, ratio}'
       ctxcompact eval sessions/ --html eval.html
@@ -131,11 +141,13 @@ def eval_command(
       ctxcompact eval session.jsonl --judge anthropic-batch --yes
     """
     from ctxcompact.batch.workers import default_jobs
+    from ctxcompact.compaction.options import CompactOptions
     from ctxcompact.evaluation.files import EvalSettings, evaluate_inputs
     from ctxcompact.output.rich.batch import files_progress
 
     deadline_at = deadline_in(deadline)
     ensure_writable_dir(html, "--html")
+    CompactOptions(target_tokens=target_tokens, target_ratio=target_ratio)  # exit 2 before any work
     chosen = strategy if strategy is not None else strategy_old_spelling
     names = [s.strip() for s in chosen.split(",") if s.strip()] if chosen is not None else None
     settings = EvalSettings(
@@ -148,6 +160,8 @@ def eval_command(
         keep_context=judge is not None,
         deadline_at=deadline_at,
         budget=budget,
+        target_tokens=target_tokens,
+        target_ratio=target_ratio,
     )
     if judge is not None:
         _check_judge_key(judge)  # exit 2 before any work

@@ -46,6 +46,9 @@ class EvalSettings:
     deadline_at: float | None = None
     #: The budget every strategy runs with (``-m``, ``-w``, ``-t``… as ``compact`` takes them).
     budget: BudgetSpec = field(default_factory=BudgetSpec)
+    #: The size a run with a budget aims at (``--target-tokens`` / ``--target-ratio``).
+    target_tokens: int | None = None
+    target_ratio: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,8 @@ def evaluate_input(path: str | None, settings: EvalSettings) -> InputOutcome:
         max_conversations=settings.max_conversations,
         deadline_at=settings.deadline_at,
         budget=settings.budget,
+        target_tokens=settings.target_tokens,
+        target_ratio=settings.target_ratio,
     )
     if settings.keep_context:
         return InputOutcome(runs=result.runs)

@@ -142,6 +142,8 @@ def evaluate_transcripts(
     work_dir: Path | None = None,
     max_conversations: int = DEFAULT_CONVERSATIONS,
     budget: BudgetSpec | None = None,
+    target_tokens: int | None = None,
+    target_ratio: float | None = None,
     counter: TokenCounter | None = None,
     clock: Callable[[], float] = time.perf_counter,
     deadline_at: float | None = None,
@@ -149,7 +151,9 @@ def evaluate_transcripts(
     """Every strategy on the first ``max_conversations`` conversations of each transcript.
 
     ``work_dir``: where ``full`` restores files from (default: an empty temporary directory,
-    so nothing of the local disk leaks into a score). ``budget``: see the module docstring.
+    so nothing of the local disk leaks into a score). ``budget``: see the module docstring;
+    ``target_tokens`` / ``target_ratio``: the size a run with a budget aims at, as ``compact``'s
+    options of those names.
     """
     names = check_eval_strategies(strategies or default_strategies())
     counter = counter or make_counter()
@@ -170,6 +174,8 @@ def evaluate_transcripts(
                             summarizer=summarizer,
                             work_dir=root,
                             budget=budget,
+                            target_tokens=target_tokens,
+                            target_ratio=target_ratio,
                             counter=counter,
                             clock=clock,
                             deadline_at=deadline_at,
@@ -187,6 +193,8 @@ def evaluate_strategy(
     summarizer: str = "extractive",
     work_dir: Path,
     budget: BudgetSpec | None = None,
+    target_tokens: int | None = None,
+    target_ratio: float | None = None,
     counter: TokenCounter,
     clock: Callable[[], float] = time.perf_counter,
     deadline_at: float | None = None,
@@ -208,6 +216,8 @@ def evaluate_strategy(
                 work_dir=work_dir,
                 summarizer=summarizer,
                 deadline_at=deadline_at,
+                target_tokens=target_tokens,
+                target_ratio=target_ratio,
             )
             result = compact_conversation(
                 conversation, options=options, budget=limits, auto=auto, dry_run=True, counter=counter
