@@ -8,6 +8,8 @@ no lower layer has to import a strategy.
 
 from __future__ import annotations
 
+import re
+
 from ctxcompact.ir import Block, Message
 
 #: The summary message of a full compaction starts with this (seed 000 F-006).
@@ -78,3 +80,64 @@ def restored_file_paths(message: Message) -> tuple[str, ...]:
     consecutive user entries as one message, so after its compaction the summary and the
     restored files are blocks of one message."""
     return tuple(p for p in (restored_block_path(b) for b in message.content) if p is not None)
+
+
+# --- what ctxcompact wrote in place of content, recognised by its whole shape ----------------
+#
+# A tool's output may well *start* with one of these texts (a log of an earlier run, a file
+# that quotes one, a hostile page): only the exact shape we write, and no more text than it
+# holds, counts as ours — a 1 MB output that merely begins with a marker is still content.
+
+#: A masked tool result (``prune``, ``hybrid``): ``[Tool result cleared by ctxcompact: Bash
+#: `pytest` → error: 2 failed; 2,345 tokens]``, or the older ``[…: read_file output, 4,210 tokens]``.
+PRUNE_PLACEHOLDER_PREFIX = "[Tool result cleared by ctxcompact"
+_PRUNE_PLACEHOLDER = re.compile(
+    r"\[Tool result cleared by ctxcompact: [^\n]{0,600}(?: output, |; )[\d,]{1,20} tokens\]"
+)
+#: ``offload``'s reference line, optionally followed by its preview (``--preview N``).
+OFFLOAD_REFERENCE_PREFIX = "[Content offloaded to: "
+OFFLOAD_REFERENCE_RE = re.compile(
+    r"\[Content offloaded to: (?P<dir>[^\]\n]*/)?(?P<name>tool-result-[A-Za-z0-9_.-]+\.md)\](?:\n|\Z)"
+)
+_PREVIEW_HEAD = re.compile(r"Preview \(first (?P<n>[\d,]{1,12}) characters\):\n")
+#: The strategies' preview marker: ``[… truncated by ctxcompact: 4,210 tokens, about 200 kept]``.
+TRUNCATION_MARKER = "[… truncated by ctxcompact"
+_TRUNCATION_LINE = re.compile(
+    r"^\[… truncated by ctxcompact: (?:[^\n]*?, )?[\d,]{1,20} tokens, about (?P<kept>[\d,]{1,20}) kept\]$",
+    re.MULTILINE,
+)
+#: The most characters a kept token stands for in a preview we wrote (a generous bound).
+_CHARS_PER_KEPT_TOKEN = 64
+
+
+def is_prune_placeholder(text: object) -> bool:
+    """Whether ``text`` is exactly a stub ``prune`` or ``hybrid`` wrote."""
+    return isinstance(text, str) and _PRUNE_PLACEHOLDER.fullmatch(text) is not None
+
+
+def offload_reference(text: object) -> re.Match[str] | None:
+    """The match of the reference ``offload`` wrote, when ``text`` is exactly one: the line
+    alone, or the line and a preview no longer than it says (its ``N`` characters and ``…``)."""
+    if not isinstance(text, str):
+        return None
+    match = OFFLOAD_REFERENCE_RE.match(text)
+    if match is None:
+        return None
+    rest = text[match.end() :]
+    if not rest:
+        return match
+    preview = _PREVIEW_HEAD.match(rest)
+    if preview is None:
+        return None
+    head = rest[preview.end() :]
+    return match if len(head) <= int(preview.group("n").replace(",", "")) + 1 else None
+
+
+def is_truncation_preview(text: str) -> bool:
+    """Whether ``text`` is a preview a strategy wrote: our marker on a line of its own, and no
+    more text around it than the tokens it says it kept."""
+    match = _TRUNCATION_LINE.search(text)
+    if match is None:
+        return False
+    kept = int(match.group("kept").replace(",", ""))
+    return len(text) - len(match.group()) <= (kept + 1) * _CHARS_PER_KEPT_TOKEN

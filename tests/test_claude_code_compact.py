@@ -122,8 +122,12 @@ def test_keep_loop_copies_the_live_request_after_the_summary(tmp_path: Path) -> 
     assert copies and all(e["uuid"] != e["ctxcompact"]["copiedFrom"] for e in copies)
 
 
-def test_restored_files_follow_the_summary_in_the_sessions_own_folder(tmp_path: Path) -> None:
-    """The session's cwd is the work dir when it exists: no --work-dir needed."""
+def test_restored_files_follow_the_summary_in_the_sessions_own_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session's cwd is the work dir when it exists inside the current directory: no
+    --work-dir needed (outside it, tests/adversarial/test_trust.py)."""
+    monkeypatch.chdir(tmp_path)
     project = tmp_path / "invoice"
     shutil.copytree(WORKSPACE, project)
     session = tmp_path / "s.jsonl"

@@ -211,8 +211,13 @@ def test_stdin_with_no_path_and_with_dash() -> None:
         assert out["transcripts"][0]["message_count"] == 5
 
 
-def test_format_option_forces_the_dialect(session: Path) -> None:
-    assert run_json("count", session, "--format", "openai")["transcripts"][0]["dialect"] == "openai"
+def test_format_option_forces_the_dialect(session: Path, tmp_path: Path) -> None:
+    plain = write(
+        tmp_path / "plain.json", [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    )
+    assert run_json("count", plain, "--format", "openai")["transcripts"][0]["dialect"] == "openai"
+    # Anthropic tool blocks read as OpenAI would be a mix no API accepts (issue 23, defect 10).
+    assert run_cli("count", session, "--format", "openai").exit_code == 2
     result = run_cli("count", session, "--format", "gemini")
     assert result.exit_code == 2
     assert "gemini" in result.stderr

@@ -132,7 +132,8 @@ def test_tiktoken_threads_large_pieces_only_with_several_cores(monkeypatch: pyte
     monkeypatch.setattr(type(enc), "encode_ordinary_batch", spy)
     texts = ["hello world", "x" * 300_000, "y" * 300_000]
     assert TiktokenCounter().count_batch(texts) == [2, 37500, 75000]
-    assert seen == [300_000, 300_000]
+    # Only the large texts go to the pool, in bounded parts (a one-letter run is one piece).
+    assert sum(seen) == 600_000 and max(seen) <= counters.SAFE_CHUNK
 
 
 def test_preview_of_a_prefix_matches_the_whole_text() -> None:

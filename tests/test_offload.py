@@ -400,15 +400,19 @@ def test_undo_refuses_a_missing_or_changed_file_and_restores_nothing(tmp_path: P
     assert "tool-result-b.md has changed" in message
 
 
-def test_undo_refuses_references_the_manifest_does_not_know(tmp_path: Path) -> None:
+def test_undo_leaves_what_the_manifest_does_not_vouch_for(tmp_path: Path) -> None:
+    """Issue 23, defect 12: a tool output that merely looks like a reference (another
+    directory's, another id's, or genuine text) is left as it is and named — never an error
+    that blocks the undo, never another transcript's content pasted in."""
     result = offload(ir(convo(("a", "A" * 300))), tmp_path / "one")
     (tmp_path / "two").mkdir()
-    with pytest.raises(WorkFailedError, match="offloaded to another directory"):
-        undo_offload(result.messages, out_dir=tmp_path / "two")
+    elsewhere = undo_offload(result.messages, out_dir=tmp_path / "two")
+    assert elsewhere.restored_count == 0 and "offloaded to another directory" in elsewhere.left[0]
+    assert all(a is b for a, b in zip(elsewhere.messages, result.messages, strict=True))
     # A reference moved to another tool result is caught by the recorded id.
     records = convo(("zzz", "[Content offloaded to: ./tool-result-a.md]"))
-    with pytest.raises(WorkFailedError, match="offloaded for tool_use_id 'a'"):
-        undo_offload(ir(records), out_dir=tmp_path / "one")
+    moved = undo_offload(ir(records), out_dir=tmp_path / "one")
+    assert moved.restored_count == 0 and "another tool_use_id" in moved.left[0]
 
 
 def test_undo_without_references_changes_nothing(tmp_path: Path) -> None:

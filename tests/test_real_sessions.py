@@ -62,7 +62,16 @@ def _session(tmp_path: Path) -> Path:
 def _compact(path: Path, *extra: str) -> None:
     archive = path.parent / "archive"
     result = run_cli(
-        "compact", path, "-i", "--force", "--summarizer", "extractive", "--archive-dir", archive, *extra
+        "compact",
+        path,
+        "-i",
+        "--force",
+        "--trust-session-cwd",
+        "--summarizer",
+        "extractive",
+        "--archive-dir",
+        archive,
+        *extra,
     )
     assert result.exit_code == 0, result.stderr
 
@@ -207,7 +216,7 @@ def test_restored_file_entries_are_meta_and_the_model_survives(tmp_path: Path) -
 def test_restore_files_append_on_a_session_writes_meta_file_entries_only(tmp_path: Path) -> None:
     path = _reading_session(tmp_path)
     out = tmp_path / "out.jsonl"
-    result = run_cli("restore-files", path, "--append", "-o", out)
+    result = run_cli("restore-files", path, "--append", "--trust-session-cwd", "-o", out)
     assert result.exit_code == 0, result.stderr
     added = _lines(out)[len(_lines(path)) :]
     assert len(added) == 3

@@ -130,10 +130,19 @@ def test_oversized_fields_become_previews_with_marker_once() -> None:
 
 
 def test_offloaded_result_is_not_truncated_again() -> None:
-    ref = "[Content offloaded to: ./tool-result-t0.txt]\n" + "preview " * 800
+    from ctxcompact.offload.tool_results import reference_for
+
+    ref = reference_for("tool-result-t0.md", "preview " * 800, preview=400)
     messages = session(2, result=ref)
     result = selective_compaction(messages, target_tokens=1, counter=COUNTER)
     assert result.details.previews == 0
+
+
+def test_an_output_that_only_starts_like_a_reference_is_still_truncated() -> None:
+    """Issue 23, defect 12: a large output beginning with a marker's text is content."""
+    lookalike = "[Content offloaded to: ./tool-result-t0.md]\n" + "preview " * 800
+    result = selective_compaction(session(2, result=lookalike), target_tokens=1, counter=COUNTER)
+    assert result.details.previews > 0
 
 
 def test_user_words_in_a_dropped_block_survive() -> None:

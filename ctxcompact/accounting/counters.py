@@ -52,6 +52,15 @@ THREADS_MIN_CORES = 4
 #: bpe-openai's wrapper refuses ``len(text) >= 1_000_000``; we stay well under it per call.
 BPE_MAX_CHARS = 500_000
 _PIECE_BOUNDARY = re.compile(r"\n(?=\S)")
+_SPACE_BOUNDARY = re.compile(r"(?<=\S) (?=[^\W\d_])")
+#: A run of letters, of punctuation or of white space is one cl100k piece whatever its length,
+#: and tiktoken's BPE on one huge piece is slow and memory-hungry (a 47 MB run of letters took
+#: 32 s and 2.4 GB; 100 MB aborted the process). So a text over :data:`SAFE_CHUNK` characters is
+#: counted in parts cut where cl100k's pieces end (exact), and a stretch of that size with no
+#: such place — minified code, a base64 blob, a run of one letter — in slices of
+#: :data:`UNSAFE_SLICE` (within a token or so per slice: ~0.01 %), at the cost of ordinary text.
+SAFE_CHUNK = 100_000
+UNSAFE_SLICE = 10_000
 
 
 class TokenCounter(Protocol):
@@ -94,15 +103,35 @@ class TiktokenCounter:
         cores = usable_cores()
         large = [i for i, t in enumerate(texts) if len(t) >= THREADS_MIN_CHARS]
         if cores < THREADS_MIN_CORES or len(large) < 2:
-            return [len(enc.encode_ordinary(t)) for t in texts]
+            return [tiktoken_count(enc, t) for t in texts]
         counts = [0] * len(texts)
-        encoded = enc.encode_ordinary_batch([texts[i] for i in large], num_threads=min(cores, len(large)))
-        for i, tokens in zip(large, encoded, strict=True):
-            counts[i] = len(tokens)
+        # The large texts in parts (see tiktoken_count), the parts encoded by the thread pool.
+        parts = [(i, part) for i in large for part in _bounded_parts(texts[i])]
+        encoded = enc.encode_ordinary_batch([part for _, part in parts], num_threads=min(cores, len(large)))
+        for (i, _), tokens in zip(parts, encoded, strict=True):
+            counts[i] += len(tokens)
         for i, text in enumerate(texts):
             if len(text) < THREADS_MIN_CHARS:
-                counts[i] = len(enc.encode_ordinary(text))
+                counts[i] = tiktoken_count(enc, text)
         return counts
+
+
+def tiktoken_count(enc: Any, text: str) -> int:
+    """``len(enc.encode_ordinary(text))`` with bounded time and memory (see :data:`SAFE_CHUNK`)."""
+    if len(text) <= SAFE_CHUNK:
+        return len(enc.encode_ordinary(text))
+    return sum(len(enc.encode_ordinary(part)) for part in _bounded_parts(text))
+
+
+def _bounded_parts(text: str) -> Iterator[str]:
+    """``text`` in parts of at most :data:`SAFE_CHUNK` characters whose counts add up to the
+    whole's (cut where cl100k's pieces end), a stretch without such a place in
+    :data:`UNSAFE_SLICE` slices."""
+    for chunk, safe in _safe_chunks(text, SAFE_CHUNK):
+        if safe:
+            yield chunk
+        else:
+            yield from (chunk[at : at + UNSAFE_SLICE] for at in range(0, len(chunk), UNSAFE_SLICE))
 
 
 @dataclass(slots=True)
@@ -125,7 +154,7 @@ class BpeCounter:
             if safe:
                 total += _bpe_count(backend, chunk)
             else:
-                total += len(load_encoding(self.encoding).encode_ordinary(chunk))
+                total += tiktoken_count(load_encoding(self.encoding), chunk)
         return total
 
 
@@ -138,21 +167,20 @@ def _bpe_count(backend: Any, text: str) -> int:
 
 
 def _safe_chunks(text: str, limit: int) -> Iterator[tuple[str, bool]]:
-    """``text`` cut into parts under ``limit`` characters where the count adds up exactly.
+    """``text`` cut into parts of at most ``limit`` characters where the count adds up exactly.
 
-    cl100k's pre-tokenizer never lets a piece run past a newline that is followed by a
-    non-space character (no pattern matches ``\\n`` and then ``\\S``), and BPE works within
-    pieces, so counts of parts cut there sum to the count of the whole. A stretch with no
-    such newline is yielded whole with ``safe=False`` (the caller counts it with tiktoken).
+    cl100k's pre-tokenizer never lets a piece run past a newline followed by a non-space
+    character (no pattern matches ``\\n`` and then ``\\S``), nor past a space between a
+    non-space and a letter (that space begins the next word's piece, ``" word"``); BPE works
+    within pieces, so counts of parts cut there sum to the count of the whole. Each part ends
+    at the last such place that fits (newlines first). A stretch of ``limit`` characters with
+    no such place is yielded up to the next one with ``safe=False`` (the caller slices it).
     """
     start = 0
     while len(text) - start > limit:
-        cut = -1
-        for match in _PIECE_BOUNDARY.finditer(text, start + 1, start + limit):
-            cut = match.end()
-        if cut <= start:
-            nxt = _PIECE_BOUNDARY.search(text, start + limit)
-            end = nxt.end() if nxt else len(text)
+        cut = _last_boundary(text, start + 1, start + limit)
+        if cut is None:
+            end = _next_boundary(text, start + limit)
             yield text[start:end], False
             start = end
             continue
@@ -160,6 +188,29 @@ def _safe_chunks(text: str, limit: int) -> Iterator[tuple[str, bool]]:
         start = cut
     if start < len(text):
         yield text[start:], True
+
+
+def _last_boundary(text: str, low: int, high: int) -> int | None:
+    """The last place in ``text[low:high]`` where a part may end (see :func:`_safe_chunks`)."""
+    at = text.rfind("\n", low - 1, high - 1)
+    while at >= 0:
+        if not text[at + 1].isspace():
+            return at + 1
+        at = text.rfind("\n", low - 1, at)
+    at = text.rfind(" ", low, high)
+    while at >= low:
+        if not text[at - 1].isspace() and text[at + 1 : at + 2].isalpha():
+            return at
+        at = text.rfind(" ", low, at)
+    return None
+
+
+def _next_boundary(text: str, low: int) -> int:
+    """The first place at or after ``low`` where a part may end, else the text's end."""
+    found = _PIECE_BOUNDARY.search(text, low)
+    space = _SPACE_BOUNDARY.search(text, low)
+    ends = [m.end() if m is found else m.start() for m in (found, space) if m is not None]
+    return min(ends) if ends else len(text)
 
 
 @dataclass(slots=True)

@@ -34,7 +34,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def traceback_wanted() -> bool:
     """Whether bugs should keep their traceback (``CTXCOMPACT_TRACEBACK=1``), not become exit 70."""
-    return bool(os.environ.get(TRACEBACK_ENV))
+    return os.environ.get(TRACEBACK_ENV, "").strip().lower() not in _OFF
+
+
+#: What turns ``CTXCOMPACT_TRACEBACK`` off, as environment switches are read (``0`` included).
+_OFF = frozenset({"", "0", "false", "no", "off"})
 
 
 def reports_errors(func: F) -> F:

@@ -26,6 +26,7 @@ NOT_SETTINGS = frozenset(
         "undo",
         "in-place",
         "force",  # rewriting a live session is decided per run, never by a config file
+        "trust-session-cwd",  # what a transcript may make us read: never from a project's config
         "dry-run",
         "report",
         "stats-json",

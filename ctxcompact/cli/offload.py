@@ -212,6 +212,7 @@ def _undo(
         undone_conv = replace(conv.with_messages(messages), unnote=True)
         convs.append(undone_conv if result.changed or copies.changed else conv)
     streams.write_output(dump_transcript(transcript.with_conversations(convs)), output)
+    streams.warnings([note for result in undone for note in result.left])
     render_undo_stats(transcript.name, undone, streams.err)
     streams.write_json_file(stats_json, undo_stats_json(transcript.name, undone))
 

@@ -14,6 +14,7 @@ from ctxcompact.cli.options.compaction import (
     MaxTokensTotal,
     PathMap,
     ReadTools,
+    TrustSessionCwd,
     WorkDir,
     path_map_of,
 )
@@ -32,6 +33,7 @@ def restore_files(
     file: OneFile = None,
     work_dir: WorkDir = None,
     path_map: PathMap = None,
+    trust_session_cwd: TrustSessionCwd = False,
     read_tools: ReadTools = None,
     max_files: MaxFiles = DEFAULT_MAX_FILES,
     max_tokens_per_file: MaxTokensPerFile = DEFAULT_MAX_TOKENS_PER_FILE,
@@ -76,6 +78,7 @@ def restore_files(
         transcript,
         work_dir=work_dir,
         path_map=path_map_of(path_map),
+        trust_session_cwd=trust_session_cwd,
         read_tools=parse_read_tools(read_tools),
         max_files=max_files,
         max_tokens_per_file=max_tokens_per_file,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from ctxcompact.output.safe_text import printable
 from ctxcompact.output.terminal import Terminal
 
 if TYPE_CHECKING:
@@ -78,7 +79,9 @@ class Streams:
         own status."""
         file = self.terminal.stdout.file
         encoding = getattr(file, "encoding", None) or "utf-8"
-        data = (text + "\n").encode(encoding, getattr(file, "errors", None) or "strict")
+        # Control characters from a transcript never reach the terminal; in JSON their
+        # \uXXXX spelling decodes to the same text (:mod:`ctxcompact.output.safe_text`).
+        data = (printable(text) + "\n").encode(encoding, getattr(file, "errors", None) or "strict")
         try:
             self._write_stdout(data)
         except BrokenPipeError:
@@ -191,7 +194,7 @@ class Streams:
         """Plain text on stderr; a reader that went away is no reason to fail (as Rich's)."""
         file = self.terminal.stderr.file
         try:
-            file.write(text)
+            file.write(printable(text))
             file.flush()
         except (BrokenPipeError, ValueError):
             pass

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctxcompact.ir import Block, tool_result_text
+from ctxcompact.markers import is_prune_placeholder
 
 #: Every stub starts with this (also the ``prune`` placeholder of earlier versions).
 STUB_PREFIX = "[Tool result cleared by ctxcompact"
@@ -50,10 +51,12 @@ _RETURNCODE = re.compile(
 
 
 def is_stub(content: Any) -> bool:
-    """True for a tool_result content we already masked."""
+    """True for a tool_result content we already masked: the whole stub (a string, or the one
+    text block :func:`masked_result` writes), never a mere prefix — a large output that starts
+    like a stub is still content (:func:`ctxcompact.markers.is_prune_placeholder`)."""
     if isinstance(content, list):
-        return any(isinstance(b, Mapping) and is_stub(b.get("text")) for b in content)
-    return isinstance(content, str) and content.startswith(STUB_PREFIX)
+        return len(content) == 1 and isinstance(content[0], Mapping) and is_stub(content[0].get("text"))
+    return is_prune_placeholder(content)
 
 
 def stub_text(tool: str, tool_input: Any, result: Block, tokens: int) -> str:

@@ -45,13 +45,17 @@ class CompactOptions:
     #: The steps, in order: table names, or a library caller's own strategies (a
     #: :class:`~ctxcompact.compaction.strategies.Strategy` row, or a plain function).
     strategies: tuple[StrategyRef, ...] = DEFAULT_STRATEGIES
-    #: None: a session's own ``cwd`` when that folder exists, else the current directory.
+    #: None: a session's own ``cwd`` when that folder exists and may be read (inside the
+    #: current directory, re-rooted by ``path_map``, or ``trust_session_cwd``), else the current
+    #: directory.
     work_dir: Path | None = None
     archive_dir: Path | None = None  # default: $XDG_STATE_HOME/ctxcompact/archive
     #: Write a summary compaction as a compaction point (history kept, context appended).
     append: bool = False
     #: ``(OLD, NEW)`` prefixes: a path recorded under OLD is looked up under NEW.
     path_map: tuple[tuple[str, str], ...] = ()
+    #: Read a session's files from its recorded ``cwd`` even outside the current directory.
+    trust_session_cwd: bool = False
     #: What every strategy keeps verbatim (``--pin``, ``--pin-first``).
     pins: PinOptions = field(default_factory=PinOptions)
     #: Strategies' options objects (``FullOptions(...)``, ``PruneOptions(...)``, one of a

@@ -35,7 +35,13 @@ from ctxcompact.ir import (
     text_of,
     tool_interaction_blocks,
 )
-from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES, OUR_ACKS, restored_file_path
+from ctxcompact.markers import (
+    EARLIER_SUMMARY_PREFIXES,
+    OUR_ACKS,
+    SUMMARY_ACK,
+    SUMMARY_PREFIX,
+    restored_file_path,
+)
 
 #: The per-message marker field: ``{"role": "user", "content": "…", "ctxcompact_pin": true}``.
 PIN_FIELD = "ctxcompact_pin"
@@ -87,20 +93,38 @@ def has_pin_marker(message: Message) -> bool:
     return False
 
 
-def is_earlier_summary(message: Message) -> bool:
-    """An earlier compaction summary: ours, Claude Code's (``isCompactSummary`` or its opening
-    sentence), or any message our writer marked as a summary."""
+def is_earlier_summary(message: Message, following: Message | None = None) -> bool:
+    """An earlier compaction summary: one our writer marked, Claude Code's (``isCompactSummary``
+    or its whole opening sentence), Codex's (its summary prefix) — or a user message opening
+    with ours, ``[Conversation compressed]``, when ``following`` is our acknowledgement. Those
+    three words alone are no proof: a user may type them, and a summary is kept whatever its
+    size (a 28-times-the-budget "summary" was once protected so)."""
     if message.meta.get("kind") == "summary":
         return True
     if any(record.get("isCompactSummary") is True for record in _records(message)):
         return True
-    return message.role == "user" and text_of(message).lstrip().startswith(EARLIER_SUMMARY_PREFIXES)
+    if message.role != "user":
+        return False
+    text = text_of(message).lstrip()
+    if text.startswith(SUMMARY_PREFIX.rstrip()):
+        return (
+            following is not None
+            and following.role == "assistant"
+            and text_of(following).strip() == SUMMARY_ACK
+        )
+    return text.startswith(EARLIER_SUMMARY_PREFIXES)
+
+
+def summary_at(messages: Sequence[Message], index: int) -> bool:
+    """:func:`is_earlier_summary` of ``messages[index]``, with the message after it."""
+    following = messages[index + 1] if index + 1 < len(messages) else None
+    return is_earlier_summary(messages[index], following)
 
 
 def first_task_index(messages: Sequence[Message]) -> int | None:
     """Index of the first real user message (the task), or None."""
     for i, message in enumerate(messages):
-        if has_user_text(message) and not is_earlier_summary(message) and restored_file_path(message) is None:
+        if has_user_text(message) and not summary_at(messages, i) and restored_file_path(message) is None:
             return i
     return None
 
@@ -128,8 +152,8 @@ def pinned_indices(
 def summary_indices(messages: Sequence[Message]) -> frozenset[int]:
     """Earlier summaries and the acknowledgement right after each (kept as a pair)."""
     out: set[int] = set()
-    for i, message in enumerate(messages):
-        if is_earlier_summary(message):
+    for i in range(len(messages)):
+        if summary_at(messages, i):
             out.add(i)
             nxt = messages[i + 1] if i + 1 < len(messages) else None
             if nxt is not None and nxt.role == "assistant" and text_of(nxt).strip() in OUR_ACKS:

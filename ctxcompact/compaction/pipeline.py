@@ -278,7 +278,13 @@ def _context(
     what no compaction changes — the system prompt and tools, ``report``, and the overhead the
     recorded usage shows) and the limit (the threshold) are in our count: the counts whose size
     (``size``'s measure) is under them."""
-    work_dir = work_dir_for(conversation.dialect, conversation.records, options.work_dir, options.path_map)
+    work_dir = work_dir_for(
+        conversation.dialect,
+        conversation.records,
+        options.work_dir,
+        options.path_map,
+        trust_session_cwd=options.trust_session_cwd,
+    )
     fixed = report.total - sum(m.tokens for m in report.messages)
     aim = options.aim(budget.threshold, fixed=size.resized(fixed)) if budget else None
     return StrategyContext(
@@ -294,6 +300,7 @@ def _context(
         configured=options.strategy_options,
         path_map=options.path_map,
         work_dir_note=work_dir.note,
+        session_dir_refused=work_dir.refused,
         pins=options.pins,
         fixed_tokens=fixed,
         include_loop=options.options_for(PruneOptions).include_loop,

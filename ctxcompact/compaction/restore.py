@@ -26,8 +26,10 @@ The rules, in the seed's order:
 
 5. A session recorded elsewhere is re-rooted with ``path_map`` (``OLD=NEW`` prefixes, whole
    path components): a read path under OLD is looked up under NEW. Without ``--work-dir``, a
-   session's own ``cwd`` (mapped too) is the work dir when that folder exists
-   (:func:`session_work_dir`).
+   session's own ``cwd`` (mapped too) is the work dir when that folder exists and may be read:
+   it lies inside the current directory, the user re-rooted it or passed
+   ``--trust-session-cwd`` (:func:`session_work_dir`: a transcript never chooses what is read).
+   A file skipped because it lies in an untrusted session folder says so.
 
 Nothing here prints: every file not restored comes back in :attr:`RestoreResult.skipped` with
 its reason, for the caller to show as a warning. Disk access goes through a
@@ -69,6 +71,7 @@ REASON_UNREADABLE = "unreadable"
 REASON_BINARY = "binary"
 REASON_NOT_UTF8 = "not UTF-8"
 REASON_OUTSIDE = "outside work dir"
+REASON_UNTRUSTED = "in the session's folder"
 REASON_INVALID_PATH = "invalid path"
 REASON_TOO_LARGE = "over per-file limit"
 REASON_TOTAL = "total limit reached"
@@ -285,18 +288,43 @@ class WorkDir:
 
     path: Path
     note: str | None = None
+    #: The session's folder, when it exists but was not trusted (see :func:`session_work_dir`):
+    #: a file skipped because it lies there says so.
+    refused: Path | None = None
 
 
-def session_work_dir(given: Path | None, recorded_cwd: str | None, path_map: PathMap = ()) -> WorkDir:
+def session_work_dir(
+    given: Path | None,
+    recorded_cwd: str | None,
+    path_map: PathMap = (),
+    *,
+    trust_session_cwd: bool = False,
+    here: Path | None = None,
+) -> WorkDir:
     """``given`` (``--work-dir``) when set; else the session's ``cwd`` (mapped by
-    ``path_map``) when that folder exists; else the current directory, with a note."""
+    ``path_map``) when that folder exists and may be read; else the current directory, with a
+    note.
+
+    A transcript does not choose what is read: a session's ``cwd`` is only a place to read from
+    when it lies inside the current directory (``here``), when the user re-rooted it with
+    ``path_map`` (and so named the folder) or passed ``trust_session_cwd``. Otherwise a session
+    saying ``"cwd": "/"`` and a read of ``/etc/passwd`` would copy that file into the output."""
     if recorded_cwd is None:
         return WorkDir(given if given is not None else Path("."))
     if given is not None:
         return WorkDir(given, f"looked in --work-dir {given}")
     cwd = map_path(recorded_cwd, path_map)
     if Path(cwd).is_dir():
-        return WorkDir(Path(cwd), f"looked in the session's folder {cwd}")
+        named = cwd != recorded_cwd  # re-rooted by --path-map: the user named the folder
+        if trust_session_cwd or named or _within(Path(cwd), here or Path.cwd()):
+            return WorkDir(Path(cwd), f"looked in the session's folder {cwd}")
+        return WorkDir(
+            Path("."),
+            f"the session's folder {cwd} is outside the current directory and a transcript does "
+            "not choose what is read: files were looked up in the current directory (pass "
+            "--trust-session-cwd to read from the session's folder, or --work-dir)",
+            refused=Path(cwd),
+        )
     return WorkDir(
         Path("."),
         f"the session's folder {cwd} does not exist here, so files were looked up in the current "
@@ -304,8 +332,20 @@ def session_work_dir(given: Path | None, recorded_cwd: str | None, path_map: Pat
     )
 
 
+def _within(path: Path, folder: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
 def work_dir_for(
-    dialect: str, records: Sequence[object], given: Path | None, path_map: PathMap = ()
+    dialect: str,
+    records: Sequence[object],
+    given: Path | None,
+    path_map: PathMap = (),
+    *,
+    trust_session_cwd: bool = False,
 ) -> WorkDir:
     """:func:`session_work_dir` for a conversation: its dialect says which folder, if any, the
     session recorded (Claude Code's and Codex's ``cwd``)."""
@@ -313,7 +353,7 @@ def work_dir_for(
 
     adapter = dialect_named(dialect)
     cwd = adapter.recorded_cwd(records) if isinstance(adapter, RecordsFolder) else None
-    return session_work_dir(given, cwd, path_map)
+    return session_work_dir(given, cwd, path_map, trust_session_cwd=trust_session_cwd)
 
 
 def resolve_inside(path: str, work_dir: Path) -> Path | None:
@@ -338,6 +378,7 @@ def restore_recent_files(
     reader: FileReader | None = None,
     counter: TokenCounter | None = None,
     path_map: PathMap = (),
+    refused: Path | None = None,
 ) -> RestoreResult:
     """Re-read the most recently read files (see the module docstring for the rules).
 
@@ -362,7 +403,7 @@ def restore_recent_files(
             chosen.append((path, None, REASON_INVALID_PATH))
             continue
         if resolved is None:
-            chosen.append((path, None, REASON_OUTSIDE))
+            chosen.append((path, None, _outside_reason(path, refused)))
             continue
         if resolved in seen:
             continue
@@ -395,6 +436,18 @@ def restore_recent_files(
         total += tokens
         files.append(RestoredFile(path, resolved, content, tokens))
     return RestoreResult(tuple(files), tuple(skipped))
+
+
+def _outside_reason(path: str, refused: Path | None) -> str:
+    """Why a path outside the work dir is skipped: said apart when it lies in the session's
+    own folder, which was not trusted (``--trust-session-cwd``)."""
+    if refused is not None:
+        try:
+            if resolve_inside(path, refused.resolve()) is not None:
+                return f"{REASON_UNTRUSTED} {refused}, read only with --trust-session-cwd"
+        except (OSError, ValueError, RuntimeError):
+            pass
+    return REASON_OUTSIDE
 
 
 def _read_text(reader: FileReader, path: Path) -> tuple[str | None, str | None]:

@@ -67,11 +67,13 @@ def restore_files(
     max_tokens_per_file: int = DEFAULT_MAX_TOKENS_PER_FILE,
     max_tokens_total: int = DEFAULT_MAX_TOKENS_TOTAL,
     reader: FileReader | None = None,
+    trust_session_cwd: bool = False,
 ) -> RestoreFilesResult:
     """Re-read the files the transcript's agent read last. ``read_tools`` None: the
     dialect's own (``read_file:path``, plus ``Read:file_path`` for Claude Code).
-    ``work_dir`` None: a session's own ``cwd`` when it exists, else the current directory;
-    ``path_map`` re-roots the recorded paths. The transcript must hold one conversation."""
+    ``work_dir`` None: a session's own ``cwd`` when it exists and may be read (inside the
+    current directory, re-rooted by ``path_map``, or ``trust_session_cwd``), else the current
+    directory; ``path_map`` re-roots the recorded paths. The transcript must hold one conversation."""
     for name, value in (
         ("max_files", max_files),
         ("max_tokens_per_file", max_tokens_per_file),
@@ -85,7 +87,11 @@ def restore_files(
         )
     conv = transcript.conversations[0]
     where = work_dir_for(
-        conv.dialect, conv.records, Path(work_dir) if work_dir is not None else None, path_map
+        conv.dialect,
+        conv.records,
+        Path(work_dir) if work_dir is not None else None,
+        path_map,
+        trust_session_cwd=trust_session_cwd,
     )
     result = restore_recent_files(
         conv.messages,
@@ -96,6 +102,7 @@ def restore_files(
         max_tokens_total=max_tokens_total,
         tools=tuple(read_tools) if read_tools else read_tools_for(conv.dialect),
         reader=reader,
+        refused=where.refused,
     )
     return RestoreFilesResult(
         transcript, conv, result, _as_the_agent_writes(conv, restored_pairs(result)), where

@@ -106,14 +106,37 @@ class ManifestEntry:
     stored_as: StoredAs
     chars: int
     reused: bool = False
+    #: Digests of the tool calls whose results the file holds (:func:`call_digest`; a file
+    #: reused for identical content answers several): ``--undo`` puts content back only where
+    #: one of them stands, so a tool output that merely looks like a reference (the same text,
+    #: even the same id) is never replaced by another transcript's content.
+    calls: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        record: dict[str, Any] = {
             "tool_use_id": self.tool_use_id,
             "sha256": self.sha256,
             "stored_as": self.stored_as,
             "chars": self.chars,
         }
+        if self.calls:
+            record["calls"] = list(self.calls)
+        return record
+
+
+def call_digest(call: Mapping[str, Any] | None) -> str | None:
+    """A short digest of a ``tool_use`` block's name and input (an OpenAI call's ``arguments``
+    as written); None without a call."""
+    if call is None:
+        return None
+    arguments = call.get("arguments")
+    payload = (
+        arguments
+        if isinstance(arguments, str)
+        else dumps(call.get("input", {})).decode("utf-8", "surrogatepass")
+    )
+    digest = hashlib.sha256(f"{call.get('name')}\0{payload}".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:16]
 
 
 class OffloadWriter(Protocol):
@@ -440,6 +463,14 @@ def clean_orphans(out_dir: str | os.PathLike[str], *, writer: OffloadWriter | No
             names = sorted(os.listdir(root))
         except OSError as exc:
             raise WorkFailedError(f"cannot list {root}: {os_reason(exc)}.") from None
+        offloaded = [n for n in names if OFFLOAD_FILE_RE.fullmatch(n)]
+        if offloaded and not (root / MANIFEST_NAME).exists():
+            # Without a manifest nothing tells an orphan from the only copy of content a
+            # transcript still refers to (a lost or deleted manifest): remove nothing.
+            raise WorkFailedError(
+                f"{root} has {len(offloaded):,} offloaded file(s) but no {MANIFEST_NAME}: ctxcompact "
+                "cannot tell orphans from files a transcript still refers to, so nothing was removed."
+            )
         for name in names:
             ours = OFFLOAD_FILE_RE.fullmatch(name) and name not in manifest
             if not (ours or _TEMP_FILE_RE.fullmatch(name)) or not _is_regular(root / name):

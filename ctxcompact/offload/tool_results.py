@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,12 +53,14 @@ from typing import Any
 from ctxcompact.accounting.tokens import CachedCounter, TokenCounter, block_tokens, cached
 from ctxcompact.errors import OptionError, WorkFailedError
 from ctxcompact.ir import Block, Message, current_loop_start, replace_blocks, tool_result_text
+from ctxcompact.markers import OFFLOAD_REFERENCE_PREFIX, OFFLOAD_REFERENCE_RE, offload_reference
 from ctxcompact.offload.store import (
     MANIFEST_NAME,
     DiskWriter,
     ManifestEntry,
     OffloadWriter,
     StoredAs,
+    call_digest,
     decode_content,
     encode_content,
     file_name_for,
@@ -72,7 +73,7 @@ from ctxcompact.offload.store import (
     sha256_hex,
 )
 
-REFERENCE_PREFIX = "[Content offloaded to: "
+REFERENCE_PREFIX = OFFLOAD_REFERENCE_PREFIX
 DEFAULT_MIN_CHARS = 100
 #: Where offload writes its files and manifest unless told otherwise (relative to the cwd).
 DEFAULT_OUT_DIR = Path(".ctxcompact/offload")
@@ -80,9 +81,7 @@ DEFAULT_OUT_DIR = Path(".ctxcompact/offload")
 SEED_REFERENCE_DIR = "./"
 #: What a reference looks like: the seed's line (``./NAME``, or for a session a path the
 #: agent can open from its cwd, ``DIR/NAME``), optionally followed by a preview.
-REFERENCE_RE = re.compile(
-    r"\[Content offloaded to: (?P<dir>[^\]\n]*/)?(?P<name>tool-result-[A-Za-z0-9_.-]+\.md)\](?:\n|\Z)"
-)
+REFERENCE_RE = OFFLOAD_REFERENCE_RE
 
 
 # --- results --------------------------------------------------------------------------------
@@ -121,6 +120,9 @@ class UndoResult:
     restored_chars: int = 0
     files: tuple[str, ...] = ()
     out_dir: str = ""
+    #: Tool outputs that look like a reference but that the manifest does not vouch for
+    #: (another directory's, or genuine text): left as they are, one line each on why.
+    left: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -153,8 +155,9 @@ def reference_for(file_name: str, text: str, *, preview: int, directory: str = S
 
 
 def is_reference(content: Any) -> bool:
-    """True for content this module produced (so it is never offloaded twice)."""
-    return isinstance(content, str) and REFERENCE_RE.match(content) is not None
+    """True for content this module produced (so it is never offloaded twice): its whole
+    shape (:func:`ctxcompact.markers.offload_reference`), not a mere prefix."""
+    return offload_reference(content) is not None
 
 
 # --- offload -----------------------------------------------------------------------------------
@@ -171,6 +174,7 @@ class _Plan:
     stored_as: StoredAs
     chars: int
     text: str
+    call: str | None = None
     entry: ManifestEntry | None = None
     new_block: dict[str, Any] = field(default_factory=dict)
 
@@ -297,7 +301,8 @@ def _plan_offload(
             continue
         text = content if isinstance(content, str) else tool_result_text(block)
         data, stored_as = encode_content(content)
-        plans.append(_Plan(i, j, block, data, stored_as, chars, text))
+        call = call_digest(answered_call(messages, i, block.get("tool_use_id")))
+        plans.append(_Plan(i, j, block, data, stored_as, chars, text, call))
     return plans
 
 
@@ -334,7 +339,10 @@ def _store(
             # a create; a name already taken is read and compared.
             if writer.create(path, plan.data):
                 created.append(path)
-                return ManifestEntry(name, str(path), tool_use_id, digest, plan.stored_as, plan.chars)
+                calls = (plan.call,) if plan.call else ()
+                return ManifestEntry(
+                    name, str(path), tool_use_id, digest, plan.stored_as, plan.chars, calls=calls
+                )
             existing = writer.read(path)
         except OSError as exc:
             raise WorkFailedError(f"cannot write offload file {path}: {os_reason(exc)}.") from None
@@ -344,8 +352,40 @@ def _store(
         )
         if existing == plan.data and same_record:
             return ManifestEntry(
-                name, str(path), tool_use_id, digest, plan.stored_as, plan.chars, reused=True
+                name,
+                str(path),
+                tool_use_id,
+                digest,
+                plan.stored_as,
+                plan.chars,
+                reused=True,
+                calls=_with_call(known, plan.call),
             )
+
+
+def _with_call(known: Mapping[str, Any] | None, call: str | None) -> tuple[str, ...]:
+    """A reused file's calls: those recorded, and this one (identical content, so either is
+    right to put back)."""
+    recorded = known.get("calls") if known is not None else None
+    calls = [c for c in recorded if isinstance(c, str)] if isinstance(recorded, list) else []
+    if call and call not in calls:
+        calls.append(call)
+    return tuple(calls)
+
+
+def answered_call(messages: Sequence[Message], index: int, tool_use_id: Any) -> Block | None:
+    """The ``tool_use`` block of the assistant message before ``messages[index]`` that the
+    result with ``tool_use_id`` answers, if there is one."""
+    if index == 0 or messages[index - 1].role != "assistant":
+        return None
+    return next(
+        (
+            b
+            for b in messages[index - 1].content
+            if b.get("type") == "tool_use" and b.get("id") == tool_use_id
+        ),
+        None,
+    )
 
 
 def _tokens_freed(plans: Sequence[_Plan], counter: TokenCounter | None) -> int:
@@ -384,11 +424,13 @@ def undo_offload(
 ) -> UndoResult:
     """Put offloaded tool_result contents back from the files in ``out_dir`` (``--undo``).
 
-    Every reference must name a file the manifest knows for the same tool_use id, and the
-    file's sha256 must match what was recorded at offload time: the content comes back
-    identical (a block list as the same list). If any reference fails these checks, nothing
-    is restored and :class:`WorkFailedError` names each problem. Never writes or deletes
-    files; never mutates ``messages``.
+    A reference comes back only where the manifest vouches for it — it names the file for the
+    same tool_use id and (for manifests that record it) the same tool call — so a tool output
+    that merely looks like a reference is left as it is (listed in ``left``). Each file's
+    sha256 must match what was recorded at offload time: the content comes back identical (a
+    block list as the same list). If a vouched-for file is missing or changed, nothing is
+    restored and :class:`WorkFailedError` names each problem. Never writes or deletes files;
+    never mutates ``messages``.
     """
     writer = writer or DiskWriter()
     root = Path(out_dir).resolve()
@@ -398,7 +440,7 @@ def undo_offload(
             if block.get("type") != "tool_result":
                 continue
             content = block.get("content")
-            match = REFERENCE_RE.match(content) if isinstance(content, str) else None
+            match = offload_reference(content)
             if match:
                 found.append((i, j, match.group("name")))
     if not found:
@@ -406,11 +448,16 @@ def undo_offload(
 
     manifest = read_manifest(writer, root)
     problems: list[str] = []
+    left: list[str] = []
     restored: dict[tuple[int, int], Block | None] = {}
     files: list[str] = []
     chars = 0
     for i, j, name in found:
         block = messages[i].content[j]
+        unvouched = _not_vouched(messages, i, block, manifest.get(name), name, root)
+        if unvouched is not None:
+            left.append(f"message {_where(messages[i], i)}: {unvouched}")
+            continue
         content, problem = _read_offloaded(writer, root, name, block, manifest)
         if problem:
             problems.append(f"message {_where(messages[i], i)}: {problem}")
@@ -423,18 +470,37 @@ def undo_offload(
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
         raise WorkFailedError(f"cannot undo the offload, nothing was restored: {shown}.")
-    return UndoResult(replace_blocks(messages, restored), len(found), chars, tuple(files), str(root))
+    return UndoResult(
+        replace_blocks(messages, restored), len(restored), chars, tuple(files), str(root), tuple(left)
+    )
+
+
+def _not_vouched(
+    messages: Sequence[Message],
+    index: int,
+    block: Block,
+    entry: Mapping[str, Any] | None,
+    name: str,
+    root: Path,
+) -> str | None:
+    """Why a reference-shaped output is left as it is — the manifest names no such file, or
+    one offloaded for another id or another call — or None when the manifest vouches for it."""
+    if entry is None:
+        return f"{name} is not in {root / MANIFEST_NAME}: left as it is (offloaded to another directory?)"
+    tool_use_id = block.get("tool_use_id")
+    if entry.get("tool_use_id") != (None if tool_use_id is None else str(tool_use_id)):
+        return f"{name} was offloaded for another tool_use_id: left as it is"
+    recorded = entry.get("calls")  # absent in manifests written before calls were: the id only
+    call = call_digest(answered_call(messages, index, tool_use_id))
+    if isinstance(recorded, list) and recorded and call not in recorded:
+        return f"{name} was offloaded for another tool call: left as it is"
+    return None
 
 
 def _read_offloaded(
     writer: OffloadWriter, root: Path, name: str, block: Block, manifest: Mapping[str, Mapping[str, Any]]
 ) -> tuple[Any, str | None]:
-    entry = manifest.get(name)
-    if entry is None:
-        return None, f"{name} is not in {root / MANIFEST_NAME} (offloaded to another directory?)"
-    tool_use_id = block.get("tool_use_id")
-    if entry.get("tool_use_id") != (None if tool_use_id is None else str(tool_use_id)):
-        return None, f"{name} was offloaded for tool_use_id {entry.get('tool_use_id')!r}, not {tool_use_id!r}"
+    entry = manifest[name]
     try:
         path = path_inside(root, name)
         data = writer.read(path)

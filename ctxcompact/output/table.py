@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ctxcompact.output.safe_text import printable
+
 #: A run of text and its Rich style ("" for none); styles are dropped in plain text.
 Segment = tuple[str, str]
 
@@ -139,7 +141,7 @@ def fit_columns(table: Table, width: int) -> list[int]:
 def plain_table(table: Table) -> str:
     """The header line, the rows and the footer rows, columns aligned, two spaces apart."""
     grid = [table.headers, *table.rows, *table.footer]
-    cells = [[cell.translate(_FLAT) for cell in row] for row in grid]
+    cells = [[printable(cell.translate(_FLAT)) for cell in row] for row in grid]
     widths = [max(display_width(row[i]) for row in cells) for i in range(len(table.columns))]
     lines = []
     for row in cells:
@@ -154,10 +156,10 @@ def plain_table(table: Table) -> str:
 def plain_lines(block: Block) -> list[str]:
     """One block as plain lines: a table's title above it, a panel's title above its lines."""
     if isinstance(block, Line):
-        return [block.text]
+        return [printable(block.text)]
     if isinstance(block, Panel):
-        return [block.title, *(line.text for line in block.lines)]
-    return ([block.title] if block.title else []) + plain_table(block).splitlines()
+        return [printable(block.title), *(printable(line.text) for line in block.lines)]
+    return ([printable(block.title)] if block.title else []) + plain_table(block).splitlines()
 
 
 def plain_text(blocks: Sequence[Block]) -> str:

@@ -61,9 +61,17 @@ WorkDir = Annotated[
     typer.Option(
         "--work-dir",
         help="Files are restored from, and must stay inside, this directory [default: compact and "
-        "restore-files: a session's own cwd when it exists, else the current directory; eval: an empty "
-        "directory, nothing restored].",
+        "restore-files: the current directory, or a session's own cwd inside it (see --trust-session-cwd); "
+        "eval: an empty directory, nothing restored].",
         show_default=False,
+    ),
+]
+TrustSessionCwd = Annotated[
+    bool,
+    typer.Option(
+        "--trust-session-cwd",
+        help="Read a session's files from the folder it recorded (its cwd) even outside the current "
+        "directory. Without it a transcript never chooses what is read: only --work-dir or the current directory.",
     ),
 ]
 PathMap = Annotated[

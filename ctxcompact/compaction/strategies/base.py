@@ -131,6 +131,8 @@ class StrategyContext:
     path_map: tuple[tuple[str, str], ...] = ()
     #: For a session: where its files were looked for (said when none could be restored).
     work_dir_note: str | None = None
+    #: A session's own folder, not read because it was not trusted (``--trust-session-cwd``).
+    session_dir_refused: Path | None = None
     #: Tokens of the system prompt and tool definitions outside the message list: a strategy
     #: that aims at ``target_tokens`` aims its messages at ``target_tokens - fixed_tokens``.
     fixed_tokens: int = 0

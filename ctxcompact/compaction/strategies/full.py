@@ -330,6 +330,7 @@ def _restore(messages: Sequence[Message], options: FullOptions, context: Strateg
         tools=options.read_tools or read_tools_for(context.dialect),
         reader=context.reader,
         path_map=context.path_map,
+        refused=context.session_dir_refused,
     )
 
 

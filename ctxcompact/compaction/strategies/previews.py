@@ -19,22 +19,20 @@ from typing import Any
 
 from ctxcompact.accounting.tokens import TokenCounter
 from ctxcompact.ir import Block, tool_result_text
+from ctxcompact.markers import TRUNCATION_MARKER as MARKER_TEXT
+from ctxcompact.markers import is_prune_placeholder, is_truncation_preview, offload_reference
 
 #: Every preview we write contains this, e.g. ``[… truncated by ctxcompact: 4,210 tokens, …]``.
-TRUNCATION_MARKER = "[… truncated by ctxcompact"
-#: Texts that say content was already cut by someone (us, prune, offload, a tool formatter).
-_ALREADY_CUT = (
-    TRUNCATION_MARKER,
-    "[Tool result cleared by ctxcompact",  # compaction.masking.STUB_PREFIX
-    "[Content offloaded to: ",  # offload.REFERENCE_PREFIX
-)
+TRUNCATION_MARKER = MARKER_TEXT
 _CONCLUSION = re.compile(r"\b(conclusion|in summary|summary|to summarize|tl;dr)\b|结论|总结", re.I)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 
 def is_already_truncated(text: str) -> bool:
-    """True when ``text`` was already shortened by us, ``prune`` or ``offload``."""
-    return any(marker in text for marker in _ALREADY_CUT)
+    """True when ``text`` was already shortened by us, ``prune`` or ``offload`` — by its whole
+    shape (:mod:`ctxcompact.markers`): text that merely contains or starts with a marker is
+    still content to cut."""
+    return is_truncation_preview(text) or is_prune_placeholder(text) or offload_reference(text) is not None
 
 
 def marker(tokens: int, kept: int, what: str = "") -> str:

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from ctxcompact.accounting.tokens import TokenCounter
 from ctxcompact.compaction.pins import (
     PinOptions,
-    is_earlier_summary,
     message_tokens,
     pinned_indices,
     recent_tail_start,
+    summary_at,
 )
 from ctxcompact.ir import Message, has_user_text, tool_interaction_blocks
 from ctxcompact.markers import restored_file_path
@@ -53,7 +53,7 @@ def kept_verbatim(
             if i not in in_blocks
             and i not in chosen
             and has_user_text(messages[i])
-            and not is_earlier_summary(messages[i])
+            and not summary_at(messages, i)
             and restored_file_path(messages[i]) is None
         ]
         sizes = message_tokens([messages[i] for i in users], counter)

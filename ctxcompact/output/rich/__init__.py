@@ -8,15 +8,17 @@ result objects and a console; they decide nothing about the results themselves.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from ctxcompact.output.safe_text import printable
 from ctxcompact.output.table import Block
 from ctxcompact.output.table import Line as TextLine
 from ctxcompact.output.table import Panel as TextPanel
@@ -34,6 +36,16 @@ class _PipeSafeConsole(Console):
     needed" whatever the verdict: here the output is dropped and the command exits with its
     own status.
     """
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        # Every run of text Rich writes passes here, whatever drew it (a table, a panel, a
+        # progress bar, a plain print): text from a transcript loses its control characters
+        # (:mod:`ctxcompact.output.safe_text`); Rich's own codes are control segments or
+        # styles, added after this.
+        return super()._render_buffer(
+            segment if segment.control else Segment(printable(segment.text), segment.style, None)
+            for segment in buffer
+        )
 
     def on_broken_pipe(self) -> None:
         self.quiet = True

@@ -34,6 +34,12 @@ def parse_records(records: Sequence[Any]) -> Parsed:
         role = rec.get("role")
         if role is None:
             raise InputError(f"{where} has no 'role' (expected 'user', 'assistant' or 'system').")
+        if role in ("tool", "function") or rec.get("tool_calls"):
+            raise InputError(
+                f"{where} is an OpenAI {'tool call' if rec.get('tool_calls') else 'tool message'} "
+                "in a transcript of Anthropic messages (content blocks): no API accepts the mix, and "
+                "rewriting it would break its tool pairs; convert it to one dialect first."
+            )
         if role not in ROLES:
             passthrough.add(i)
             warnings.append(f"{where} has role {role!r}: kept as it is, not counted.")

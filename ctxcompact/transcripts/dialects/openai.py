@@ -41,6 +41,8 @@ _SYSTEM_ROLES = ("system", "developer")
 _OPENAI_PARTS = ("image_url", "input_audio", "file")
 #: Content blocks only Anthropic's API uses: a record with one is not OpenAI's.
 _ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document")
+#: Anthropic blocks this dialect would read as its own tool calls and results: refused.
+_MIXED_BLOCKS = ("tool_use", "tool_result")
 #: Model id prefixes that say a plain-text request body is for an OpenAI-compatible API.
 _OPENAI_MODELS = ("gpt", "o1", "o3", "o4", "deepseek", "qwen")
 
@@ -185,6 +187,12 @@ def _content_blocks(content: Any, where: str) -> tuple[Block, ...]:
                 )
             if part.get("type") == "text":
                 blocks.append({"type": "text", "text": str(part.get("text", ""))})
+            elif part.get("type") in _MIXED_BLOCKS:
+                raise InputError(
+                    f"{where}: content part {j} is an Anthropic {part.get('type')} block in a transcript "
+                    "of OpenAI messages: no API accepts the mix, and rewriting it would turn it into "
+                    "another dialect's message; convert it to one dialect first."
+                )
             else:
                 blocks.append(part)
         return tuple(blocks)
@@ -243,10 +251,13 @@ def _tool_result_block(rec: Mapping[str, Any], where: str) -> Block:
     require_tool_id(call_id, f"{where}: 'tool_call_id'")
     content = rec.get("content")
     if isinstance(content, list):
+        for j, part in enumerate(content):
+            if not isinstance(part, Mapping):
+                raise InputError(
+                    f"{where}: content part {j} is a JSON {json_kind(part)}, expected an object."
+                )
         content = [
-            {"type": "text", "text": str(p.get("text", ""))}
-            if isinstance(p, Mapping) and p.get("type") == "text"
-            else p
+            {"type": "text", "text": str(p.get("text", ""))} if p.get("type") == "text" else p
             for p in content
         ]
     elif content is not None and not isinstance(content, str):
