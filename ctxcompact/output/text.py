@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ctxcompact.accounting.models_table import KnownModel
     from ctxcompact.accounting.sessions import SessionInfo
     from ctxcompact.accounting.windows import Budget
-    from ctxcompact.transcripts.dialects.recorded import RecordedUsage
+    from ctxcompact.transcripts.dialects.rollout_usage import RolloutUsage
 
 #: More conversations than this and ``check`` shows one table row each instead of a panel each.
 CHECK_PANELS_UP_TO = 3
@@ -488,7 +488,7 @@ def models_report(rows: Sequence[KnownModel], *, source: str) -> list[Block]:
     ]
 
 
-def recorded_text(recorded: RecordedUsage) -> str:
+def recorded_text(recorded: RolloutUsage) -> str:
     """One line on the usage an agent recorded: ``count`` and ``check`` show it."""
     last = recorded.last
     window = f" of a {recorded.context_window:,}-token window" if recorded.context_window else ""

@@ -1,6 +1,6 @@
 """Summarizers: turn the messages a compaction replaces into one structured summary text.
 
-Two implementations behind one small interface (SPEC §3.5):
+Two implementations behind one small interface:
 
 ``anthropic``   :class:`.llm.LLMSummarizer` over the Messages API
                 (:class:`ctxcompact.llm.anthropic_api.AnthropicTransport`): the prompt of

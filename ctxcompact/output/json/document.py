@@ -3,7 +3,7 @@ document's own keys, every key in snake_case.
 
 ``version`` counts the documents' schema: 1 is the first versioned one (before it, documents
 had no version, and ``compact``'s and ``offload``'s stats used the seeds' camelCase names;
-:doc:`docs/decisions/002-json-output.md` says why one style). A change that renames or removes
+``docs/decisions/0002-json-output.md`` says why one style). A change that renames or removes
 a key, or changes what a value means, raises it; a new key does not.
 """
 

@@ -14,8 +14,8 @@ from ctxcompact.accounting.context_size import ContextSize, SideEntries
 from ctxcompact.accounting.tokens import TokenReport
 from ctxcompact.accounting.windows import Budget, ModelInfo
 from ctxcompact.output.json.document import document
-from ctxcompact.transcripts.dialects.recorded import RecordedUsage
-from ctxcompact.transcripts.recorded_usage import RecordedUsage as ApiUsage
+from ctxcompact.transcripts.dialects.rollout_usage import RolloutUsage
+from ctxcompact.transcripts.recorded_usage import RecordedUsage
 
 if TYPE_CHECKING:
     from ctxcompact.accounting.breakdown import Breakdown
@@ -38,7 +38,7 @@ class CountRow:
     size: ContextSize | None = None
     side: SideEntries | None = None
     #: The usage the agent recorded for its newest API call (Codex), shown beside our count.
-    recorded: RecordedUsage | None = None
+    recorded: RolloutUsage | None = None
     #: The real context by category (``count``'s picture).
     breakdown: Breakdown | None = None
 
@@ -95,7 +95,7 @@ def _count_row_json(row: CountRow, *, top: int) -> dict[str, Any]:
         out["sidechain"] = {"entries": row.side.sidechain_entries, "tokens": row.side.sidechain_tokens}
         out["meta"] = {"entries": row.side.meta_entries, "tokens": row.side.meta_tokens}
     if row.recorded is not None:
-        out["recorded_usage"] = row.recorded.to_dict()
+        out["recorded_usage"] = rollout_usage_json(row.recorded)
     if row.breakdown is not None:
         out["breakdown"] = breakdown_json(row.breakdown)
     return out
@@ -115,7 +115,22 @@ def breakdown_json(b: Breakdown) -> dict[str, Any]:
     }
 
 
-def recorded_usage_json(usage: ApiUsage) -> dict[str, Any]:
+def rollout_usage_json(usage: RolloutUsage) -> dict[str, Any]:
+    """The usage a Codex rollout recorded (its last ``token_count`` event), as ``count`` and
+    ``check`` print it."""
+    return {
+        "context_tokens": usage.context_tokens,
+        "input_tokens": usage.last.input_tokens,
+        "cached_input_tokens": usage.last.cached_input_tokens,
+        "output_tokens": usage.last.output_tokens,
+        "reasoning_output_tokens": usage.last.reasoning_output_tokens,
+        "session_total_tokens": usage.total.total_tokens if usage.total else None,
+        "model_context_window": usage.context_window,
+        "line": usage.line + 1,
+    }
+
+
+def recorded_usage_json(usage: RecordedUsage) -> dict[str, Any]:
     return {
         "input_tokens": usage.input,
         "cache_creation_input_tokens": usage.cache_creation,
@@ -200,7 +215,7 @@ def _recorded_json(result: CheckResult) -> dict[str, Any]:
     """``check --json``'s account of a decision made from the agent's recorded usage."""
     if result.recorded is None:
         return {}
-    return {"counted_tokens": result.report.total, "recorded_usage": result.recorded.to_dict()}
+    return {"counted_tokens": result.report.total, "recorded_usage": rollout_usage_json(result.recorded)}
 
 
 # --- sessions --------------------------------------------------------------------------------
