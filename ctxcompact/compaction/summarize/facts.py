@@ -172,6 +172,9 @@ class _Reader:
         self.turn_text = ""
         self.turn_notes: list[str] = []
         self.sessions: dict[str, str] = {}  # a running command's session id -> its call
+        # What facts.rules and facts.conclusions hold: the lists keep the order, these the look-ups.
+        self.listed_rules: set[str] = set()
+        self.listed_conclusions: set[str] = set()
 
     def read(self) -> Facts:
         facts = self.facts
@@ -235,7 +238,8 @@ class _Reader:
         facts.requests.append(request)
         for sentence in instructions(request.text):
             item = f"- {sentence}"
-            if item not in facts.rules:
+            if item not in self.listed_rules:
+                self.listed_rules.add(item)
                 facts.rules.append(item)
             if is_task:
                 facts.task_rules.add(item)
@@ -339,7 +343,8 @@ class _Reader:
 
     def _add_conclusions(self, text: str) -> None:
         for sentence in conclusions(text):
-            if sentence not in self.facts.conclusions:
+            if sentence not in self.listed_conclusions:
+                self.listed_conclusions.add(sentence)
                 self.facts.conclusions.append(sentence)
 
     def _apply_ops(self, index: int, ops: list[tuple[str, str]]) -> None:
