@@ -9,7 +9,14 @@ import typer
 
 from ctxcompact.accounting.check import BudgetSpec  # a run-time name: Typer reads the signature
 from ctxcompact.cli.common import reports_errors
-from ctxcompact.cli.options import Json, MaxInputBytes, SystemTokens, budget_options, option_groups
+from ctxcompact.cli.options import (
+    ArchiveDir,
+    Json,
+    MaxInputBytes,
+    SystemTokens,
+    budget_options,
+    option_groups,
+)
 from ctxcompact.cli.streams import streams_for
 from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
 
@@ -41,14 +48,7 @@ def sessions(
             "from now (24h, 7d, 2w).",
         ),
     ] = None,
-    archive_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--archive-dir",
-            help="Where ctxcompact hook recorded the agents' compactions [default: "
-            "$XDG_STATE_HOME/ctxcompact/archive].",
-        ),
-    ] = None,
+    archive_dir: ArchiveDir = None,
     as_json: Json = False,
     max_input_bytes: MaxInputBytes = DEFAULT_MAX_INPUT_BYTES,
 ) -> None:

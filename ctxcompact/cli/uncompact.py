@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from ctxcompact.cli.common import reports_errors
-from ctxcompact.cli.options import Json, Model
+from ctxcompact.cli.options import Force, Json, Model
 from ctxcompact.cli.streams import streams_for
 
 
@@ -21,7 +21,7 @@ def uncompact(
     ),
     list_only: bool = typer.Option(False, "--list", help="List the session's compactions and stop."),
     model: Model = None,
-    force: bool = typer.Option(False, "--force", help="Change a session even while it looks live."),
+    force: Force = False,
     as_json: Json = False,
 ) -> None:
     """Undo a compaction: remove ctxcompact's last one, or fork a session from before the agent's.
