@@ -16,7 +16,7 @@ from cli_helpers import run_cli
 from conftest import SAMPLES
 from hook_payloads import CLAUDE_SESSION, CODEX_SESSION, payload
 from session_builders import SessionBuilder
-from test_codex import line, sample, user
+from test_codex import item, line, output, sample, user
 
 from ctxcompact.agents.compactions import find_compactions, split_lines
 from ctxcompact.agents.store import read_records
@@ -35,8 +35,12 @@ def claude_session(tmp_path: Path) -> Path:
 def codex_session(tmp_path: Path) -> Path:
     path = tmp_path / "sessions" / "2026" / "05" / "11" / f"rollout-2026-05-11T08-26-55-{CODEX_SESSION}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
+    # A session worth compacting: the file read is long (the summary of the bare sample, which
+    # quotes what its last calls returned, is about the size of the sample itself).
+    short = item(output("c1", "def main():\n    return 1\n" * 20))
+    records = [item(output("c1", "def main():\n    return 1\n" * 200)) if r == short else r for r in sample()]
     # Compact JSON, one object per line, as Codex writes its rollouts.
-    path.write_text("".join(compact(r) + "\n" for r in sample()), encoding="utf-8")
+    path.write_text("".join(compact(r) + "\n" for r in records), encoding="utf-8")
     return path
 
 

@@ -46,6 +46,7 @@ LABELS = (
     "All user messages, in order:",
     "User instructions and constraints:",
     "Decisions and conclusions (the agent's own words):",
+    "Findings in tool output (the agent's words and the result lines they refer to):",
     "What the agent reported at the end of each turn:",
     "Key technical concepts:",
     "Figures mentioned:",
@@ -54,7 +55,7 @@ LABELS = (
     "Pending tasks (the agent's to-do list):",
     "Test status:",
     "Reported by the harness:",
-    "Current work — the agent's last actions:",
+    "Current work — the agent's last actions and what they returned:",
     "Agent's last message:",
     "Next step:",
 )
@@ -540,7 +541,10 @@ def test_a_poll_of_a_running_command_is_named_by_that_command() -> None:
         msg("assistant", use("c3", "exec_command", cmd="strings bin/codemie | rg OPENCODE_")),
         msg("user", result("c3", running.replace("42", "43"))),
     ]
-    actions = label(section(summary(messages), "Task Status"), "Current work — the agent's last actions:")
+    actions = label(
+        section(summary(messages), "Task Status"),
+        "Current work — the agent's last actions and what they returned:",
+    )
     assert "- exec_command(rg -n COMPACT src) → still running (session 42)" in actions
     assert "- write_stdin(session 42: exec_command(rg -n COMPACT src)) → ok" in actions
     assert "→ still running (session 43)" in actions

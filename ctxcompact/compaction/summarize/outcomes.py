@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 from ctxcompact.ir import Block
 
+#: The end of an output where a harness's frame is looked for.
+FRAME_TAIL_CHARS = 600
 #: Lines at the end of an output where an error means the command failed (rule 4).
 TAIL_LINES = 3
 TEST_FAILURES_SHOWN = 3
@@ -58,7 +60,9 @@ _FRAME_HEAD = re.compile(
     r"|(?:(?:Chunk ID|Wall time|Process exited with code|Process running with session ID|Original token count)"
     r"[^\n]*\n)+(?:Output:\n)?)"
 )
-_FRAME_TAIL = re.compile(r"\n?(?:</output>|\[exit code: -?\d+\])\s*\Z")
+_FRAME_TAIL = re.compile(
+    r"\n?(?:</output>|\[exit code: -?\d+\]|\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n(?:bash-\$)?)\s*\Z"
+)
 
 TEST_COMMAND = re.compile(
     r"\b(?:py\.?test|tox|nox|unittest|runtests\.py|manage\.py\s+test|go\s+test|cargo\s+(?:test|nextest)|"
@@ -110,13 +114,18 @@ def failed(result: Block, text: str, *, flags_reported: bool) -> bool:
 def output_of(text: str) -> str:
     """A tool result's output without the harness's frame: mini-swe-agent's
     ``<returncode>``/``<output>`` tags, Codex's header lines, an ``Exit code N`` first line,
-    a ``[exit code: N]`` last line."""
+    a ``[exit code: N]`` last line, SWE-agent's ``(Open file: …)``/``(Current directory: …)``
+    and prompt lines."""
     head = _FRAME_HEAD.match(text)
     if head:
         text = text[head.end() :]
-    tail = _FRAME_TAIL.search(text[-200:])
+    tail = _FRAME_TAIL.search(text[-FRAME_TAIL_CHARS:])
     if tail:
-        text = text[: len(text) - 200 + tail.start()] if len(text) > 200 else text[: tail.start()]
+        text = (
+            text[: len(text) - FRAME_TAIL_CHARS + tail.start()]
+            if len(text) > FRAME_TAIL_CHARS
+            else text[: tail.start()]
+        )
     return text
 
 
