@@ -39,8 +39,8 @@ def export(
     """
     import orjson
 
-    from ctxcompact.transcripts.export import export_transcript
     from ctxcompact.transcripts.io import load_transcript
+    from ctxcompact.transcripts.points.export import export_transcript
 
     streams = streams_for(ctx, quiet=quiet)
     refuse_writing_over_inputs(

@@ -160,7 +160,7 @@ def export_context(session: str) -> dict[str, Any]:
     """The messages a resumed ``session`` sends: its latest compaction point onwards."""
     import orjson
 
-    from ctxcompact.transcripts.export import export_transcript
+    from ctxcompact.transcripts.points.export import export_transcript
 
     transcript = _load(session)
     data, done = export_transcript(transcript)

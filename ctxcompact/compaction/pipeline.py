@@ -63,8 +63,8 @@ from ctxcompact.compaction.summarize import Summarizer
 from ctxcompact.errors import OptionError, WorkFailedError
 from ctxcompact.ir import Message, same_objects, text_of
 from ctxcompact.names import SummarizerName
-from ctxcompact.transcripts.appended import point_layout
 from ctxcompact.transcripts.io import Conversation, conversation_records
+from ctxcompact.transcripts.points.append import point_layout
 from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 T = TypeVar("T")

@@ -1,7 +1,7 @@
 """A transcript as read: its conversations, each a message list with what surrounds it.
 
 The value types :mod:`ctxcompact.transcripts.io` reads and writes; kept apart so that the
-modules io calls while writing (:mod:`ctxcompact.transcripts.appended`) can name them without
+modules io calls while writing (:mod:`ctxcompact.transcripts.points.append`) can name them without
 importing io back.
 """
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ctxcompact.compaction.restore import RestoreResult
     from ctxcompact.offload.store import OrphanCleanup
     from ctxcompact.offload.tool_results import OffloadResult, UndoResult
-    from ctxcompact.transcripts.export import ExportedConversation
+    from ctxcompact.transcripts.points.export import ExportedConversation
 
 
 # --- compact --------------------------------------------------------------------------------
