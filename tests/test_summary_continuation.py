@@ -559,3 +559,29 @@ def test_after_a_finished_turn_the_next_step_says_so_even_without_a_new_request(
     ]
     step = label(section(summary(messages), "Task Status"), "Next step:")
     assert step.startswith("The agent had finished its turn")
+
+
+def test_noun_phrases_in_a_document_the_agent_wrote_are_not_its_next_step() -> None:
+    """A finished turn whose last words are a document (a demo script with bullets such as
+    "next reset date", "remaining budget") has no stated intent: seen on a Codex desktop session,
+    whose next step read “next reset date”."""
+    document = (
+        "Here is the demo script.\n\n**4. Show Budgets, 1.5 min**\nPoint out:\n- current spend\n"
+        "- next reset date\n- remaining budget per member\n- sync status with provider"
+    )
+    messages = [
+        msg("user", text("write me a demo script for the budgets page")),
+        msg("assistant", use("r", "Read", file_path="src/budgets.tsx")),
+        msg("user", result("r", "export function Budgets() {}")),
+        msg("assistant", text(document)),
+    ]
+    step = label(section(summary(messages), "Task Status"), "Next step:")
+    assert "next reset date" not in step and "remaining budget" not in step
+    assert step.startswith("The agent had finished its turn")
+    planned = [
+        msg("user", text("fix the flaky test")),
+        msg(
+            "assistant", text("Found it: the clock is not frozen. Next, I'll patch conftest.py to freeze it.")
+        ),
+    ]
+    assert "Next, I'll patch conftest.py" in label(section(summary(planned), "Task Status"), "Next step:")
