@@ -479,7 +479,7 @@ def _run_message_batches(
 ) -> BatchResult:
     """``--summarizer anthropic-batch``: the summaries through Message Batches, one progress
     line on stderr per look at a batch, then the files one after the other."""
-    from ctxcompact.batch.summaries import compact_files_in_batches
+    from ctxcompact.batch.message_batches import compact_files_in_batches
     from ctxcompact.output.rich.batch import batch_progress
 
     with batch_progress(streams.err, len(inputs)) as progress:

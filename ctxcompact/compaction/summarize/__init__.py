@@ -140,7 +140,7 @@ def make_summarizer(
     if name == "anthropic-batch":
         raise UsageError(
             "--summarizer anthropic-batch summarizes a whole batch at once: give --out-dir or "
-            "--in-place (library: ctxcompact.batch.summaries.compact_files_in_batches)."
+            "--in-place (library: ctxcompact.batch.message_batches.compact_files_in_batches)."
         )
     raise InputError(f"unknown summarizer {name!r}; expected one of {', '.join(SUMMARIZER_NAMES)}.")
 
