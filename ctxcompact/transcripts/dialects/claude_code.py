@@ -457,7 +457,7 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
         if in_thread(record):
             last_uuid = _link(record, "uuid")
             template = record
-    return out
+    return claude_code_compact.keep_preserved_segments(out, present, parents)
 
 
 def _new_entries_last(records: list[Any]) -> list[Any]:
