@@ -35,6 +35,8 @@ _EXPORTS = {
     "make_counter": "ctxcompact.accounting.tokens",
     "resolve_model": "ctxcompact.accounting.windows",
     "make_budget": "ctxcompact.accounting.windows",
+    "export_transcript": "ctxcompact.transcripts.points.export",
+    "compaction_points": "ctxcompact.transcripts.points.export",
     "validate_messages": "ctxcompact.transcripts.validate",
     "Violation": "ctxcompact.transcripts.validate",
     "compact_messages": "ctxcompact.compaction.pipeline",
@@ -88,10 +90,12 @@ __all__ = [
     "compact_files",
     "compact_messages",
     "compact_stats_json",
+    "compaction_points",
     "count_message_tokens",
     "count_tokens",
     "dump_transcript",
     "estimate_tokens",
+    "export_transcript",
     "load_messages",
     "load_transcript",
     "make_budget",
@@ -133,6 +137,7 @@ if TYPE_CHECKING:
         load_messages,
         load_transcript,
     )
+    from ctxcompact.transcripts.points.export import compaction_points, export_transcript
     from ctxcompact.transcripts.validate import Violation, validate_messages
 
 

@@ -90,8 +90,8 @@ def test_cli_table_json_html_and_lost(tmp_path: Path) -> None:
     assert re.search(r"^prune: \d+ probe\(s\) lost$", out.stdout, re.M)
     data = run_cli("eval", SESSION, "-s", "full", "--json", "--html", tmp_path / "e.html").json()
     assert data["strategies"][0]["strategy"] == "full"
-    assert data["strategies"][0]["retention"]["byKind"]["path"]["score"] == 1.0
-    assert set(data["strategies"][0]["retention"]["byCategory"]) == {
+    assert data["strategies"][0]["retention"]["by_kind"]["path"]["score"] == 1.0
+    assert set(data["strategies"][0]["retention"]["by_category"]) == {
         "task",
         "artifacts",
         "continuation",

@@ -1,4 +1,4 @@
-"""Token counters: what turns strings into token counts (SPEC §3.2, seed 004 estimator).
+"""Token counters: what turns strings into token counts.
 
 ``tiktoken`` (the default, exact cl100k_base counts) is served by the fastest exact tokenizer
 installed:
@@ -16,7 +16,7 @@ installed:
 
 ``CTXCOMPACT_TOKENIZER=tiktoken`` (or ``bpe-openai``) forces one; the default is ``auto``.
 
-``estimate`` is seed 004's formula, ``ceil(ascii / 4 + non_ascii)`` per string: no tokenizer.
+``estimate`` is ``ceil(ascii / 4 + non_ascii)`` per string: no tokenizer.
 
 Every counter :func:`make_counter` returns is wrapped in a :class:`CachedCounter`: one run
 encodes each distinct string once, whoever asks (the before/after figures of ``compact``, a
@@ -73,7 +73,7 @@ class TokenCounter(Protocol):
 
 
 def estimate_tokens(text: str) -> int:
-    """Seed 004's estimator: ASCII characters are a quarter token each, others one each."""
+    """The estimator: ASCII characters are a quarter token each, others one each."""
     if text.isascii():
         return math.ceil(len(text) / 4)
     non_ascii = sum(1 for ch in text if ord(ch) > 0x7F)

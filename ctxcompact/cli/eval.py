@@ -226,7 +226,7 @@ def _print_result(
 
         data = eval_json(result, show_lost=show_lost)
         if judged is not None:
-            from ctxcompact.output.judge import add_judge_json
+            from ctxcompact.output.json import add_judge_json
 
             data = add_judge_json(data, judged)
         streams.write_json(data)

@@ -1,6 +1,7 @@
-"""Full compaction: summary of everything after the head, plus restored files (seed 000).
+"""Full compaction: summary of everything after the head, plus restored files.
 
-Assembly (F-006), with the seed's exact strings::
+Assembly, with fixed strings (:mod:`ctxcompact.markers`: earlier summaries and restored files
+are recognised by them)::
 
     [...head]
     user:      "[Conversation compressed]\\n\\n{summary}"
@@ -16,11 +17,11 @@ blocks. When that request also answers tool uses (a user message holding tool re
 text), the assistant message with those tool uses is kept too — a pair is never cut — and it
 takes the place of the last acknowledgement, so the roles still alternate.
 
-Repeated compaction (UC-005) needs nothing special: an
+Repeated compaction needs nothing special: an
 earlier summary and earlier restored files are ordinary messages of the rest, so they are
 summarized again and the files restored afresh.
 
-Failure handling (F-008, UC-006): the summarizer does its own bounded retries; when it still
+Failure handling: the summarizer does its own bounded retries; when it still
 fails, ``on_failure`` decides — ``fallback`` (default) summarizes with the offline extractive
 summarizer, ``skip`` returns the input unchanged with a warning, ``error`` raises
 :class:`~ctxcompact.compaction.summarize.SummaryFailed` (exit 3).
@@ -33,7 +34,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxcompact.accounting.tokens import count_tokens
-from ctxcompact.compaction.partition import Partition, partition_messages
 from ctxcompact.compaction.pins import PinOptions, first_task_index, pinned_indices
 from ctxcompact.compaction.restore import (
     RestoreResult,
@@ -49,11 +49,34 @@ from ctxcompact.compaction.strategies.options import DEFAULT_SUMMARY_MAX_WORDS a
 from ctxcompact.compaction.strategies.options import FullOptions as FullOptions
 from ctxcompact.compaction.strategies.survivors import insert_after_summary, kept_verbatim, recent_start
 from ctxcompact.compaction.summarize import Summary, SummaryFailed
-from ctxcompact.ir import Message, block_start_at, current_loop_start, new_message, text_of
+from ctxcompact.ir import (
+    Message,
+    block_start_at,
+    current_loop_start,
+    leading_system_count,
+    new_message,
+    text_of,
+)
 from ctxcompact.markers import RESTORED_ACK, SUMMARY_ACK, SUMMARY_PREFIX
 from ctxcompact.transcripts.dialects import dialect_named
 
 ACK_KINDS = ("summary_ack", "restored_ack")
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """The head a full compaction keeps (the leading ``system`` messages; a request body's
+    top-level ``system`` is not in the message list at all) and the rest it summarizes."""
+
+    head: tuple[Message, ...]
+    rest: tuple[Message, ...]
+
+
+def partition_messages(messages: Sequence[Message]) -> Partition:
+    """Split at the first non-system message. No system message → all rest; only system
+    messages → empty rest (nothing to compact); empty list → both empty."""
+    n = leading_system_count(messages)
+    return Partition(tuple(messages[:n]), tuple(messages[n:]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +155,7 @@ def split_for_summary(
 ) -> tuple[Partition, tuple[Message, ...]]:
     """(head and the part to summarize, the tail kept verbatim after the summary).
 
-    With ``keep_loop`` the live request and its tool loop stay verbatim (seed 004: the current
+    With ``keep_loop`` the live request and its tool loop stay verbatim (the current
     loop is never compacted), so the result is still a request to send; a request that also
     answers tool uses keeps the assistant message holding them, so no pair is cut.
     """
@@ -175,7 +198,7 @@ def _nothing_to_compact(
 def run_full(messages: Sequence[Message], options: FullOptions, context: StrategyContext) -> StrategyResult:
     """Replace everything after the head with a summary and the recently read files.
 
-    Files are looked up in the *whole* list (F-005: head and rest), relative to
+    Files are looked up in the *whole* list (head and rest), relative to
     ``context.work_dir``; in a pipeline ``context.original`` (the transcript as read) is scanned
     instead, since an earlier step (``prune --clear-tool-inputs``) may have blanked the read
     calls' inputs. Details: :class:`FullDetails`, or :class:`FullSkipped` when nothing was
@@ -258,7 +281,7 @@ def summarize_before(
     )
 
 
-#: Opens a summary that does not hold the pinned task itself (SPEC §6: the task is never
+#: Opens a summary that does not hold the pinned task itself (the pinned task is never
 #: written again after a summary, where it would read as a new request).
 TASK_HEADING = "The task, as the user gave it:"
 #: A summary holds the task when it has this share of its lines.

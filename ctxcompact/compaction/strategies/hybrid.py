@@ -4,8 +4,7 @@ A pipeline (:mod:`ctxcompact.compaction.strategies.pipeline`) of two steps that 
 soon as the messages are under the target: :data:`MASK` (steps 1–5 below), then
 :data:`SUMMARY` (step 6). The budget is the run's target (:meth:`StrategyContext.message_target`: ``--target-tokens``, or
 ``--target-ratio`` × the threshold, half of it by default). What an agent needs to go on is
-kept first, and each later kind only while it fits (SPEC §6 "A budget, filled in priority
-order"):
+kept first, and each later kind only while it fits (a budget, filled in priority order):
 
 1. the head (system messages), the pins and the task, earlier compaction summaries;
 2. the live part — tool results the model has not seen yet, or a last user request —
@@ -34,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from ctxcompact.accounting.tokens import block_tokens
 from ctxcompact.compaction.masking import is_stub, masked_result, stub_text
@@ -46,7 +45,7 @@ from ctxcompact.compaction.strategies.options import FullOptions, PruneOptions
 from ctxcompact.compaction.strategies.options import HybridOptions as HybridOptions
 from ctxcompact.compaction.strategies.pipeline import PipelineOptions, run_pipeline
 from ctxcompact.compaction.strategies.previews import preview_tool_input
-from ctxcompact.compaction.strategies.prune import THINKING_TYPES, prune_tool_outputs, run_prune
+from ctxcompact.compaction.strategies.prune import THINKING_TYPES, PruneDetails, prune_tool_outputs, run_prune
 from ctxcompact.ir import Block, Message, leading_system_count, live_start, tool_pairs, turn_starts
 
 #: The newest assistant turns kept verbatim, tool pairs whole, before anything older is kept.
@@ -171,7 +170,7 @@ def _drop_old_thinking(
     result = prune_tool_outputs(
         messages, keep=len(messages) * 64, keep_thinking=newer, protect_loop=False, counter=context.counter
     )
-    return result.messages, int(result.details.to_dict()["thinking_turns_cleared"])
+    return result.messages, cast(PruneDetails, result.details).thinking_turns_cleared
 
 
 def _mask(
