@@ -13,7 +13,9 @@ Imports are lazy so that ``import ctxcompact`` (and ``ctxcompact --version``) st
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+#: ``typing.TYPE_CHECKING`` without importing typing (~2 ms of ``--version``'s ~25): type
+#: checkers read this name as true.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
@@ -103,6 +105,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ctxcompact.accounting.check import CheckResult, check_budget, count_message_tokens
     from ctxcompact.accounting.tokens import TokenReport, count_tokens, estimate_tokens, make_counter
     from ctxcompact.accounting.windows import make_budget, resolve_model

@@ -65,7 +65,7 @@ from ctxcompact.cli.options.compaction import (
     takes_strategy_options,
 )
 from ctxcompact.cli.streams import Streams, streams_for
-from ctxcompact.llm.retry import DEFAULT_DEADLINE, deadline_in
+from ctxcompact.llm.deadline import DEFAULT_DEADLINE, deadline_in
 from ctxcompact.names import LocalCounterName, OutputFormat, SummarizerName
 from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
 

@@ -188,8 +188,9 @@ def _mask(
     the plan from ``counted_from`` on counts at most ``budget``; a masked call's oversized
     input becomes a preview."""
     counter = context.counter
+    total = sum(plan.sizes[counted_from:])  # kept as masks change it: one sum, not one per pair
     for pair in tool_pairs(plan.messages):
-        if sum(plan.sizes[counted_from:]) <= budget:
+        if total <= budget:
             return
         indices = [pair.use[0], *(i for i, _ in pair.results)]
         if max(indices) >= end or any(i in keep for i in indices) or not pair.results:
@@ -210,7 +211,10 @@ def _mask(
         if changes and input_tokens > INPUT_PREVIEW_OVER:
             changes[pair.use] = preview_tool_input(use, input_tokens, INPUT_PREVIEW_TOKENS, counter)
         if changes:
+            rows = [i for i in sorted({i for i, _ in changes}) if i >= counted_from]
+            before = sum(plan.sizes[i] for i in rows)
             _apply(plan, changes, context)
+            total += sum(plan.sizes[i] for i in rows) - before
             plan.masked += sum(1 for pos in changes if pos != pair.use)
 
 

@@ -72,7 +72,7 @@ class FullOptions:
         help="Retries on 429/5xx/overloaded/connection errors, with backoff.",
     )
     #: ``time.monotonic()`` after which no summary request starts and no wait ends (``--deadline``:
-    #: :func:`ctxcompact.llm.retry.deadline_in`); None: none beyond each request's own bounds.
+    #: :func:`ctxcompact.llm.deadline.deadline_in`); None: none beyond each request's own bounds.
     #: A run's clock, not a choice about the result: left out of repr and equality (a
     #: ``--resume`` journal compares options by their repr).
     deadline_at: float | None = field(default=None, repr=False, compare=False)

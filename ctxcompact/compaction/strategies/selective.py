@@ -161,23 +161,36 @@ class SelectiveResult:
 
 @dataclass(slots=True)
 class _State:
-    """Edits over the original indices: dropped messages, rewritten ones, their sizes."""
+    """Edits over the original indices: dropped messages, rewritten ones, their sizes, and
+    the kept messages' total (kept as they change: the rules ask it once per block)."""
 
     messages: Sequence[Message]
     sizes: list[int]
     counter: TokenCounter
     dropped: set[int] = field(default_factory=set)
     edited: dict[int, Message] = field(default_factory=dict)
+    kept_total: int = 0
+
+    def __post_init__(self) -> None:
+        self.kept_total = sum(s for i, s in enumerate(self.sizes) if i not in self.dropped)
 
     def total(self) -> int:
-        return sum(s for i, s in enumerate(self.sizes) if i not in self.dropped)
+        return self.kept_total
 
     def current(self, i: int) -> Message:
         return self.edited.get(i, self.messages[i])
 
+    def drop(self, i: int) -> None:
+        if i not in self.dropped:
+            self.dropped.add(i)
+            self.kept_total -= self.sizes[i]
+
     def edit(self, i: int, message: Message) -> None:
         self.edited[i] = message
-        self.sizes[i] = message_tokens([message], self.counter)[0]
+        size = message_tokens([message], self.counter)[0]
+        if i not in self.dropped:
+            self.kept_total += size - self.sizes[i]
+        self.sizes[i] = size
 
     def output(self) -> tuple[Message, ...]:
         return tuple(self.current(i) for i in range(len(self.messages)) if i not in self.dropped)
@@ -258,7 +271,7 @@ def _tool_blocks(
                         i, message.with_content(b for b in message.content if b.get("type") != "tool_result")
                     )
                 else:
-                    state.dropped.add(i)
+                    state.drop(i)
             removed += 1
         else:
             previews += _preview_fields(state, indices, options)
@@ -314,7 +327,7 @@ def _text_items(state: _State, guard: Protected, rule: Rule, target: int) -> int
         if state.total() <= target:
             break
         if i not in guard:
-            state.dropped.add(i)
+            state.drop(i)
             victims += 1
     return victims
 

@@ -20,7 +20,6 @@ The top-level ``toolUseResult`` duplicate is never counted: the model does not s
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from collections.abc import Mapping, Sequence
@@ -486,6 +485,8 @@ def _link(record: Mapping[str, Any], key: str) -> str | None:
 
 
 def _derived_uuid(parent: Any, message: Any) -> str:
+    import hashlib  # here: loading OpenSSL (~7 ms) is paid by the runs that make a digest
+
     digest = hashlib.sha256(
         json.dumps([parent, message], sort_keys=True, ensure_ascii=True).encode()
     ).hexdigest()

@@ -23,7 +23,6 @@ and our reader, start the live context at the latest boundary.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any
 
@@ -253,6 +252,8 @@ def _entries_of(
 def copied_message_id(original: str, boundary: str) -> str:
     """The ``message.id`` of a copy of a response's entries after ``boundary``: the same for
     every entry of the response (they stay one message), new for each compaction."""
+    import hashlib  # here: loading OpenSSL (~7 ms) is paid by the runs that make a digest
+
     digest = hashlib.sha256(f"{boundary}:{original}".encode()).hexdigest()[:24]
     return f"msg_ctxcompact_{digest}"
 

@@ -33,7 +33,6 @@ context); the records before it are kept as they are on every write.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -174,6 +173,8 @@ def boundary_id(records: Sequence[Any], index: int) -> str:
 
 def summary_id(boundary: str, text: str) -> str:
     """A summary message's id, derived from its boundary and text (same input, same id)."""
+    import hashlib  # here: loading OpenSSL (~7 ms) is paid by the runs that make a digest
+
     digest = hashlib.sha256(json.dumps([boundary, text]).encode()).hexdigest()[:24]
     return f"ctxcompact-summary-{digest}"
 
