@@ -195,6 +195,23 @@ def _nothing_to_compact(
     return None
 
 
+#: Words a summary may use per token of room (English prose runs ~1.3 tokens a word).
+WORDS_PER_TOKEN = 0.7
+#: A summary gets at least this many words, however small the room.
+MIN_SUMMARY_WORDS = 200
+#: The share of the room left after the kept messages that restored files may take.
+RESTORE_SHARE = 1 / 3
+
+
+def split_room(room: int, *, max_restore: int, max_words: int) -> tuple[int, int]:
+    """(restored-file tokens, summary words) for ``room`` tokens left after the messages kept
+    verbatim: restored files at most :data:`RESTORE_SHARE` of it, the summary the rest — never
+    under :data:`MIN_SUMMARY_WORDS`, never over ``max_words``."""
+    restore = min(max_restore, int(max(room, 0) * RESTORE_SHARE))
+    words = max(MIN_SUMMARY_WORDS, min(int((room - restore) * WORDS_PER_TOKEN), max_words))
+    return restore, words
+
+
 def run_full(messages: Sequence[Message], options: FullOptions, context: StrategyContext) -> StrategyResult:
     """Replace everything after the head with a summary and the recently read files.
 
@@ -206,8 +223,19 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
     under ``on_failure="error"``.
     """
     recent = recent_start(messages, options.keep_recent_tokens, context.counter)
-    _, kept_tail = split_for_summary(messages, keep_loop=options.keep_loop, recent=recent)
-    return summarize_before(messages, len(messages) - len(kept_tail), options, context)
+    part, kept_tail = split_for_summary(messages, keep_loop=options.keep_loop, recent=recent)
+    limit = context.message_limit()
+    if limit is None:
+        return summarize_before(messages, len(messages) - len(kept_tail), options, context)
+    # With a threshold, the summary and the restored files share what the kept messages leave
+    # under it (never more than the options give them): a small window gets a shorter summary
+    # and fewer restored lines instead of a result still over it.
+    kept = count_tokens([*part.head, *kept_tail], counter=context.counter).total
+    restore, words = split_room(
+        limit - kept, max_restore=options.max_tokens_total, max_words=options.summary_max_words
+    )
+    fitted = replace(options, max_tokens_total=restore)
+    return summarize_before(messages, len(messages) - len(kept_tail), fitted, context, max_words=words)
 
 
 def summarize_before(

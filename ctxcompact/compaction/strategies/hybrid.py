@@ -40,7 +40,14 @@ from ctxcompact.compaction.masking import is_stub, masked_result, stub_text
 from ctxcompact.compaction.pins import message_tokens, protected_part
 from ctxcompact.compaction.strategies import Strategy
 from ctxcompact.compaction.strategies.base import StrategyContext, StrategyDetails, StrategyResult
-from ctxcompact.compaction.strategies.full import FullSkipped, run_full, summarize_before
+from ctxcompact.compaction.strategies.full import (
+    MIN_SUMMARY_WORDS,
+    WORDS_PER_TOKEN,
+    FullSkipped,
+    run_full,
+    split_room,
+    summarize_before,
+)
 from ctxcompact.compaction.strategies.options import FullOptions, PruneOptions
 from ctxcompact.compaction.strategies.options import HybridOptions as HybridOptions
 from ctxcompact.compaction.strategies.pipeline import PipelineOptions, run_pipeline
@@ -53,16 +60,11 @@ RECENT_TURNS = 3
 #: A masked call's input over this many tokens (a file written whole) becomes a preview too.
 INPUT_PREVIEW_OVER = 400
 INPUT_PREVIEW_TOKENS = 120
-#: Words a summary may use per token of budget left (English prose runs ~1.3 tokens a word).
-WORDS_PER_TOKEN = 0.7
 #: When there is a summary, the share of the budget it gets at the least: a long history
 #: told in 200 words carries little, and the turns it replaces are the oldest.
 SUMMARY_SHARE = 0.25
-#: A summary gets at least this many words, and at most :data:`SUMMARY_WORDS_CAP`.
-MIN_SUMMARY_WORDS = 200
+#: A summary here gets at most this many words (``full.split_room`` gives the least).
 SUMMARY_WORDS_CAP = 6_000
-#: The share of the room left after the kept messages that restored files may take.
-RESTORE_SHARE = 1 / 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,8 +262,7 @@ def summarize_oldest(
         )
     cut = next((c for c in cuts if kept(c) + floor <= budget), cuts[-1])
     room = max(budget - kept(cut), 0)
-    restore = min(full.max_tokens_total, int(room * RESTORE_SHARE))
-    words = max(MIN_SUMMARY_WORDS, min(int((room - restore) * WORDS_PER_TOKEN), SUMMARY_WORDS_CAP))
+    restore, words = split_room(room, max_restore=full.max_tokens_total, max_words=SUMMARY_WORDS_CAP)
     combined = (*_as_read(messages[:cut], context), *messages[cut:])
     options = replace(full, max_tokens_total=restore, keep_loop=False, keep_recent_tokens=None)
     result = summarize_before(combined, cut, options, context, max_words=words)
