@@ -1,4 +1,4 @@
-"""Benchmark (issue 12): every command against the joined-text tiktoken floor, at 800K and 3.2M tokens.
+"""Benchmark (issues 12 and 24): every command against the joined-text tiktoken floor, 800K and 3.2M tokens.
 
 For each size a transcript is generated (``gen_transcript.generate``, deterministic) and these
 processes are timed, interleaved, ``--runs`` times each (default 5), after one warm-up run:
@@ -10,23 +10,33 @@ processes are timed, interleaved, ``--runs`` times each (default 5), after one w
                  skipped when it is not installed).
 ``estimate``     ``count --json --counter estimate``.
 ``compact``      ``compact --summarizer extractive`` (full), tiktoken.
+``hybrid``       ``compact --strategy hybrid``, tiktoken.
+``auto``         ``compact --auto --model claude-sonnet-4-5`` (over its threshold: it compacts).
 ``prune``        ``compact --strategy prune``, tiktoken.
 ``clean-tools``  ``compact --strategy clean-tools``, tiktoken.
 ``offload``      ``offload --out-dir NEW_DIR`` (a fresh directory every run: nothing reused).
+``eval``         ``eval FILE --json``: every strategy, offload and auto, scored with probes.
 ``ttok``         ``ttok`` on the joined text, when it is installed (``make bench`` installs the
                  ``bench`` extra); tiktoken's cache is primed with the bundled cl100k file.
 
-Then, once: ``python -c pass`` against ``ctxcompact --version``.
+Then the error-dense variant of each size (``generate(errors=True)``: half the tool calls are
+failed builds and test runs with an error on most lines): floor, compact, hybrid, auto. Then one
+transcript whose only tool result is a failed one of 3.2M characters with no line break and
+"error" every 64 characters: floor and compact. Then start-up: ``python -c pass`` of a plain
+interpreter (a virtualenv made for the bench, without this project's editable-install hook)
+against ``ctxcompact --version`` and ``ctxcompact count`` on a 12 KB transcript.
 
 The rewriting commands run as a user runs them: without ``-q``, their stats rendered to
 stderr (a pipe here), so a figure nobody would read still has to be computed.
 
 Each command's median wall time, median CPU time (user + system, from ``wait4``: steadier
-than wall time when other processes share the cores; the targets use wall time) and peak RSS
-are printed beside the floor's. Targets (issue 12), printed as PASS/FAIL with the ratio; exit status 1 when one is missed:
-count ≤ 1.1× floor; count-fast ≤ 0.7× floor; compact, prune, clean-tools, offload ≤ 1.3×
-floor; peak RSS of each ≤ 1.15× the floor's; ``--version`` ≤ 2.5× bare Python; beside ttok:
-count ≤ 1.2× ttok and count-fast < ttok. The machine is shared: compare ratios of one run.
+than wall time when other processes share the cores) and peak RSS are printed beside the
+floor's. Targets, printed as PASS/FAIL with the ratio of CPU times (the machine may be shared;
+wall times are printed beside them); exit status 1 when one is missed: count ≤ 1.1× floor;
+count-fast ≤ 0.7× floor; compact, hybrid, auto, prune, clean-tools, offload ≤ 1.3× floor (compact,
+hybrid and auto on both variants); eval ≤ 2.5× floor; the one-line transcript's compact ≤ 2×
+its floor; peak RSS of each ≤ 1.15× the floor's; ``--version`` ≤ 2.5× and ``count`` on 12 KB
+≤ 8× the plain interpreter; beside ttok: count ≤ 1.2× ttok and count-fast < ttok.
 
 Usage: ``python bench/bench_speed.py [--runs N] [--sizes 800000,3200000] [--tokens N]``
 (``--tokens`` measures that one size: ``make bench`` passes the same options to every script).
@@ -54,9 +64,14 @@ from gen_transcript import generate  # noqa: E402
 COUNT_TARGET = 1.1
 FAST_TARGET = 0.7
 REWRITE_TARGET = 1.3
+EVAL_TARGET = 2.5
+ONE_LINE_TARGET = 2.0
 RSS_TARGET = 1.15
 VERSION_TARGET = 2.5
+SMALL_COUNT_TARGET = 8.0
 TTOK_TARGET = 1.2
+ONE_LINE_CHARS = 3_200_000
+SMALL_TOKENS = 3_000  # ~12 KB
 DEFAULT_SIZES = (800_000, 3_200_000)
 
 JOIN_SCRIPT = (
@@ -170,6 +185,8 @@ def commands_for(target: Path, workdir: Path, joined: Path, *, fast: bool) -> di
         "count": (fixed(*tool, "count", f, "--json"), "tiktoken"),
         "estimate": (fixed(*tool, "count", f, "--json", "--counter", "estimate"), "tiktoken"),
         "compact": (rewrite("--summarizer", "extractive"), "tiktoken"),
+        "hybrid": (rewrite("--strategy", "hybrid"), "tiktoken"),
+        "auto": (rewrite("--auto", "--model", "claude-sonnet-4-5"), "tiktoken"),
         "prune": (rewrite("--strategy", "prune"), "tiktoken"),
         "clean-tools": (rewrite("--strategy", "clean-tools"), "tiktoken"),
         # Our code's cost: the offloaded files go to memory (tmpfs) where the OS has one, so
@@ -187,6 +204,7 @@ def commands_for(target: Path, workdir: Path, joined: Path, *, fast: bool) -> di
             lambda i: [sys.executable, "-c", FILES_SCRIPT, f, str(workdir / f"of{i}")],
             "tiktoken",
         ),
+        "eval": (fixed(*tool, "eval", f, "--json"), "tiktoken"),
     }
     if fast:
         cmds["count-fast"] = (fixed(*tool, "count", f, "--json"), "bpe-openai")
@@ -196,15 +214,51 @@ def commands_for(target: Path, workdir: Path, joined: Path, *, fast: bool) -> di
     return cmds
 
 
+#: The commands run on the error-dense variant and the one-line transcript.
+VARIANT_COMMANDS = {"errors": ("floor", "compact", "hybrid", "auto"), "one-line": ("floor", "compact")}
+
+
+def one_line_transcript(chars: int) -> list[dict[str, object]]:
+    """A request, a build, and its failed output: ``chars`` characters, no line break, an
+    error word every 64 characters (``bench_scaling``'s case, end to end)."""
+    chunk = "x" * 40 + " an error occurred here "
+    return [
+        {"role": "user", "content": "Fix the build."},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": chunk * (chars // len(chunk)),
+                    "is_error": True,
+                }
+            ],
+        },
+        {"role": "assistant", "content": "The build fails; reading the log."},
+    ]
+
+
 def measure_size(
-    tokens: int, runs: int, *, fast: bool, workdir: Path
+    tokens: int, runs: int, *, fast: bool, workdir: Path, variant: str = "generator"
 ) -> tuple[dict[str, list[Run]], dict[str, int]]:
-    target = workdir / f"t{tokens}.json"
-    target.write_text(json.dumps(generate(tokens, 0), ensure_ascii=False), encoding="utf-8")
+    target = workdir / f"t{tokens}-{variant}.json"
+    data = (
+        one_line_transcript(tokens)
+        if variant == "one-line"
+        else generate(tokens, 0, errors=variant == "errors")
+    )
+    target.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     (workdir / "floor.py").write_text(FLOOR_SCRIPT, encoding="utf-8")
     joined = workdir / f"t{tokens}.txt"
     subprocess.run([sys.executable, "-c", JOIN_SCRIPT, str(target), str(joined)], check=True)
-    commands = commands_for(target, workdir, joined, fast=fast)
+    commands = commands_for(target, workdir, joined, fast=fast and variant == "generator")
+    if variant in VARIANT_COMMANDS:
+        commands = {k: v for k, v in commands.items() if k in VARIANT_COMMANDS[variant]}
     base_env = child_env(workdir)
     base_env.pop("ANTHROPIC_API_KEY", None)
     envs = {name: {**base_env, "CTXCOMPACT_TOKENIZER": tok} for name, (_, tok) in commands.items()}
@@ -221,7 +275,7 @@ def measure_size(
         ]:
             shutil.rmtree(leftover, ignore_errors=True)
     floor_tokens = json.loads(results["floor"][-1].stdout)["tokens"]
-    count_tokens = json.loads(results["count"][-1].stdout)["total"]
+    count_tokens = json.loads(results["count"][-1].stdout)["total"] if "count" in results else 0
     return results, {"floor": floor_tokens, "count": count_tokens, "bytes": target.stat().st_size}
 
 
@@ -238,14 +292,24 @@ def rss(runs: Sequence[Run]) -> int:
 
 
 def report_size(
-    tokens: int, results: dict[str, list[Run]], info: dict[str, int], *, fast: bool
+    tokens: int,
+    results: dict[str, list[Run]],
+    info: dict[str, int],
+    *,
+    fast: bool,
+    variant: str = "generator",
 ) -> list[tuple[str, bool | None]]:
     floor_s, floor_rss = med(results["floor"]), rss(results["floor"])
-    print(
-        f"-- {tokens:,}-token target: {info['bytes'] / 1e6:.1f} MB, floor encodes {info['floor']:,} tokens, "
-        f"count reports {info['count']:,}"
-    )
     floor_cpu = cpu(results["floor"])
+    what = {
+        "generator": "token target",
+        "errors": "token target, error-dense",
+        "one-line": "characters in one line",
+    }
+    print(
+        f"-- {tokens:,} {what[variant]}: {info['bytes'] / 1e6:.1f} MB, floor encodes {info['floor']:,} tokens"
+        + (f", count reports {info['count']:,}" if info["count"] else "")
+    )
     print(
         f"   {'command':<12} {'median':>9} {'/ floor':>8} {'CPU time':>9} {'/ floor':>8} {'peak RSS':>9} {'/ floor':>8}"
     )
@@ -255,57 +319,95 @@ def report_size(
             f"{cpu(rs) * 1000:7.0f}ms {cpu(rs) / floor_cpu:7.2f}x "
             f"{rss(rs) / 1024:7.0f}MB {rss(rs) / floor_rss:7.2f}x"
         )
-    label = f"{tokens // 1000:,}K"
+    label = (
+        f"{tokens // 1000:,}K" + {"generator": "", "errors": " error-dense", "one-line": " one-line"}[variant]
+    )
     checks: list[tuple[str, bool | None]] = []
 
     def ratio_check(name: str, target: float, what: str) -> None:
-        r = med(results[name]) / floor_s
-        checks.append((f"{label} {what} / floor = {r:.2f} (target <= {target})", r <= target))
+        r = cpu(results[name]) / floor_cpu
+        wall = med(results[name]) / floor_s
+        checks.append(
+            (f"{label} {what} / floor = {r:.2f} CPU, {wall:.2f} wall (target <= {target})", r <= target)
+        )
 
+    if variant == "one-line":
+        ratio_check("compact", ONE_LINE_TARGET, "compact")
+        return checks
+    for name in ("compact", "hybrid", "auto"):
+        ratio_check(name, REWRITE_TARGET, name)
+    if variant == "errors":
+        return checks
     ratio_check("count", COUNT_TARGET, "count")
     if fast:
         ratio_check("count-fast", FAST_TARGET, "count (bpe-openai)")
     else:
         checks.append((f"{label} count (bpe-openai) / floor: bpe-openai not installed", None))
-    for name in ("compact", "prune", "clean-tools", "offload"):
+    for name in ("prune", "clean-tools", "offload"):
         ratio_check(name, REWRITE_TARGET, name)
-    for name in ("count", "compact", "prune", "clean-tools", "offload"):
+    ratio_check("eval", EVAL_TARGET, "eval (every strategy)")
+    for name in ("count", "compact", "hybrid", "auto", "prune", "clean-tools", "offload"):
         r = rss(results[name]) / floor_rss
         checks.append(
             (f"{label} {name} peak RSS / floor's = {r:.2f} (target <= {RSS_TARGET})", r <= RSS_TARGET)
         )
-    est = med(results["estimate"]) / med(results["count"])
-    print(f"   info  estimate / count (tiktoken) = {est:.2f}")
+    est = cpu(results["estimate"]) / cpu(results["count"])
+    print(f"   info  estimate / count (tiktoken) = {est:.2f} (CPU)")
     files = int(results["files"][-1].stdout or 0)
     print(
         f"   info  offload-disk writes {files:,} files to disk: {med(results['offload-disk']):.2f} s, "
         f"of which creating them bare takes {med(results['files']):.2f} s on this disk"
     )
     if "ttok" in results:
-        t = med(results["ttok"])
-        r = med(results["count"]) / t
+        t = cpu(results["ttok"])
+        r = cpu(results["count"]) / t
         checks.append((f"{label} count / ttok = {r:.2f} (target <= {TTOK_TARGET})", r <= TTOK_TARGET))
         if fast:
-            r = med(results["count-fast"]) / t
+            r = cpu(results["count-fast"]) / t
             checks.append((f"{label} count (bpe-openai) / ttok = {r:.2f} (target < 1)", r < 1))
     else:
         checks.append((f"{label} beside ttok: not installed (or not usable offline)", None))
     return checks
 
 
-def version_check(runs: int, workdir: Path) -> tuple[str, bool]:
-    env = child_env(workdir)
-    bare = [sys.executable, "-c", "pass"]
-    version = [*ctxcompact_argv(), "--version"]
-    times: dict[str, list[Run]] = {"bare": [], "version": []}
+def plain_python(workdir: Path) -> str:
+    """A plain interpreter: a virtualenv of the same Python without this project installed, so
+    no editable-install hook runs at start-up (the bench's own interpreter has one)."""
+    folder = workdir / "plain-venv"
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(folder)], check=True)
+    return str(folder / "bin" / "python")
+
+
+def startup_checks(runs: int, workdir: Path) -> list[tuple[str, bool]]:
+    """``python -c pass`` (plain) against ``--version`` and ``count`` on a ~12 KB transcript."""
+    env = {**child_env(workdir), "CTXCOMPACT_TOKENIZER": "tiktoken"}
+    small = workdir / "small.json"
+    small.write_text(json.dumps(generate(SMALL_TOKENS, 0)), encoding="utf-8")
+    commands = {
+        "bare": [plain_python(workdir), "-c", "pass"],
+        "version": [*ctxcompact_argv(), "--version"],
+        "count": [*ctxcompact_argv(), "count", str(small)],
+    }
+    times: dict[str, list[Run]] = {name: [] for name in commands}
     for i in range(runs * 2 + 1):
-        for name, argv in (("bare", bare), ("version", version)):
+        for name, argv in commands.items():
             run = run_once(argv, cwd=workdir, env=env)
             if i:
                 times[name].append(run)
-    b, v = med(times["bare"]), med(times["version"])
-    print(f"-- start-up: python -c pass {b * 1000:.0f} ms, ctxcompact --version {v * 1000:.0f} ms")
-    return (f"--version / bare python = {v / b:.2f} (target <= {VERSION_TARGET})", v / b <= VERSION_TARGET)
+    b, v, c = (cpu(times[k]) for k in ("bare", "version", "count"))
+    print(
+        f"-- start-up (CPU time, medians): plain python -c pass {b * 1000:.0f} ms, ctxcompact --version "
+        f"{v * 1000:.0f} ms, count on a {small.stat().st_size / 1000:.0f} KB transcript {c * 1000:.0f} ms "
+        f"(wall: {med(times['bare']) * 1000:.0f} / {med(times['version']) * 1000:.0f} / {med(times['count']) * 1000:.0f} ms)"
+    )
+    return [
+        (f"--version / plain python = {v / b:.2f} (target <= {VERSION_TARGET})", v / b <= VERSION_TARGET),
+        (
+            f"count on 12 KB / plain python = {c / b:.2f} (target <= {SMALL_COUNT_TARGET})",
+            c / b <= SMALL_COUNT_TARGET,
+        ),
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -327,9 +429,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         checks: list[tuple[str, bool | None]] = []
         for tokens in sizes:
-            results, info = measure_size(tokens, args.runs, fast=fast, workdir=workdir)
-            checks += report_size(tokens, results, info, fast=fast)
-        checks.append(version_check(args.runs, workdir))
+            for variant in ("generator", "errors"):
+                results, info = measure_size(tokens, args.runs, fast=fast, workdir=workdir, variant=variant)
+                checks += report_size(tokens, results, info, fast=fast, variant=variant)
+        results, info = measure_size(
+            ONE_LINE_CHARS, args.runs, fast=fast, workdir=workdir, variant="one-line"
+        )
+        checks += report_size(ONE_LINE_CHARS, results, info, fast=fast, variant="one-line")
+        checks += startup_checks(args.runs, workdir)
         for text, ok in checks:
             print(f"  {'SKIP' if ok is None else verdict(ok)}  {text}")
         return 0 if all(ok is not False for _, ok in checks) else 1

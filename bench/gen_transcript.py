@@ -244,8 +244,9 @@ THOUGHTS = [
 
 
 class _Gen:
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, *, errors: bool = False) -> None:
         self.rng = random.Random(seed)
+        self.errors = errors
         self.ids: set[str] = set()
         self.files: dict[str, str] = {}
         self.funcs: list[tuple[str, str]] = []  # (path, function name)
@@ -624,8 +625,50 @@ class _Gen:
         lines.append(f"Found {len(lines)} errors." if lines else "All checks passed!")
         return "\n".join(lines)
 
+    def failing_build(self) -> tuple[dict[str, Any], str, bool]:
+        """A type check, compile or test run that fails with an error on most lines (the
+        error-dense variant): mypy, tsc, gcc and rustc diagnostics, pytest failures with their
+        tracebacks, then the tool's count."""
+        lines = []
+        paths = list(self.files)
+        for _ in range(self.rng.randint(30, 120)):
+            path = self.pick(paths)
+            line, col = self.rng.randint(1, 400), self.rng.randint(1, 80)
+            kind = self.rng.random()
+            if kind < 0.3:
+                lines.append(
+                    f"{path}:{line}: error: Incompatible types in assignment (expression has type "
+                    f'"{self.pick(TYPES)}", variable has type "{self.pick(TYPES)}")  [assignment]'
+                )
+            elif kind < 0.45:
+                lines.append(
+                    f"{path.replace('.py', '.ts')}({line},{col}): error TS2322: Type '{self.ident(1)}' "
+                    f"is not assignable to type '{self.class_name()}'."
+                )
+            elif kind < 0.6:
+                lines += [
+                    f"error[E0308]: mismatched types: expected `{self.ident(1)}`, found `{self.ident(1)}`",
+                    f"  --> {path.replace('.py', '.rs')}:{line}:{col}",
+                ]
+            elif kind < 0.75:
+                lines.append(f"{path.replace('.py', '.c')}:{line}:{col}: error: {self.sentence(4, 9)}")
+            else:
+                exc = self.pick(EXCEPTIONS)
+                test = self.pick(self.tests)
+                lines += [
+                    f"FAILED {test} - {exc}: {self.sentence(3, 7)}",
+                    "Traceback (most recent call last):",
+                    f'  File "/home/dev/project/{path}", line {line}, in {self.ident(1)}',
+                    f"E       {exc}: {self.sentence(3, 8)}",
+                ]
+        lines.append(f"Found {len(lines)} errors in {len(paths)} files (checked {len(paths)} source files)")
+        cmd = self.pick(["mypy src", "npx tsc --noEmit", "cargo build", "make", "python -m pytest -x"])
+        return {"name": "run_command", "input": {"command": cmd}}, "\n".join(lines), True
+
     # -- transcript ---------------------------------------------------------
     def tool_call(self) -> tuple[dict[str, Any], str, bool]:
+        if self.errors and self.rng.random() < 0.5:
+            return self.failing_build()
         r = self.rng.random()
         if r < 0.4:
             path = self.pick(list(self.files))
@@ -762,9 +805,11 @@ class _Gen:
         return messages
 
 
-def generate(target_tokens: int = 200_000, seed: int = 0) -> list[dict[str, Any]]:
-    """Return a transcript (list of Anthropic-style messages) of about ``target_tokens`` tokens."""
-    return _Gen(seed).run(target_tokens)
+def generate(target_tokens: int = 200_000, seed: int = 0, *, errors: bool = False) -> list[dict[str, Any]]:
+    """Return a transcript (list of Anthropic-style messages) of about ``target_tokens`` tokens.
+    ``errors``: the error-dense variant — half the tool calls are failed builds, type checks or
+    test runs whose output has an error on most lines."""
+    return _Gen(seed, errors=errors).run(target_tokens)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -772,8 +817,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", nargs="?", default="-", help="output JSON path ('-' for stdout)")
     parser.add_argument("--tokens", type=int, default=200_000, help="approximate target size")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--errors", action="store_true", help="the error-dense variant (see generate)")
     args = parser.parse_args(argv)
-    data = json.dumps(generate(args.tokens, args.seed), ensure_ascii=False)
+    data = json.dumps(generate(args.tokens, args.seed, errors=args.errors), ensure_ascii=False)
     if args.out == "-":
         sys.stdout.write(data + "\n")
     else:

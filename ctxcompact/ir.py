@@ -221,16 +221,13 @@ def turn_starts(messages: Sequence[Message]) -> list[int]:
     """Where each assistant turn starts, with what it answers: the index of each assistant
     message, widened back to a user message that opens its round (the request the turn
     answers); tool interaction blocks are never split."""
+    at = block_starts(messages)  # one pass: a block_start_at per message made this quadratic
     starts: list[int] = []
     for i, message in enumerate(messages):
         if message.role != "assistant":
             continue
-        start = block_start_at(messages, i)
-        if (
-            start > 0
-            and has_user_text(messages[start - 1])
-            and block_start_at(messages, start - 1) == start - 1
-        ):
+        start = at[i]
+        if start > 0 and has_user_text(messages[start - 1]) and at[start - 1] == start - 1:
             start -= 1
         if not starts or start > starts[-1]:
             starts.append(start)
@@ -299,6 +296,15 @@ def block_start_at(messages: Sequence[Message], index: int) -> int:
         if span.start < index < span.end:
             return span.start
     return index
+
+
+def block_starts(messages: Sequence[Message]) -> list[int]:
+    """:func:`block_start_at` of every index, from one pass over the blocks."""
+    starts = list(range(len(messages)))
+    for span in tool_interaction_blocks(messages):
+        for index in range(span.start + 1, span.end):
+            starts[index] = span.start
+    return starts
 
 
 @dataclass(frozen=True, slots=True)

@@ -430,11 +430,15 @@ class FakeAnthropicServer:
         )
 
     @staticmethod
-    def reply_text_stream(text: str, *, model: str = "claude-fake", output_tokens: int = 20) -> Reply:
+    def reply_text_stream(
+        text: str, *, model: str = "claude-fake", input_tokens: int = 10, output_tokens: int = 20
+    ) -> Reply:
         """The same answer as :meth:`reply_text`, streamed the way the API answers a request
         with ``"stream": true`` (server-sent events: ``message_start``, one text block in one
         delta, ``message_delta`` with the stop reason and usage, ``message_stop``)."""
-        body = FakeAnthropicServer.reply_text(text, model=model, output_tokens=0).body
+        body = FakeAnthropicServer.reply_text(
+            text, model=model, input_tokens=input_tokens, output_tokens=0
+        ).body
         assert isinstance(body, dict)
         message = {**body, "content": [], "stop_reason": None}
         events: list[dict[str, Any]] = [

@@ -221,6 +221,30 @@ def test_a_rollout_with_line_types_of_a_newer_codex_is_still_a_rollout() -> None
     assert dump_transcript(transcript) == raw
 
 
+def test_an_answer_recorded_with_its_annotations_is_read_as_text() -> None:
+    """Codex 0.169 records an answer's parts as the Responses API sends them, with an
+    ``annotations`` list (empty unless the model cited URLs): the answer is still text — what
+    pins, probes, summaries and counts read — and a rewrite keeps annotations that say
+    something (an empty list says nothing: the line is kept as it was while untouched)."""
+    cited = [{"type": "url_citation", "url": "https://example.com/a", "start_index": 0, "end_index": 5}]
+    parts = [
+        {"type": "output_text", "text": "Fixed: main returns 2 now.", "annotations": []},
+        {"type": "output_text", "text": "See the docs.", "annotations": cited},
+    ]
+    records = [*sample()[:-3], item({"type": "message", "role": "assistant", "content": parts})]
+    conv = conversation(records)
+    answer = conv.messages[-1]
+    assert [b["type"] for b in answer.content] == ["text", "text"]
+    assert text_of(answer) == "Fixed: main returns 2 now.\nSee the docs."
+    assert write(conv, conv.messages) == records
+    edited = answer.with_content([{"type": "text", "text": "Fixed."}, answer.content[1]])
+    rewritten = write(conv, [*conv.messages[:-1], edited])
+    assert rewritten[-1]["payload"]["content"] == [
+        {"type": "output_text", "text": "Fixed."},
+        {"type": "output_text", "text": "See the docs.", "annotations": cited},
+    ]
+
+
 # --- writing back ------------------------------------------------------------------------------
 
 

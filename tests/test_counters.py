@@ -97,6 +97,19 @@ def test_offload_encodes_each_distinct_string_once(tmp_path: Path) -> None:
     assert spy.twice() == []
 
 
+def test_eval_encodes_each_distinct_string_once_for_all_its_strategies() -> None:
+    # eval runs every strategy on one conversation: one cache for all of them (issue 24: each
+    # strategy re-tokenized the whole transcript, 21M characters for a 3.3M-character input).
+    from ctxcompact.evaluation.run import evaluate_transcripts
+    from ctxcompact.transcripts.io import Transcript
+
+    conversation = _session()
+    spy = SpyCounter()
+    result = evaluate_transcripts([Transcript("s.json", "list", [], (conversation,))], counter=spy)
+    assert len([r for r in result.runs if not r.skipped]) == len(result.strategies) >= 7
+    assert spy.twice() == []
+
+
 def test_the_cache_answers_like_its_counter_and_only_asks_for_new_strings() -> None:
     spy = SpyCounter()
     counter = CachedCounter(spy)

@@ -272,6 +272,23 @@ def test_error_lines_searches_only_lines_with_an_error_word_and_misses_none(part
     assert outcomes.error_lines(text) == _error_lines_line_by_line(text)
 
 
+def test_a_failed_result_with_no_line_break_is_reported_once_clipped() -> None:
+    """Issue 24's hostile case: a minified log of 384K characters, "error" every 64 and no line
+    break, is one error line, quoted once in each place and clipped to a few words: the summary
+    stays small. (That it stays linear in time is ``bench/bench_scaling.py``'s check.)"""
+    body = ("x" * 40 + " an error occurred here ") * 6000
+    messages = [
+        msg("user", text("Fix the build.")),
+        msg("assistant", use("t1", "bash", command="make")),
+        msg("user", result("t1", body, is_error=True)),
+    ]
+    out = summary(messages)
+    errors = out.split("## Errors & Resolutions")[1]
+    assert errors.count("bash(make)") == 1
+    assert "an error occurred here" in errors
+    assert len(out) < 2_000
+
+
 def test_a_retry_is_judged_by_its_last_result() -> None:
     """Tool ids can repeat: a retry's outcome is its last result, not its first."""
     messages = [

@@ -16,7 +16,7 @@ from cli_helpers import run_cli
 from conftest import SAMPLES
 from hook_payloads import CLAUDE_SESSION, CODEX_SESSION, payload
 from session_builders import SessionBuilder
-from test_codex import line, sample, user
+from test_codex import item, line, output, sample, user
 
 from ctxcompact.agents.compactions import find_compactions, split_lines
 from ctxcompact.agents.store import read_records
@@ -35,8 +35,12 @@ def claude_session(tmp_path: Path) -> Path:
 def codex_session(tmp_path: Path) -> Path:
     path = tmp_path / "sessions" / "2026" / "05" / "11" / f"rollout-2026-05-11T08-26-55-{CODEX_SESSION}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
+    # A session worth compacting: the file read is long (the summary of the bare sample, which
+    # quotes what its last calls returned, is about the size of the sample itself).
+    short = item(output("c1", "def main():\n    return 1\n" * 20))
+    records = [item(output("c1", "def main():\n    return 1\n" * 200)) if r == short else r for r in sample()]
     # Compact JSON, one object per line, as Codex writes its rollouts.
-    path.write_text("".join(compact(r) + "\n" for r in sample()), encoding="utf-8")
+    path.write_text("".join(compact(r) + "\n" for r in records), encoding="utf-8")
     return path
 
 
@@ -79,36 +83,89 @@ def test_pre_compact_backs_the_session_up_and_lets_the_agent_compact(
     assert str(backup) in out.stderr
 
 
-@pytest.mark.parametrize(("agent", "trigger"), AGENT_TRIGGERS)
-def test_pre_compact_replace_compacts_the_session_and_blocks_the_agent(
-    agent: str, trigger: str, tmp_path: Path
-) -> None:
-    session = session_for(agent, tmp_path)
+@pytest.mark.parametrize("trigger", ["manual", "auto"])
+def test_codex_replace_appends_our_compaction_and_stops_the_agent(trigger: str, tmp_path: Path) -> None:
+    session = codex_session(tmp_path)
     before = session.read_bytes()
-    data = payload(f"{agent}/PreCompact/{trigger}", transcript=str(session), cwd=str(tmp_path))
+    data = payload(f"codex/PreCompact/{trigger}", transcript=str(session), cwd=str(tmp_path))
     out = hook("pre-compact", data, tmp_path, "--replace")
     assert out.exit_code == 0, out.stderr
     answer = out.json()
-    if agent == "claude-code":
-        assert answer["decision"] == "block"
-        reason = answer["reason"]
-        assert f"claude --resume {CLAUDE_SESSION}" in reason
-    else:
-        # Codex stops a compaction only with continue: false (a "block" decision is invalid there).
-        assert answer["continue"] is False and "decision" not in answer
-        reason = answer["stopReason"]
-        assert f"codex resume {CODEX_SESSION}" in reason
+    # Codex stops a compaction only with continue: false (a "block" decision is invalid there).
+    assert answer["continue"] is False and "decision" not in answer
+    reason = answer["stopReason"]
+    assert f"codex resume {CODEX_SESSION}" in reason
     assert "ctxcompact compacted this session itself" in reason
-    # Our compaction was appended: the history is untouched, the session resumes from ours.
+    # Our compaction was appended: the history is untouched, the session resumes from ours
+    # (a rollout is a log: what Codex appends next goes after our compacted line).
     after = session.read_bytes()
     assert after.startswith(before) and len(after) > len(before)
     [ours] = [c for c in find_compactions(split_lines(after)) if c.ours]
     assert ours.start == len(before)
     live = load_transcript(session).conversations[0].messages
     assert "## Goals & Decisions" in json.dumps([m.content for m in live])
-    [record] = records(tmp_path, agent)
+    [record] = records(tmp_path, "codex")
     assert record["replaced"] is True and record["tokens_after"] < record["tokens_before"]
+    assert record["session"] == str(session) and record["session_id"] == CODEX_SESSION
     assert Path(record["backup"]).read_bytes() == before
+
+
+@pytest.mark.parametrize("trigger", ["manual", "auto"])
+def test_claude_code_replace_writes_a_new_session_and_blocks_the_agent(trigger: str, tmp_path: Path) -> None:
+    session = claude_session(tmp_path)
+    before = session.read_bytes()
+    data = payload(f"claude-code/PreCompact/{trigger}", transcript=str(session), cwd=str(tmp_path))
+    out = hook("pre-compact", data, tmp_path, "--replace")
+    assert out.exit_code == 0, out.stderr
+    answer = out.json()
+    [record] = records(tmp_path, "claude-code")
+    assert record["replaced"] is True and record["tokens_after"] < record["tokens_before"]
+    new, new_id = Path(record["session"]), record["session_id"]
+    assert answer["decision"] == "block" and f"claude --resume {new_id}" in answer["reason"]
+    assert "ctxcompact compacted this session itself" in answer["reason"]
+    # The agent's session is not touched; the new one is beside it, in Claude Code's naming:
+    # the session's lines (every sessionId the new id), then our compaction.
+    assert session.read_bytes() == before and Path(record["backup"]).read_bytes() == before
+    assert new_id != CLAUDE_SESSION and new == session.with_name(f"{new_id}.jsonl")
+    data_new = new.read_bytes()
+    [ours] = [c for c in find_compactions(split_lines(data_new)) if c.ours]
+    old_records = [json.loads(x) for x in before.splitlines()]
+    head = [json.loads(x) for x in data_new[: ours.start].splitlines()]
+    assert head == [{**r, "sessionId": new_id} if "sessionId" in r else r for r in old_records]
+    assert {json.loads(x).get("sessionId", new_id) for x in data_new.splitlines()} == {new_id}
+    live = load_transcript(new).conversations[0].messages
+    assert "## Goals & Decisions" in json.dumps([m.content for m in live])
+
+
+def test_what_claude_code_writes_after_the_block_cannot_hide_our_summary(tmp_path: Path) -> None:
+    """After a PreCompact block Claude Code goes on from the context it holds in memory: it
+    appends entries chained to its last entry before the compaction (2.1.332 writes the
+    /compact command and its output; an auto compaction's turn ends with an error entry), and
+    resumes a session from its newest entries. The session the block tells the user to resume
+    must resume from ctxcompact's summary whatever Claude Code appends afterwards."""
+    session = claude_session(tmp_path)
+    before = [json.loads(x) for x in session.read_bytes().splitlines()]
+    data = payload("claude-code/PreCompact/manual", transcript=str(session), cwd=str(tmp_path))
+    out = hook("pre-compact", data, tmp_path, "--replace")
+    resume_id = out.json()["reason"].rsplit("claude --resume ", 1)[1].split()[0].rstrip(".")
+    leaf = [r for r in before if r.get("type") in ("user", "assistant")][-1]
+    caveat = {
+        **leaf,
+        "type": "user",
+        "parentUuid": leaf["uuid"],
+        "uuid": "aaaaaaaa-0000-4000-8000-000000000001",
+    }
+    caveat["message"] = {"role": "user", "content": "<command-name>/compact</command-name>"}
+    caveat["timestamp"] = "2099-01-01T00:00:00.000Z"
+    blocked = {**caveat, "parentUuid": caveat["uuid"], "uuid": "aaaaaaaa-0000-4000-8000-000000000002"}
+    blocked["message"] = {
+        "role": "user",
+        "content": "<local-command-stderr>Compaction blocked</local-command-stderr>",
+    }
+    with session.open("a", encoding="utf-8") as handle:
+        handle.write("".join(json.dumps(e) + "\n" for e in (caveat, blocked)))
+    resumed = load_transcript(session.with_name(f"{resume_id}.jsonl")).conversations[0].messages
+    assert "## Goals & Decisions" in json.dumps([m.content for m in resumed])
 
 
 def test_pre_compact_replace_that_cannot_compact_lets_the_agent_compact(tmp_path: Path) -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxcompact.accounting.tokens import EstimateCounter, count_tokens
 from ctxcompact.compaction.pins import PinOptions
@@ -180,3 +183,56 @@ def test_pins_and_live_loop_survive_verbatim() -> None:
     assert any(k is messages[0] for k in kept)  # the task
     assert any(k is messages[11] for k in kept)  # "answer 2"
     assert all(any(k is m for k in kept) for m in messages[20:])  # the live loop
+
+
+_PIECES = (
+    "a",
+    "Z",
+    "_",
+    "-",
+    ".",
+    "/",
+    "~",
+    " ",
+    "\n",
+    '"',
+    "'",
+    "(",
+    "`",
+    "9",
+    ".py",
+    ".sh",
+    ".yml",
+    "x.md",
+    "must",
+    "MUST",
+    "ſhould",
+    "need",
+    "needs",
+    "需要",
+    "必须",
+    "ǅ",
+    "é",
+    "```",
+    "\u2028",
+)
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=14).map("".join))
+@settings(max_examples=400, deadline=None)
+def test_content_weight_is_the_four_regexes(text: str) -> None:
+    # content_weight looks for each kind where a substring scan says it can be (issue 24: four
+    # regex scans of every message were most of the strategy's time): the answer is the regexes'.
+    from ctxcompact.compaction.strategies import key_messages as km
+
+    expected = sum(
+        value
+        for pattern, value in (
+            (km._PATH, km.WEIGHT_PATH),
+            (re.compile("```"), km.WEIGHT_CODE),
+            (km._KEYWORD, km.WEIGHT_KEYWORD),
+            (km._NUMBER, km.WEIGHT_NUMBER),
+        )
+        if pattern.search(text)
+    )
+    assert content_weight(text) == expected

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import copy
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ir_builders import msg, result, text, use
 
 from ctxcompact.evaluation.probes import (
     PROBE_KINDS,
     Probe,
+    ProbeSet,
     context_text,
     extract_probes,
     normalise,
@@ -188,3 +191,47 @@ def test_context_text_reads_tool_inputs_and_results() -> None:
 def test_kinds_without_probes_have_no_score() -> None:
     report = score_probes([], "x")
     assert report.overall is None and report.score("path") is None
+
+
+def _reference(probes: list[Probe], messages: list) -> set[int]:
+    """The kept probes the plain way: each normalised probe looked for in the joined context."""
+    haystack = normalise(context_text(messages))
+    return {i for i, p in enumerate(probes) if normalise(p.text) and normalise(p.text) in haystack}
+
+
+_BITS = ["ab", "b", "A'b", "c d", " ", "\n", "\\x", "`q`", "Σ", "é", "a", "b c"]
+
+
+@given(
+    st.lists(st.lists(st.sampled_from(_BITS), max_size=6).map("".join), min_size=1, max_size=6),
+    st.lists(st.lists(st.sampled_from(_BITS), min_size=1, max_size=4).map("".join), max_size=8),
+    st.lists(st.lists(st.integers(0, 5), max_size=6), max_size=3),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_probe_set_finds_what_a_scan_per_probe_finds(texts: list, needles: list, picks: list) -> None:
+    # Issue 24: one `in` per probe over the whole context was quadratic; the probe set reads each
+    # message once and the places where messages meet: the same answer, whatever the subset.
+    messages = [msg("user", text(t)) for t in texts]
+    probes = [Probe("identifier", n) for n in needles]
+    probe_set = ProbeSet(probes)
+    for pick in [list(range(len(messages))), *picks]:
+        context = [messages[i] for i in pick if i < len(messages)]
+        report = probe_set.score(context)
+        lost = {id(p) for p in report.lost}
+        assert {i for i, p in enumerate(probes) if id(p) not in lost} == _reference(probes, context)
+        assert score_probes(probes, context_text(context)).lost == report.lost
+
+
+def test_a_probe_that_runs_across_two_messages_is_found_where_they_meet() -> None:
+    messages = [
+        msg("user", text("it was the")),
+        msg("assistant", text("x")),
+        msg("user", text("load_config step")),
+    ]
+    probes = [
+        Probe("identifier", "the x load_config"),
+        Probe("identifier", "x load"),
+        Probe("identifier", "was x"),
+    ]
+    report = ProbeSet(probes).score(messages)
+    assert [p.text for p in report.lost] == ["was x"]

@@ -53,11 +53,11 @@ def test_seed_003_content_requirements() -> None:
 
 
 def test_word_limit_default_and_parameter() -> None:
-    assert SUMMARY_MAX_WORDS == 1200
+    assert SUMMARY_MAX_WORDS == 1500
     _, user = build_prompt("x")
-    assert "at most 1200 words" in user
+    assert "at most 1500 words" in user
     _, user = build_prompt("x", max_words=300)
-    assert "at most 300 words" in user and "1200" not in user
+    assert "at most 300 words" in user and "1500" not in user
 
 
 def test_summary_tags_requested() -> None:

@@ -46,6 +46,7 @@ LABELS = (
     "All user messages, in order:",
     "User instructions and constraints:",
     "Decisions and conclusions (the agent's own words):",
+    "Findings in tool output (the agent's words and the result lines they refer to):",
     "What the agent reported at the end of each turn:",
     "Key technical concepts:",
     "Figures mentioned:",
@@ -54,7 +55,7 @@ LABELS = (
     "Pending tasks (the agent's to-do list):",
     "Test status:",
     "Reported by the harness:",
-    "Current work — the agent's last actions:",
+    "Current work — the agent's last actions and what they returned:",
     "Agent's last message:",
     "Next step:",
 )
@@ -540,7 +541,10 @@ def test_a_poll_of_a_running_command_is_named_by_that_command() -> None:
         msg("assistant", use("c3", "exec_command", cmd="strings bin/codemie | rg OPENCODE_")),
         msg("user", result("c3", running.replace("42", "43"))),
     ]
-    actions = label(section(summary(messages), "Task Status"), "Current work — the agent's last actions:")
+    actions = label(
+        section(summary(messages), "Task Status"),
+        "Current work — the agent's last actions and what they returned:",
+    )
     assert "- exec_command(rg -n COMPACT src) → still running (session 42)" in actions
     assert "- write_stdin(session 42: exec_command(rg -n COMPACT src)) → ok" in actions
     assert "→ still running (session 43)" in actions
@@ -555,3 +559,29 @@ def test_after_a_finished_turn_the_next_step_says_so_even_without_a_new_request(
     ]
     step = label(section(summary(messages), "Task Status"), "Next step:")
     assert step.startswith("The agent had finished its turn")
+
+
+def test_noun_phrases_in_a_document_the_agent_wrote_are_not_its_next_step() -> None:
+    """A finished turn whose last words are a document (a demo script with bullets such as
+    "next reset date", "remaining budget") has no stated intent: seen on a Codex desktop session,
+    whose next step read “next reset date”."""
+    document = (
+        "Here is the demo script.\n\n**4. Show Budgets, 1.5 min**\nPoint out:\n- current spend\n"
+        "- next reset date\n- remaining budget per member\n- sync status with provider"
+    )
+    messages = [
+        msg("user", text("write me a demo script for the budgets page")),
+        msg("assistant", use("r", "Read", file_path="src/budgets.tsx")),
+        msg("user", result("r", "export function Budgets() {}")),
+        msg("assistant", text(document)),
+    ]
+    step = label(section(summary(messages), "Task Status"), "Next step:")
+    assert "next reset date" not in step and "remaining budget" not in step
+    assert step.startswith("The agent had finished its turn")
+    planned = [
+        msg("user", text("fix the flaky test")),
+        msg(
+            "assistant", text("Found it: the clock is not frozen. Next, I'll patch conftest.py to freeze it.")
+        ),
+    ]
+    assert "Next, I'll patch conftest.py" in label(section(summary(planned), "Task Status"), "Next step:")

@@ -15,7 +15,7 @@ from conftest import SAMPLES, same_json
 
 from ctxcompact.accounting.tokens import EstimateCounter, count_tokens
 from ctxcompact.errors import InputError
-from ctxcompact.ir import Message, new_message
+from ctxcompact.ir import Message, new_message, text_of
 from ctxcompact.transcripts.io import (
     STDIN_NAME,
     Transcript,
@@ -612,6 +612,53 @@ def test_only_entries_after_the_last_compact_boundary_are_messages() -> None:
     assert conv.messages[0].content[0]["text"].startswith("This session is being continued")
     assert conv.passthrough == frozenset({0, 1, 2})
     assert dump_transcript(t) == jsonl(*records)
+
+
+def test_the_messages_a_compaction_preserved_follow_its_summary() -> None:
+    """Claude Code 2.1.332 keeps the latest messages through its compaction (manual and auto)
+    without writing them again: its boundary names them (``preservedSegment``: head … tail,
+    before the boundary in the file) and the summary they are sent after (``anchorUuid``). A
+    resume sends summary, preserved messages, then what came after (seen with the real client,
+    tests/interop/test_agent_hooks.py); the file is written back as it was."""
+
+    def linked(record: dict[str, Any], parent: str | None) -> dict[str, Any]:
+        return {**record, "parentUuid": parent}
+
+    preserved = {"headUuid": "a2", "anchorUuid": "c1", "tailUuid": "u2"}
+    records = [
+        linked(cc("user", "old question " * 100, "o1"), None),
+        linked(cc("assistant", "old answer " * 100, "a1", msg_id="m1"), "o1"),
+        linked(cc("assistant", "Added the test; it passes.", "a2", msg_id="m2"), "a1"),
+        linked(cc("user", "Now run it.", "u2"), "a2"),
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "uuid": "b1",
+            "parentUuid": None,
+            "logicalParentUuid": "u2",
+            "compactMetadata": {"trigger": "auto", "preTokens": 155000, "preservedSegment": preserved},
+        },
+        {"type": "attachment", "uuid": "t1", "parentUuid": "b1", "attachment": {"type": "date"}},
+        linked(cc("user", "This session is being continued... summary", "c1", isCompactSummary=True), "t1"),
+        {"type": "attachment", "uuid": "t2", "parentUuid": "c1", "attachment": {"type": "date"}},
+        linked(cc("assistant", "Ran it: green.", "c2", msg_id="m3"), "t2"),
+    ]
+    t = load_session(records)
+    conv = t.conversations[0]
+    assert [(m.role, text_of(m)) for m in conv.messages] == [
+        ("user", "This session is being continued... summary"),
+        ("assistant", "Added the test; it passes."),
+        ("user", "Now run it."),
+        ("assistant", "Ran it: green."),
+    ]
+    assert conv.passthrough == frozenset({0, 1, 4, 5, 7})
+    assert dump_transcript(t) == jsonl(*records)
+    # A boundary whose segment does not resolve (a link missing) preserves nothing.
+    broken = [
+        *records[:4],
+        {**records[4], "compactMetadata": {"preservedSegment": {**preserved, "headUuid": "x"}}},
+    ]
+    assert [m.index for m in load_session([*broken, *records[5:]]).messages] == [6, 8]
 
 
 def test_claude_code_write_back_keeps_passthrough_records_in_place() -> None:

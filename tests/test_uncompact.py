@@ -12,6 +12,8 @@ import pytest
 from cli_helpers import run_cli
 from conftest import CORPUS, SAMPLES, corpus_files, requires_corpus
 from session_builders import SessionBuilder
+from test_codex import line as rollout_line
+from test_codex import sample
 
 from ctxcompact.agents.compactions import find_compactions, split_lines
 from ctxcompact.agents.uncompact import fork_session
@@ -189,6 +191,25 @@ def test_a_codex_fork_is_a_new_rollout_in_codex_layout(source: Path, tmp_path: P
     assert len(new) == len(old) and new[1:] == old[1:]
     assert json.loads(new[0])["payload"] == {**json.loads(old[0])["payload"], "id": done.session_id}
     assert load_transcript(done.path).dialect == "codex"
+
+
+def test_a_codex_fork_gets_its_own_session_id_where_codex_0169_records_one(tmp_path: Path) -> None:
+    """Codex 0.169's session_meta names the thread twice, ``id`` and ``session_id``; Codex
+    resumes a rollout under its ``session_id`` (as ``codex exec resume`` prints it), so a fork
+    keeping the original's would resume as the original session."""
+    day = tmp_path / "sessions" / "2026" / "11" / "25"
+    day.mkdir(parents=True)
+    old_id = "01a21524-8cd2-7ca2-8248-cc82524a0504"
+    meta = {"session_id": old_id, "id": old_id, "cwd": "/repo", "cli_version": "0.169.0"}
+    records = [{"ordinal": 0, **rollout_line("session_meta", meta)}] + [
+        {"ordinal": k, **record} for k, record in enumerate(sample()[1:], 1)
+    ]
+    records.append({"ordinal": 99, **rollout_line("compacted", {"message": "", "replacement_history": []})})
+    rollout = day / f"rollout-2026-11-25T23-57-26-{old_id}.jsonl"
+    rollout.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
+    done = fork_session(rollout)
+    payload = json.loads(done.path.read_bytes().splitlines()[0])["payload"]
+    assert payload == {**meta, "id": done.session_id, "session_id": done.session_id}
 
 
 def test_uncompact_finds_a_session_by_id(tmp_path: Path) -> None:

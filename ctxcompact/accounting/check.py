@@ -13,6 +13,7 @@ from typing import Any
 
 from ctxcompact.accounting.context_size import ContextSize, context_size, recorded_usage, with_size_note
 from ctxcompact.accounting.tokens import (
+    CachedCounter,
     TokenCounter,
     TokenReport,
     count_tokens,
@@ -74,13 +75,17 @@ def conversation_model(conversation: Conversation) -> str | None:
 
 
 def _record_model(record: Any) -> str | None:
-    if not isinstance(record, Mapping):
+    # ``type(x) is dict`` first: the Mapping check (an ABC) costs more than the rest of the
+    # look-up, and it runs on every record of a transcript that names no model.
+    if type(record) is not dict and not isinstance(record, Mapping):
         return None
     for outer, key in (("message", "model"), ("extra", "response")):
         inner = record.get(outer)
-        value = inner.get(key) if isinstance(inner, Mapping) else None
-        if isinstance(value, Mapping):  # mini-swe-agent: extra.response is the API response
-            value = value.get("model")
+        if inner is None:
+            continue
+        value = inner.get(key) if type(inner) is dict or isinstance(inner, Mapping) else None
+        if value is not None and type(value) is not str and isinstance(value, Mapping):
+            value = value.get("model")  # mini-swe-agent: extra.response is the API response
         if isinstance(value, str) and value and not value.startswith("<"):
             return value
     return None
@@ -170,6 +175,22 @@ def measure(conversation: Conversation, counter: TokenCounter | Any, *, previews
     """Count a conversation. An exact request counter (``count_request``) gives the total;
     the breakdown then comes from tiktoken, scaled to it and marked approximate.
     ``previews=False``: no message previews (a compaction shows none)."""
+    if isinstance(counter, CachedCounter) and counter.shared:
+        # The compactions sharing this cache (``eval``'s strategies) count the same
+        # conversation object: counted once.
+        key = (id(conversation), previews)
+        known = counter.reports.get(key)
+        if known is not None and known[0] is conversation:
+            return known[1]
+        report = count_tokens(
+            conversation.messages,
+            counter=counter,
+            system=conversation.system,
+            tools=conversation.tools,
+            previews=previews,
+        )
+        counter.reports[key] = (conversation, report)
+        return report
     if hasattr(counter, "count_request"):
         local = count_tokens(
             conversation.messages, system=conversation.system, tools=conversation.tools, previews=previews

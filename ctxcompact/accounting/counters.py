@@ -229,6 +229,12 @@ class CachedCounter:
     #: messages are immutable and a rewrite keeps the very objects it does not change. The
     #: message is held beside its total, so its id cannot be reused by another object.
     message_sizes: dict[int, tuple[Any, int]] = field(default_factory=dict)
+    #: A cache the caller made for a run of several compactions of the same conversation
+    #: (``eval``: every strategy of one conversation): :func:`cached` keeps it as it is.
+    shared: bool = False
+    #: A shared cache's reports of whole conversations (:func:`ctxcompact.accounting.check.measure`),
+    #: by identity, each held beside its conversation.
+    reports: dict[tuple[int, bool], tuple[Any, Any]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -254,11 +260,22 @@ def cached(counter: TokenCounter | None = None) -> CachedCounter:
     """A fresh per-run cache in front of ``counter`` (default: :func:`make_counter`'s).
 
     A :class:`CachedCounter` given is unwrapped first, so a counter an agent loop keeps
-    across many runs never accumulates every string it has seen: each run starts empty.
+    across many runs never accumulates every string it has seen: each run starts empty —
+    unless it is :func:`shared_cache`'s, which the caller made for one run of its own.
     """
     if counter is None:
         return CachedCounter(exact_counter())
-    return CachedCounter(counter.inner if isinstance(counter, CachedCounter) else counter)
+    if isinstance(counter, CachedCounter):
+        return counter if counter.shared else CachedCounter(counter.inner)
+    return CachedCounter(counter)
+
+
+def shared_cache(counter: TokenCounter | None = None) -> CachedCounter:
+    """A fresh cache in front of ``counter`` that the compactions given it share (one
+    conversation's strategies in ``eval``: each distinct block is encoded once for all of
+    them, and each message's total is kept by identity across them)."""
+    inner = cached(counter).inner
+    return CachedCounter(inner, shared=True)
 
 
 def make_counter(name: str = "tiktoken", *, encoding: str = DEFAULT_ENCODING) -> TokenCounter:

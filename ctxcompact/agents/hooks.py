@@ -2,17 +2,18 @@
 
 * :func:`pre_compact` backs the session file up into the archive (always: one copy of its
   bytes) and, with ``replace``, compacts the session itself — ctxcompact's strategy and
-  summarizer, appended the agent's own way — and answers with a block, so the agent's
-  compaction does not run and the session resumes from ours.
+  summarizer, written the agent's own way: appended to a Codex rollout, into a new Claude
+  Code session (see :func:`_replace`) — and answers with a block, so the agent's compaction
+  does not run and resuming the session the answer names starts from ours.
 * :func:`post_compact` records the agent's summary and scores it with ``eval``'s probes
   against the history it replaced (the backup, else the file before its last compaction).
 * :func:`session_start` (source ``compact``) re-injects what must survive
   (:mod:`ctxcompact.agents.survive`) and the new context lost.
 
 Each returns a :class:`HookAnswer` (the JSON for stdout, lines for stderr) and writes only
-into the archive (and, for ``replace``, the session). The new context is only trusted when
-the session file already holds a compaction newer than the history it is scored against;
-otherwise the summary the agent handed over (or recorded) is the context.
+into the archive (and, for ``replace``, the rollout or the new session). The new context is
+only trusted when the session file already holds a compaction newer than the history it is
+scored against; otherwise the summary the agent handed over (or recorded) is the context.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from ctxcompact.agents.compactions import find_compactions, history_before, split_lines
 from ctxcompact.agents.events import (
+    CLAUDE_CODE,
     HookEvent,
     block_answer,
     context_answer,
@@ -114,25 +116,39 @@ def pre_compact(event: HookEvent, settings: HookSettings, *, moment: datetime | 
 def _replace(
     event: HookEvent, path: Path, options: FileOptions, record: dict[str, Any]
 ) -> tuple[dict[str, Any] | None, str]:
-    """Our compaction of the session, appended to it; the block answer when it compacted.
+    """Our compaction of the session, written where the agent resumes it from; the block
+    answer when it compacted.
 
-    Only ever appended (``O_APPEND``, :func:`~ctxcompact.transcripts.inplace.replace_in_place`):
-    the agent holds the session open, so a result that would rewrite the file instead is left
-    unwritten and the agent compacts as usual."""
+    The agent goes on from the context it holds in memory, writing on. Codex only appends to
+    its rollout, and resumes from the newest ``compacted`` line and the items after it, so
+    ours is appended to the rollout (``O_APPEND``,
+    :func:`~ctxcompact.transcripts.inplace.replace_in_place`: a result that would rewrite the
+    file is left unwritten, and the agent compacts as usual). Claude Code chains each entry
+    to the one before it in memory and resumes from its newest entries: everything it writes
+    after the block descends from its last entry before the compaction, and a compaction
+    appended to its session would never be resumed. Ours goes into a new session beside it
+    (:func:`~ctxcompact.agents.uncompact.write_new_session`: the session's lines, then our
+    boundary and summary), which Claude Code does not write to."""
+    from ctxcompact.agents.uncompact import write_new_session
     from ctxcompact.batch.files import compact_transcript
     from ctxcompact.transcripts.inplace import replace_in_place
     from ctxcompact.transcripts.io import dump_transcript
 
+    target, session_id = path, event.session_id
     try:
         transcript = parse_transcript(read_bytes(path)[1], name=str(path))
         raw = transcript.raw or b""
         done = compact_transcript(transcript, str(path), options=options)
         result = done.results[0] if done.results else None
-        data = dump_transcript(done.transcript)
-        if result is not None and result.compacted and not data.startswith(raw):
-            raise WorkFailedError("its compaction would rewrite the session rather than append to it")
         if result is not None and result.compacted:
-            replace_in_place(path, raw, data, lines=True)
+            data = dump_transcript(done.transcript)
+            if event.agent == CLAUDE_CODE:
+                new = write_new_session(path, data, CLAUDE_CODE)
+                target, session_id = new.path, new.session_id
+            elif data.startswith(raw):
+                replace_in_place(path, raw, data, lines=True)
+            else:
+                raise WorkFailedError("its compaction would rewrite the session rather than append to it")
     except CtxcompactError as exc:
         record["error"] = str(exc)
         return None, f"ctxcompact: our compaction failed, the agent compacts as usual: {exc}"
@@ -141,12 +157,24 @@ def _replace(
         record["error"] = reason
         return None, f"ctxcompact: nothing compacted ({reason}); the agent compacts as usual."
     stats = result.stats
-    record.update(replaced=True, tokens_before=stats.original_tokens, tokens_after=stats.compacted_tokens)
+    record.update(
+        replaced=True,
+        tokens_before=stats.original_tokens,
+        tokens_after=stats.compacted_tokens,
+        session=str(target),
+        session_id=session_id,
+    )
+    where = (
+        f"its summary is appended to {path.name}"
+        if target == path
+        else f"into a new session, {session_id}: this session's history, then ctxcompact's summary"
+    )
     reason = (
         f"ctxcompact compacted this session itself ({stats.original_tokens:,} → "
-        f"{stats.compacted_tokens:,} tokens; its summary is appended to {path.name}), so the "
-        f"agent's own compaction was skipped. To continue from ctxcompact's summary, resume the "
-        f"session: {resume_command(event.agent, event.session_id)}"
+        f"{stats.compacted_tokens:,} tokens; {where}), so the agent's own compaction was "
+        f"skipped. To continue from ctxcompact's summary, resume "
+        f"{'the session' if target == path else 'that session'}: "
+        f"{resume_command(event.agent, session_id)}"
     )
     return block_answer(event.agent, reason), f"ctxcompact: {reason}"
 

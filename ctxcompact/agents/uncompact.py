@@ -64,6 +64,15 @@ class Fork:
         return self.tokens > self.context_window
 
 
+@dataclass(frozen=True, slots=True)
+class NewSession:
+    """A session written by :func:`write_new_session`: its file, id and bytes."""
+
+    path: Path
+    session_id: str
+    data: bytes
+
+
 def list_compactions(path: str | os.PathLike[str]) -> list[Compaction]:
     """The compactions of a session file, oldest first."""
     _, raw = read_bytes(path)
@@ -165,9 +174,21 @@ def fork_session(
     chosen = _chosen(source, found, at)
     head = history_before(raw, chosen)
     agent = CODEX if _is_rollout(lines) else "claude-code"
+    copy = write_new_session(source, head, agent, now=now, new_id=new_id)
+    tokens, window, used_model = _live_size(copy.data, str(copy.path), model)
+    return Fork(source, copy.path, copy.session_id, agent, chosen, tokens, window, used_model)
+
+
+def write_new_session(
+    source: Path, data: bytes, agent: str, *, now: datetime | None = None, new_id: str | None = None
+) -> NewSession:
+    """``data`` (lines of the session ``source``) written as a new session of ``agent`` beside
+    ``source``: a new id (Codex: a UUID v7) where the agent records it, the agent's naming and
+    folders (Claude Code: ``NEW_ID.jsonl`` in the same project folder; Codex:
+    ``sessions/YYYY/MM/DD/rollout-TIME-NEW_ID.jsonl``). Never replaces a file."""
     moment = now or datetime.now(UTC)
     session_id = new_id or (_uuid7(moment) if agent == CODEX else str(uuid.uuid4()))
-    data = _with_session_id(head, split_lines(head), session_id, agent)
+    data = _with_session_id(data, split_lines(data), session_id, agent)
     target = _fork_path(source, session_id, agent, moment)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -175,9 +196,8 @@ def fork_session(
     except FileExistsError:
         raise WorkFailedError(f"{target}: exists already; nothing was written.") from None
     except OSError as exc:
-        raise WorkFailedError(f"{target}: cannot write the fork ({exc.strerror or exc}).") from None
-    tokens, window, used_model = _live_size(data, str(target), model)
-    return Fork(source, target, session_id, agent, chosen, tokens, window, used_model)
+        raise WorkFailedError(f"{target}: cannot write the new session ({exc.strerror or exc}).") from None
+    return NewSession(target, session_id, data)
 
 
 def _chosen(source: Path, found: list[Compaction], at: int | None) -> Compaction:
@@ -198,8 +218,9 @@ def _is_rollout(lines: list[Line]) -> bool:
 
 def _with_session_id(raw: bytes, lines: list[Line], session_id: str, agent: str) -> bytes:
     """``raw`` with the session id changed where the agent records it: every Claude Code
-    entry's ``sessionId``; a Codex rollout's ``session_meta`` ``payload.id``. Other lines
-    are kept byte for byte."""
+    entry's ``sessionId``; a Codex rollout's ``session_meta`` ``payload.id`` and (Codex 0.169,
+    which resumes a rollout under it) ``payload.session_id``. Other lines are kept byte for
+    byte."""
     out: list[bytes] = []
     for line in lines:
         text = raw[line.start : line.end]
@@ -217,7 +238,10 @@ def _with_session_id(raw: bytes, lines: list[Line], session_id: str, agent: str)
             out.append(text)
             continue
         if agent == CODEX:
-            value["payload"] = {**value["payload"], "id": session_id}
+            ids = {"id": session_id} | (
+                {"session_id": session_id} if "session_id" in value["payload"] else {}
+            )
+            value["payload"] = {**value["payload"], **ids}
         else:
             value["sessionId"] = session_id
         out.append(dumps(value) + (b"\n" if text.endswith(b"\n") else b""))

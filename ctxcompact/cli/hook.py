@@ -97,7 +97,8 @@ def hook(
     \b
     Events (the agent writes its JSON payload on stdin; the answer is on stdout):
       pre-compact    back the session up into the archive; with --replace compact it with
-                     ctxcompact (appended the agent's way) and block the agent's compaction
+                     ctxcompact and block the agent's compaction (Codex: appended to the
+                     rollout; Claude Code: into a new session, the reason names it)
       post-compact   record the agent's summary and what of the history it kept (eval's probes)
       session-start  after a compaction: re-inject pins and --survive files the summary dropped
       install        write these hooks into .claude/settings.json or .codex/hooks.json

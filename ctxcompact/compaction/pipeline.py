@@ -413,15 +413,14 @@ def _assert_valid(original: Conversation, messages: Sequence[Message]) -> None:
     thinking-enabled request that the rewrite would end with an assistant turn is a limit of
     the API's rules, said as such; anything else is a bug in a strategy."""
     dialect, thinking = original.dialect, original.thinking
+    found = errors_only(validate_messages(messages, dialect=dialect, thinking=thinking))
+    if not found:  # the common case: the input's own errors need not be looked for
+        return
     before = {
         (v.code, v.subject)
         for v in errors_only(validate_messages(original.messages, dialect=dialect, thinking=thinking))
     }
-    new = [
-        v
-        for v in errors_only(validate_messages(messages, dialect=dialect, thinking=thinking))
-        if (v.code, v.subject) not in before
-    ]
+    new = [v for v in found if (v.code, v.subject) not in before]
     if new and new[0].code == "assistant_last_with_thinking":
         raise WorkFailedError(
             "the request turns extended thinking on, and this compaction would end it with an "

@@ -31,9 +31,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxcompact.accounting.check import BudgetSpec, conversation_model, measure
+from ctxcompact.accounting.check import BudgetSpec, conversation_model, measure, measure_total
 from ctxcompact.accounting.context_size import context_size
-from ctxcompact.accounting.tokens import TokenCounter, make_counter
+from ctxcompact.accounting.counters import shared_cache
+from ctxcompact.accounting.tokens import TokenCounter
 from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
 from ctxcompact.compaction.strategies import AUTO_STRATEGIES, STRATEGY_NAMES
 from ctxcompact.errors import CtxcompactError, UsageError
@@ -42,10 +43,9 @@ from ctxcompact.evaluation.probes import (
     KindScore,
     Probe,
     ProbeReport,
-    context_text,
+    ProbeSet,
     extract_probes,
     restored_paths,
-    score_probes,
 )
 from ctxcompact.ir import Message
 from ctxcompact.transcripts.io import Conversation, Transcript
@@ -156,7 +156,6 @@ def evaluate_transcripts(
     options of those names.
     """
     names = check_eval_strategies(strategies or default_strategies())
-    counter = counter or make_counter()
     runs: list[StrategyRun] = []
     with tempfile.TemporaryDirectory(prefix="ctxcompact-eval-") as scratch:
         root = work_dir or Path(scratch)
@@ -164,7 +163,10 @@ def evaluate_transcripts(
             convs = transcript.conversations[:max_conversations]
             for i, conv in enumerate(convs):
                 source = transcript.name if len(convs) == 1 else f"{transcript.name}#{i}"
-                probes = conversation_probes(conv)
+                probes = ProbeSet(conversation_probes(conv))  # read once, for every strategy
+                # One cache for the conversation's strategies: each block is encoded once.
+                shared = shared_cache(counter)
+                measure_total(conv, shared)  # before the clock: no strategy is charged for it
                 for name in names:
                     runs.append(
                         evaluate_strategy(
@@ -176,7 +178,7 @@ def evaluate_transcripts(
                             budget=budget,
                             target_tokens=target_tokens,
                             target_ratio=target_ratio,
-                            counter=counter,
+                            counter=shared,
                             clock=clock,
                             deadline_at=deadline_at,
                             probes=probes,
@@ -198,10 +200,11 @@ def evaluate_strategy(
     counter: TokenCounter,
     clock: Callable[[], float] = time.perf_counter,
     deadline_at: float | None = None,
-    probes: Sequence[Probe] | None = None,
+    probes: ProbeSet | None = None,
 ) -> StrategyRun:
     """One strategy on one conversation (see the module docstring); ``probes``: the
-    conversation's (:func:`conversation_probes`), read here when not given."""
+    conversation's (:func:`conversation_probes`, made a :class:`ProbeSet` that every strategy
+    of the conversation scores with), read here when not given."""
     start = clock()
     budget = budget or BudgetSpec()
     limits = budget.resolve(conversation)[0] if budget.given or strategy == AUTO else None
@@ -230,8 +233,8 @@ def evaluate_strategy(
     kept = {id(m) for m in messages}
     replaced = [m for m in conversation.messages if id(m) not in kept]
     if probes is None:
-        probes = conversation_probes(conversation)
-    report = score_probes(probes, context_text(messages), restored=restored_paths(messages))
+        probes = ProbeSet(conversation_probes(conversation))
+    report = probes.score(messages, restored=restored_paths(messages))
     return StrategyRun(
         source,
         strategy,
@@ -255,13 +258,16 @@ def conversation_probes(conversation: Conversation) -> tuple[Probe, ...]:
 
 def _offload(conversation: Conversation, counter: TokenCounter) -> tuple[int, int, Sequence[Message]]:
     """``offload`` measured as the compaction pipeline measures a strategy: the context size
-    before, and the same size of the rewrite (:meth:`ContextSize.resized`)."""
+    before, and the same size of the rewrite (:meth:`ContextSize.resized`); its files kept in
+    memory (what it leaves in the context is all a score reads)."""
+    from ctxcompact.offload.store import MemoryWriter
     from ctxcompact.offload.tool_results import offload_tool_results
 
     size = context_size(conversation, measure(conversation, counter), model=conversation_model(conversation))
-    with tempfile.TemporaryDirectory(prefix="ctxcompact-eval-offload-") as out_dir:
-        result = offload_tool_results(conversation.messages, out_dir=out_dir, counter=counter)
-    after = size.resized(measure(conversation.with_messages(result.messages), counter).total)
+    result = offload_tool_results(
+        conversation.messages, out_dir=OFFLOAD, writer=MemoryWriter(), measure_tokens=False
+    )
+    after = size.resized(measure_total(conversation.with_messages(result.messages), counter))
     return size.tokens, after, result.messages
 
 

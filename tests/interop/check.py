@@ -87,7 +87,7 @@ def run_case(clients: Clients, session: Session, case: Case, folder: Path) -> Ou
     try:
         if client == "claude-code":
             sent = claude_sent(run.requests, PROMPT)
-            sent = replace(sent, messages=aligned(sent.messages, exported))
+            sent = replace(sent, messages=aligned(sent.messages, exported, joined_last=sent.joined_last))
             findings["pairs"] += anthropic_pair_findings(sent.request.body["messages"])
         else:
             sent = codex_sent(run.requests, PROMPT, prepared.session, folder / "sent-rollout.jsonl")

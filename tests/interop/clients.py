@@ -26,6 +26,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -112,16 +113,11 @@ def run_claude(clients: Clients, resume: Resume) -> ClientRun:
     placed.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(resume.session, placed)
 
-    def env(api: FakeClientAPIs) -> dict[str, str]:
-        return _base_env(api, resume.home) | {
-            "ANTHROPIC_BASE_URL": api.base_url,
-            "ANTHROPIC_API_KEY": FAKE_KEY,
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-        }
-
     argv = (str(clients.claude), "-p", resume.prompt, "--resume", session_id)
-    return _run("claude-code", argv, env, resume, placed)
+    env = partial(claude_env, home=resume.home)
+    return run_client(
+        "claude-code", argv, env, resume.cwd, FakeClientAPIs(resume.reply), resume.timeout, placed
+    )
 
 
 def run_codex(clients: Clients, resume: Resume) -> ClientRun:
@@ -134,12 +130,33 @@ def run_codex(clients: Clients, resume: Resume) -> ClientRun:
     placed.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(resume.session, placed)
 
-    def env(api: FakeClientAPIs) -> dict[str, str]:
-        (codex_home / "config.toml").write_text(CODEX_CONFIG.format(base_url=api.base_url))
-        return _base_env(api, resume.home) | {"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": FAKE_KEY}
+    argv = (*codex_exec(clients), "resume", thread_id, resume.prompt)
+    env = partial(codex_env, home=resume.home)
+    return run_client("codex", argv, env, resume.cwd, FakeClientAPIs(resume.reply), resume.timeout, placed)
 
-    argv = (str(clients.codex), "exec", "--skip-git-repo-check", "-s", "read-only")
-    return _run("codex", (*argv, "resume", thread_id, resume.prompt), env, resume, placed)
+
+def claude_env(api: FakeClientAPIs, *, home: Path) -> dict[str, str]:
+    """Claude Code's environment: its API on the fake, nothing else reached."""
+    return _base_env(api, home) | {
+        "ANTHROPIC_BASE_URL": api.base_url,
+        "ANTHROPIC_API_KEY": FAKE_KEY,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    }
+
+
+def codex_env(api: FakeClientAPIs, *, home: Path, settings: str = "") -> dict[str, str]:
+    """Codex's environment (``CODEX_HOME`` is ``home/.codex``), with its ``config.toml``
+    written for the fake; ``settings``: top-level keys to add to it."""
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text(settings + CODEX_CONFIG.format(base_url=api.base_url))
+    return _base_env(api, home) | {"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": FAKE_KEY}
+
+
+def codex_exec(clients: Clients) -> tuple[str, ...]:
+    """``codex exec`` as every run calls it: no git repository needed, a read-only sandbox."""
+    return (str(clients.codex), "exec", "--skip-git-repo-check", "-s", "read-only")
 
 
 def _base_env(api: FakeClientAPIs, home: Path) -> dict[str, str]:
@@ -157,19 +174,23 @@ def _base_env(api: FakeClientAPIs, home: Path) -> dict[str, str]:
     }
 
 
-def _run(
+def run_client(
     client: str,
     argv: Sequence[str],
     env: Callable[[FakeClientAPIs], Mapping[str, str]],
-    resume: Resume,
-    placed: Path,
+    cwd: Path,
+    fake: FakeClientAPIs,
+    timeout: float,
+    session: Path,
 ) -> ClientRun:
-    """Run ``argv`` against a fake of its own; kill its whole process group at the limit."""
-    with FakeClientAPIs(resume.reply) as api:
+    """Run ``argv`` in ``cwd`` against ``fake`` (started here, with the environment ``env``
+    builds for it); kill its whole process group at the time limit. ``session``: the file
+    the run is about, for its report."""
+    with fake as api:
         start = time.monotonic()
         process = subprocess.Popen(
             argv,
-            cwd=resume.cwd,
+            cwd=cwd,
             env=dict(env(api)),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -177,7 +198,7 @@ def _run(
             start_new_session=True,
         )
         try:
-            out, err = process.communicate(timeout=resume.timeout)
+            out, err = process.communicate(timeout=timeout)
             code: int | None = process.returncode
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
@@ -193,7 +214,7 @@ def _run(
         out.decode("utf-8", "replace"),
         err.decode("utf-8", "replace"),
         requests,
-        placed,
+        session,
     )
 
 

@@ -7,7 +7,10 @@ Claude Code (a Messages API request body):
   * removed as the client's own: ``role: "system"`` messages inside ``messages`` (its
     mid-conversation system turns: environment, model, tool and agent listings); the text
     block ``Tool loaded.`` in a user message whose tool result lists ``tool_reference`` blocks
-    (it adds it after a ToolSearch answer); in the last message, the new prompt's text block and
+    (it adds it after a ToolSearch answer); in any user message, the commit and pull-request
+    attribution reminder (a ``<system-reminder>`` block opening with ``Attribution for git
+    commits``), which 2.1.332 renders from its own ``remote_session_change`` attachment entry;
+    in the last message, the new prompt's text block and
     the ``<system-reminder>`` blocks sent with it (the message goes if nothing else is left);
     then an assistant message made only of the text ``No response requested.`` that ends what
     is left (Claude Code writes it, model ``<synthetic>``, when a session's last turn is a user
@@ -30,7 +33,8 @@ Codex (a Responses API request body):
     ``developer`` messages, and user messages that open with ``<environment_context>``,
     ``<user_instructions>`` or ``# AGENTS.md instructions``;
   * at the start, ``additional_tools`` items and a ``developer`` message that is exactly the
-    session's ``base_instructions`` (Codex 0.169 sends its instructions as input items);
+    session's ``base_instructions`` (Codex 0.169 sends its instructions as input items, and
+    records them in the rollouts it writes: removed from ctxcompact's live history too);
   * the remaining items are compared twice: as raw items, with ``ctxcompact``'s live history of
     the rollout (minus the transport-only keys ``id`` on a ``message`` item and
     ``internal_chat_message_metadata_passthrough``), and read back through ctxcompact's Codex
@@ -63,6 +67,8 @@ FIXED_TEXTS = frozenset(
     json.dumps({"text": t, "type": "text"}, sort_keys=True) for t in (SUMMARY_ACK, RESTORED_ACK)
 )
 REMINDER = "<system-reminder>"
+#: How the reminder Claude Code renders from its ``remote_session_change`` attachment opens.
+ATTRIBUTION = "<system-reminder>\nAttribution for git commits and pull requests"
 CODEX_CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
 #: Tools Claude Code renamed; it sends old calls under the new name.
 RENAMED_TOOLS = {"Task": "Agent"}
@@ -80,6 +86,9 @@ class Sent:
     request: RecordedRequest
     removed: list[str]
     items: list[Any] | None = None  # Codex: the history items as sent
+    #: Claude Code: the new turn was sent joined to the last message (the session ended with
+    #: a user entry), so that message's last block was not the last of the message as sent.
+    joined_last: bool = False
 
 
 class NotSent(Exception):
@@ -100,6 +109,12 @@ def claude_sent(requests: Sequence[RecordedRequest], prompt: str) -> Sent:
     removed = [f"system turn: {_preview(m['content'])}" for m in messages if m.get("role") == "system"]
     messages = [m for m in messages if m.get("role") != "system"]
     for k, message in enumerate(messages):
+        if message.get("role") == "user" and any(_is_attribution(b) for b in blocks_of(message)):
+            message = messages[k] = {
+                **message,
+                "content": [b for b in blocks_of(message) if not _is_attribution(b)],
+            }
+            removed.append(f"message {k}: the attribution reminder")
         if _loads_tools(message):
             messages[k] = {**message, "content": [b for b in blocks_of(message) if b != TOOL_LOADED]}
             removed.append(f"message {k}: {TOOL_LOADED['text']!r} after a tool_reference result")
@@ -111,7 +126,7 @@ def claude_sent(requests: Sequence[RecordedRequest], prompt: str) -> Sent:
     elif messages and messages[-1].get("role") == "assistant" and _texts(messages[-1]) == [SYNTHETIC_REPLY]:
         messages.pop()
         removed.append(f"synthetic assistant turn {SYNTHETIC_REPLY!r}")
-    return Sent(normalised(messages), request, removed)
+    return Sent(normalised(messages), request, removed, joined_last=bool(kept))
 
 
 def _loads_tools(message: Mapping[str, Any]) -> bool:
@@ -125,6 +140,14 @@ def _loads_tools(message: Mapping[str, Any]) -> bool:
         if b.get("type") == "tool_result"
     )
     return references and TOOL_LOADED in blocks
+
+
+def _is_attribution(block: Any) -> bool:
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and str(block.get("text", "")).startswith(ATTRIBUTION)
+    )
 
 
 def _is_prompt_or_reminder(block: Mapping[str, Any], prompt: str) -> bool:
@@ -151,12 +174,21 @@ def codex_sent(requests: Sequence[RecordedRequest], prompt: str, rollout: Path, 
     items = items[:at]
     while items and _is_codex_context(items[-1]):
         removed.append(f"turn context: {_what(items.pop())}")
-    instructions = base_instructions(rollout)
-    while items and (
-        items[0].get("type") == "additional_tools" or _codex_text(items[0], "developer") == instructions
-    ):
-        removed.append(f"leading context: {_what(items.pop(0))}")
+    lead = _leading_context(items, base_instructions(rollout))
+    removed += [f"leading context: {_what(item)}" for item in items[:lead]]
+    items = items[lead:]
     return Sent(codex_messages(items, rollout, scratch), request, removed, items)
+
+
+def _leading_context(items: Sequence[Any], instructions: str | None) -> int:
+    """How many items at the start are Codex's leading context: ``additional_tools`` and the
+    developer message that is exactly the session's ``base_instructions``."""
+    n = 0
+    while n < len(items) and (
+        items[n].get("type") == "additional_tools" or _codex_text(items[n], "developer") == instructions
+    ):
+        n += 1
+    return n
 
 
 def _is_codex_context(item: Mapping[str, Any]) -> bool:
@@ -199,9 +231,12 @@ def codex_messages(items: Sequence[Any], rollout: Path, scratch: Path) -> list[M
 
 
 def codex_live_items(rollout: Path) -> list[Any]:
-    """The raw items of ctxcompact's live history of a rollout (what it says Codex sends)."""
+    """The raw items of ctxcompact's live history of a rollout (what it says Codex sends),
+    without the leading context :func:`codex_sent` removes from what Codex sent (a rollout
+    Codex 0.169 wrote records it too)."""
     records = [json.loads(line) for line in rollout.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [dict(item.payload) for item in live_history(records)]
+    items = [dict(item.payload) for item in live_history(records)]
+    return items[_leading_context(items, base_instructions(rollout)) :]
 
 
 def item_findings(sent: Sequence[Any], live: Sequence[Any]) -> list[str]:
@@ -277,23 +312,26 @@ def normalised(messages: Iterable[Mapping[str, Any]]) -> list[Message]:
     return out
 
 
-def aligned(sent: Sequence[Message], exported: Sequence[Message]) -> list[Message]:
+def aligned(
+    sent: Sequence[Message], exported: Sequence[Message], *, joined_last: bool = False
+) -> list[Message]:
     """``sent`` with two rewrites Claude Code makes of the blocks it resumes taken back, each
     checked against the export's block at the same place:
 
     * where it joins two user entries into one message, the first one's last text block ends
-      with an added ``\\n``: a text block that is not its message's last and equals the export's
-      block plus ``\\n`` counts as that block;
+      with an added ``\\n``: a text block that is not its message's last (nor, with
+      ``joined_last``, the last block of the last message, which the new turn was joined to)
+      and equals the export's block plus ``\\n`` counts as that block;
     * a tool result listing only ``tool_reference`` blocks to tools this version does not have
       is sent as the text ``[Tool references removed - tools no longer available]``: such a
       result counts as the export's result of the same call."""
     out = []
-    for message, like in zip(sent, [*exported, *[{}] * len(sent)], strict=False):
+    for n, (message, like) in enumerate(zip(sent, [*exported, *[{}] * len(sent)], strict=False)):
         blocks, want = list(message["content"]), blocks_of(like)
+        open_end = joined_last and n == len(sent) - 1
         for k, block in enumerate(blocks):
-            if k < len(want) and (
-                _joined(block, want[k], last=k == len(blocks) - 1) or _unloaded(block, want[k])
-            ):
+            last = k == len(blocks) - 1 and not open_end
+            if k < len(want) and (_joined(block, want[k], last=last) or _unloaded(block, want[k])):
                 blocks[k] = want[k]
         out.append({**message, "content": blocks})
     return out

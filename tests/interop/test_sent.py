@@ -60,6 +60,42 @@ def test_a_prompt_joined_to_the_sessions_last_user_message_leaves_that_message()
     sent = [{"role": "user", "content": [text("unanswered"), REMINDER, text(PROMPT)]}]
     got = claude_sent([request(MESSAGES_PATH, {"messages": sent})], PROMPT)
     assert got.messages == [{"role": "user", "content": [text("unanswered")]}]
+    # Joined to the new turn, its last block got Claude Code's "\n" (a /compact's output, the
+    # session's last entry): it counts as the export's block, and only then.
+    sent = [
+        {
+            "role": "user",
+            "content": [text("<local-command-stdout>Compacted</local-command-stdout>\n"), text(PROMPT)],
+        }
+    ]
+    got = claude_sent([request(MESSAGES_PATH, {"messages": sent})], PROMPT)
+    exported = [{"role": "user", "content": [text("<local-command-stdout>Compacted</local-command-stdout>")]}]
+    assert got.joined_last and aligned(got.messages, exported, joined_last=True) == exported
+    assert aligned(got.messages, exported) != exported
+
+
+def test_the_attribution_reminder_claude_code_renders_from_its_attachment_goes() -> None:
+    """2.1.332 renders its ``remote_session_change`` attachment entry as a reminder at the
+    start of the user message it follows, wherever that is in the conversation."""
+    attribution = text(
+        "<system-reminder>\nAttribution for git commits and pull requests you create from here on "
+        "(…):\n- End git commit messages with:\nCo-Authored-By: Claude\n</system-reminder>\n"
+    )
+    session = [
+        {"role": "user", "content": [text("task")]},
+        {"role": "assistant", "content": [text("done")]},
+        {"role": "user", "content": [REMINDER, text("a reminder the session itself recorded")]},
+        {"role": "assistant", "content": [text("ok")]},
+    ]
+    sent = [
+        {"role": "user", "content": [attribution, text("task")]},
+        session[1],
+        {"role": "user", "content": [attribution, *session[2]["content"]]},
+        session[3],
+        {"role": "user", "content": [text(PROMPT)]},
+    ]
+    got = claude_sent([request(MESSAGES_PATH, {"messages": sent})], PROMPT)
+    assert got.messages == normalised(session)
 
 
 def test_tool_loaded_goes_only_after_a_tool_loading_result() -> None:

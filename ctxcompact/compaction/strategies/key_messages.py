@@ -72,22 +72,28 @@ POSITION_WEIGHT = 0.01
 WEIGHT_PATH, WEIGHT_CODE, WEIGHT_KEYWORD, WEIGHT_NUMBER = 1.5, 1.5, 1.0, 0.5
 PENALTY_LONG_RESULT, PENALTY_REPEATED_RESULT = 2.0, 3.0
 
-_PATH = re.compile(
-    r"(?:^|[\s\"'`(])(?:~|\.{1,2})?/?[\w.-]+/[\w./-]+|\b[\w-]+\.(?:py|ts|js|tsx|jsx|go|rs|java|c|h|cpp|md|json|toml|ya?ml|txt|sh)\b"
-)
-_CODE = re.compile(r"```")
+_EXTENSION = r"\.(?:py|ts|js|tsx|jsx|go|rs|java|c|h|cpp|md|json|toml|ya?ml|txt|sh)\b"
+#: A path: a slashed one (``src/app.py``, ``~/x``, ``../y``), or a file name with a known
+#: extension. Looked for in two parts (:func:`has_path`); ``++``: a run that is not followed by
+#: the slash never is when shorter, so the scan never backtracks into it.
+_SLASHED = re.compile(r"(?:^|[\s\"'`(])(?:~|\.{1,2})?/?[\w.-]++/[\w./-]+")
+_FILE_NAME = re.compile(r"\b[\w-]++" + _EXTENSION)
+_EXTENSION_AT = re.compile(_EXTENSION)
+_PATH = re.compile(f"{_SLASHED.pattern}|{_FILE_NAME.pattern}")
 _KEYWORD = re.compile(r"\b(must|should|need)\b|必须|需要", re.I)
+_KEYWORD_WORDS = ("must", "should", "need", "必须", "需要")
 _NUMBER = re.compile(r"\d")
 
 #: The seed's defaults, as :func:`key_message_extraction` takes them.
 DEFAULT_KEY_MESSAGE_OPTIONS = KeyMessageOptions()
 
 
-def base_score(message: Message) -> float:
-    """The seed's category score of one message."""
+def base_score(message: Message, text: str | None = None) -> float:
+    """The seed's category score of one message (``text``: its text with tool results, when
+    the caller has it)."""
     if has_user_text(message):
         return BASE_USER
-    text = text_of(message, include_tool_results=True)
+    text = text_of(message, include_tool_results=True) if text is None else text
     if "ARTIFACT_SAVED" in text:
         return BASE_ARTIFACT
     if "NODE_COMPLETE" in text:
@@ -100,17 +106,45 @@ def base_score(message: Message) -> float:
 
 
 def content_weight(text: str) -> float:
-    """The seed's "含文件路径/代码块/数值/关键词 加分", one weight per kind present."""
+    """The seed's "含文件路径/代码块/数值/关键词 加分", one weight per kind present.
+
+    Each kind is looked for where a substring scan says it can be (a tool result can be
+    megabytes, and a regex over all of it for a kind it lacks is most of the strategy's time):
+    the regex confirms, so the answer is the regex's."""
     weight = 0.0
-    for pattern, value in (
-        (_PATH, WEIGHT_PATH),
-        (_CODE, WEIGHT_CODE),
-        (_KEYWORD, WEIGHT_KEYWORD),
-        (_NUMBER, WEIGHT_NUMBER),
-    ):
-        if pattern.search(text):
-            weight += value
+    if has_path(text):
+        weight += WEIGHT_PATH
+    if "```" in text:
+        weight += WEIGHT_CODE
+    folded = text.casefold()  # every case-insensitive match of a keyword holds it folded
+    if any(w in folded for w in _KEYWORD_WORDS) and _KEYWORD.search(text):
+        weight += WEIGHT_KEYWORD
+    if _NUMBER.search(text):
+        weight += WEIGHT_NUMBER
     return weight
+
+
+def has_path(text: str) -> bool:
+    """Whether ``text`` holds a path (:data:`_PATH`): a slashed one where there is a slash;
+    a file name at each known extension whose dot follows a word character (else by the
+    regex itself, from there)."""
+    if "/" in text and _SLASHED.search(text):
+        return True
+    for match in _EXTENSION_AT.finditer(text):
+        at = match.start()
+        before = text[at - 1] if at else ""
+        if before.isalnum() or before == "_":
+            return True
+        if before == "-":  # ``x-.py``: the name may start further back
+            return _FILE_NAME.search(text, max(0, _run_start(text, at))) is not None
+    return False
+
+
+def _run_start(text: str, end: int) -> int:
+    start = end
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_-"):
+        start -= 1
+    return start
 
 
 def score_message(
@@ -118,9 +152,10 @@ def score_message(
 ) -> float:
     """Seed 004's priority of ``message`` at ``index`` of ``total``."""
     recent = RECENT_BONUS if index >= total - min_recent else 0.0
-    score = base_score(message) + recent + POSITION_WEIGHT * index
-    score += content_weight(text_of(message, include_tool_results=True))
-    if base_score(message) == BASE_TOOL:
+    text = text_of(message, include_tool_results=True)
+    base = base_score(message, text)
+    score = base + recent + POSITION_WEIGHT * index + content_weight(text)
+    if base == BASE_TOOL:
         if tokens > LONG_RESULT_TOKENS:
             score -= PENALTY_LONG_RESULT
         if repeated:

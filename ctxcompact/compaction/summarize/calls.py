@@ -21,11 +21,14 @@ from operator import itemgetter
 from typing import Any
 
 from ctxcompact.compaction.summarize.layout import clip_words
+from ctxcompact.compaction.summarize.scripts import python_scripts, script_edits
 from ctxcompact.compaction.summarize.shell_files import PATH_FIELDS, argv_command, command_texts, path_after
 from ctxcompact.compaction.summarize.statements import texts
 from ctxcompact.ir import Block, Message
 
 FOLLOW_WORDS = 16
+#: A file a script wrote without a change readable from its text.
+SCRIPT_WRITE = "(written by the script; what changed is not in its text)"
 _NEW_TEXT_FIELDS = ("new_string", "new_str", "new", "content", "file_text", "text", "code")
 _OLD_TEXT_FIELDS = ("old_string", "old_str", "old")
 _HEREDOC_WRITE = re.compile(
@@ -84,16 +87,26 @@ def _one_line(text: str, words: int) -> str:
 
 
 def changes_of(index: int, block: Block, *, words: int = 40) -> Iterator[Change]:
-    """The changes a tool call makes (see the module docstring)."""
+    """The changes a tool call makes (see the module docstring). A replacement that changes
+    the number of lines says so (``3 lines → 2``): a line a script dropped shows."""
     for path, how, old, new in edits(block):
         if old is not None and old.strip():
-            yield Change(index, path, how, f"{_one_line(old, max(words // 4, 6))} → {_one_line(new, words)}")
+            before, after = _line_count(old), _line_count(new)
+            counted = f" ({before} lines → {after})" if before != after else ""
+            shown = _one_line(new, words) if new.strip() else "(deleted)"
+            yield Change(index, path, how, f"{_one_line(old, max(words // 4, 6))} → {shown}{counted}")
+        elif not new.strip():
+            yield Change(index, path, how, SCRIPT_WRITE)
         else:
-            lines = new.count("\n") + 1
+            lines = _line_count(new)
             label = (
                 how if how in ("sed -i", "apply_patch") else f"{how}, {lines} line{'s' if lines != 1 else ''}"
             )
             yield Change(index, path, label, _one_line(new, words))
+
+
+def _line_count(text: str) -> int:
+    return text.rstrip("\n").count("\n") + 1
 
 
 def new_texts(block: Block) -> Iterator[tuple[str, str]]:
@@ -105,7 +118,8 @@ def new_texts(block: Block) -> Iterator[tuple[str, str]]:
 def edits(block: Block) -> Iterator[tuple[str, str, str | None, str]]:
     """``(path, how, old text or None, new text)`` for each change a tool call makes: a file
     tool's replacement or content (``MultiEdit`` edit by edit), a heredoc written to a file,
-    a ``sed -i`` expression, the added lines of a patch."""
+    a ``sed -i`` expression, the removed and added lines of a patch, the replacements and
+    writes of a Python script the command runs (:mod:`.scripts`)."""
     name = str(block.get("name") or "tool")
     tool_input = block.get("input")
     if isinstance(tool_input, Mapping):
@@ -141,15 +155,21 @@ def _shell_edits(command: str) -> Iterator[tuple[str, str, str | None, str]]:
         yield path, "sed -i", None, match.group(1).strip("'\"")
     if "*** Begin Patch" in command:
         path = ""
-        added: dict[str, list[str]] = {}
+        # path -> (removed lines, added lines)
+        hunks: dict[str, tuple[list[str], list[str]]] = {}
         for line in command.splitlines():
             found = _PATCH_FILE.match(line)
             if found:
                 path = found.group(1).strip()
             elif path and line.startswith("+") and not line.startswith("+++"):
-                added.setdefault(path, []).append(line[1:])
-        for path, lines in added.items():
-            yield path, "apply_patch", None, "\n".join(lines)
+                hunks.setdefault(path, ([], []))[1].append(line[1:])
+            elif path and line.startswith("-") and not line.startswith("---"):
+                hunks.setdefault(path, ([], []))[0].append(line[1:])
+        for path, (removed, added) in hunks.items():
+            yield path, "apply_patch", "\n".join(removed) if removed else None, "\n".join(added)
+    for script in python_scripts(command):
+        for path, how, old, new in script_edits(script):
+            yield path_after(command, path), how, old, new
 
 
 def todo_items(name: str, tool_input: Any, tasks: dict[str, tuple[str, str]]) -> list[str] | None:
@@ -234,12 +254,16 @@ class Later:
         found = self.last_results.get(tool_use_id)
         return found[1] if found is not None and found[0] > index else None
 
+    def said_after(self, index: int) -> str:
+        """The text of the first assistant message after ``index`` (``""`` if none)."""
+        nxt = bisect_right(self.assistants, index)
+        return texts(self.messages[self.assistants[nxt]].content) if nxt < len(self.assistants) else ""
+
     def outcome(self, index: int, call: Block | None, name: str, failed: Callable[[Block], bool]) -> str:
         """What became of one error: the agent's next call of the same tool on the same target
         (or, failing that, of the same tool) and whether it succeeded; its own words when it
         said something right after."""
-        nxt = bisect_right(self.assistants, index)
-        said = texts(self.messages[self.assistants[nxt]].content) if nxt < len(self.assistants) else ""
+        said = self.said_after(index)
         retry = self.next_call(index, name, target(call) if call is not None else "")
         parts = [f"the agent said: {clip_words(said, FOLLOW_WORDS)}"] if said else []
         if retry is not None:

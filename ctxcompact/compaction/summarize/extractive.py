@@ -12,17 +12,19 @@ Goals & Decisions      *Primary request and intent*: the task statement whole (h
                        section, its old current work and next step marked superseded; *all user
                        messages* in order, in their own words (those given while rejecting a
                        tool call included); every *instruction and constraint*; the agent's
-                       *decisions and conclusions* in its own words, whole sentences; what the
-                       agent *reported at the end of each turn*; *key technical concepts*;
+                       *decisions and conclusions* in its own words, whole sentences; its
+                       *findings in tool output* (its sentence naming something in backticks
+                       and the result line holding that name, :mod:`.gist`); what the agent
+                       *reported at the end of each turn*; *key technical concepts*;
                        figures mentioned.
 File Operations        *files and code*: every file read, written, edited or deleted, by a
-                       file tool or a shell command (:mod:`.shell_files`), and the *changes*
-                       made with their new text.
+                       file tool, a shell command (:mod:`.shell_files`) or a Python script
+                       (:mod:`.scripts`), and the *changes* made with their new text.
 Tool Calls             calls per tool name, most used first, and how many failed.
 Task Status            *pending tasks* (the agent's to-do list), the *latest user request*,
                        the *test status* read from the output of each test command, events the
-                       harness reported, *current work* (the agent's last actions and what each
-                       returned, its last words) and the *next step*: the agent's last stated
+                       harness reported, *current work* (the agent's last calls, each with the
+                       lines of its result worth carrying, :mod:`.gist`; its last words) and the *next step*: the agent's last stated
                        intent, the call in flight, its open to-do items.
 Errors & Resolutions   *errors and fixes*: each failure of a command that ran, with its own
                        error lines and outcome (what the agent said, whether its next call of
@@ -36,11 +38,11 @@ to follow them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ctxcompact.compaction.summarize import Summary
 from ctxcompact.compaction.summarize import earlier as earlier_summary
-from ctxcompact.compaction.summarize.facts import ErrorNote, Facts
+from ctxcompact.compaction.summarize.facts import SHOWN_ACTIONS, Action, ErrorNote, Facts, Finding
 from ctxcompact.compaction.summarize.layout import (
     PINNED_SHARE,
     Part,
@@ -56,8 +58,12 @@ from ctxcompact.compaction.summarize.templates import shrink_harness_instruction
 from ctxcompact.ir import Message
 
 ERROR_LINE_WORDS = 24
-LAST_ACTIONS = 6
+LAST_ACTIONS = SHOWN_ACTIONS
+#: Indent of the result lines under a call in Current work.
+RESULT_INDENT = "    "
 TESTS_SHOWN = 6
+CURRENT_WORK_LABEL = "Current work — the agent's last actions and what they returned:"
+FINDINGS_LABEL = "Findings in tool output (the agent's words and the result lines they refer to):"
 PRIMARY_LABEL = "Primary request and intent (the task statement):"
 EARLIER_LABEL = "### Earlier compaction summary (carried forward)"
 SAME_AS_TASK = "(the primary request above)"
@@ -114,6 +120,8 @@ def _goal_parts(facts: Facts, *, max_words: int) -> tuple[Part, ...]:
     rules = tuple(r for r in facts.rules if not (task_whole and r in facts.task_rules))
     report_cap = _cap(max_words, 8, 60)
     reports = tuple(f"- (request {n}) {clip_words(text, report_cap)}" for n, text in facts.reports)
+    found = {f.sentence for f in facts.findings if f.sentence}
+    finding_cap = _cap(max_words, 20, 40)
     sections = [
         s for body in facts.earlier for s in earlier_summary.parse(body, superseded=facts.after_earlier)
     ]
@@ -130,13 +138,21 @@ def _goal_parts(facts: Facts, *, max_words: int) -> tuple[Part, ...]:
         Part("User instructions and constraints:", rules, "each"),
         Part(
             "Decisions and conclusions (the agent's own words):",
-            tuple(f"- {c}" for c in facts.conclusions),
+            tuple(f"- {c}" for c in facts.conclusions if c not in found),
             "last",
         ),
+        Part(FINDINGS_LABEL, tuple(_finding_item(f, cap=finding_cap) for f in facts.findings), "last"),
         Part("What the agent reported at the end of each turn:", reports, "each", rank=2),
         Part("Key technical concepts:", (concepts,) if concepts else (), "first", rank=3),
         Part("Figures mentioned:", (", ".join(facts.figures),) if facts.figures else (), "first", rank=3),
     )
+
+
+def _finding_item(finding: Finding, *, cap: int) -> str:
+    """The agent's sentence, then what it read: ``label`` and the result lines it referred to."""
+    quoted = "; ".join(f"`{line}`" for line in finding.lines)
+    said = f"{clip_words(finding.sentence, cap)} — " if finding.sentence else ""
+    return f"- {said}{finding.label} showed: {quoted}"
 
 
 def _file_parts(facts: Facts) -> tuple[Part, ...]:
@@ -193,9 +209,10 @@ def _test_line(run: TestRun) -> str:
 def _status_parts(facts: Facts, *, max_words: int) -> tuple[Part, ...]:
     last_request = facts.last_request_index
     recent = [a for a in facts.actions if a.index > last_request]
-    actions = [f"- {a.label} → {a.outcome or 'result not seen yet'}" for a in recent[-LAST_ACTIONS:]]
-    if len(recent) > LAST_ACTIONS:
-        actions.insert(0, f"- … {len(recent) - LAST_ACTIONS} earlier calls")
+    actions = [_action_item(a) for a in recent[-LAST_ACTIONS:]]
+    earlier = max(len(recent) - LAST_ACTIONS, 0)
+    if earlier:
+        actions.insert(0, _earlier_calls(earlier))
     latest = ""
     if facts.requests:
         request = facts.requests[-1]
@@ -212,13 +229,63 @@ def _status_parts(facts: Facts, *, max_words: int) -> tuple[Part, ...]:
         Part("Test status:", tests, "last", rank=0),
         Part("Reported by the harness:", tuple(f"- {e}" for e in facts.events), "last", rank=2),
         Part("The agent's notes since the latest request:", notes, "each"),
-        Part("Current work — the agent's last actions:", tuple(actions), "last"),
+        Part(
+            CURRENT_WORK_LABEL,
+            tuple(actions),
+            "last",
+            quote=True,
+            shorten=_newest_first(earlier),
+        )
+        if actions
+        else Part(CURRENT_WORK_LABEL, ()),
         Part("Agent's last message:", (last_text,) if last_text else (), rank=0),
         Part(
             "The agent's last thoughts (its turn was cut before it spoke):", (thoughts,) if thoughts else ()
         ),
         Part("Next step:", tuple(next_step(facts)), "first", rank=0),
     )
+
+
+def _action_item(action: Action) -> str:
+    """A call, its outcome, and under it the lines of its result worth carrying."""
+    head = f"- {action.label} → {action.outcome or 'result not seen yet'}"
+    if not action.shown:
+        return head
+    return head + ":\n" + "\n".join(RESULT_INDENT + line for line in action.shown)
+
+
+def _newest_first(earlier: int) -> Callable[[Sequence[str], int], tuple[str, ...]]:
+    """Current work in ``words``: the newest calls first, each whole while it fits, then the
+    next one's first lines (its call at least); the older ones are counted in a note."""
+
+    def shorten(items: Sequence[str], quota: int) -> tuple[str, ...]:
+        kept: list[str] = []
+        left = quota - 5  # "- … N earlier calls"
+        for item in reversed(items[1:] if earlier else items):
+            lines = item.split("\n")
+            take: list[str] = []
+            for line in lines:
+                size = words(line)
+                if size > left:
+                    break
+                take.append(line)
+                left -= size
+            if not take:
+                break
+            if len(take) < len(lines):
+                take.append(f"{RESULT_INDENT}({len(lines) - len(take)} more lines)")
+                left -= 3
+            kept.append("\n".join(take))
+        omitted = len(items) - len(kept)
+        if omitted > 0 and quota >= 5:
+            kept.append(_earlier_calls(omitted - 1 + earlier if earlier else omitted))
+        return tuple(reversed(kept))
+
+    return shorten
+
+
+def _earlier_calls(count: int) -> str:
+    return f"- … {count} earlier call{'s' if count != 1 else ''}"
 
 
 def _latest_tests(runs: Sequence[TestRun]) -> list[TestRun]:

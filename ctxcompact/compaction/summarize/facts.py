@@ -32,8 +32,9 @@ from ctxcompact.compaction.summarize.boilerplate import (
     user_words,
 )
 from ctxcompact.compaction.summarize.calls import Change, Later, call_label, changes_of, todo_items
+from ctxcompact.compaction.summarize.gist import NO_OUTPUT, names_in, referred_lines, shown_lines
 from ctxcompact.compaction.summarize.layout import clip_words
-from ctxcompact.compaction.summarize.outcomes import TestRun, failed, failure_lines, read_tests
+from ctxcompact.compaction.summarize.outcomes import TestRun, failed, failure_lines, output_of, read_tests
 from ctxcompact.compaction.summarize.shell_files import PATH_FIELDS, command_texts, tool_file_ops
 from ctxcompact.compaction.summarize.statements import (
     USER_RULE as USER_RULE,
@@ -42,6 +43,7 @@ from ctxcompact.compaction.summarize.statements import (
     conclusions,
     instructions,
     intents,
+    prose,
     sentences,
     texts,
 )
@@ -58,6 +60,10 @@ from ctxcompact.markers import (
 __all__ = ["NUMBER_WITH_UNIT", "USER_RULE", "Facts", "sentences", "texts"]
 
 MAX_CONCEPTS = 40
+#: The agent's last calls whose results the summary shows (:func:`.gist.shown_lines`).
+SHOWN_ACTIONS = 6
+#: The most result lines one finding quotes.
+FINDING_LINES = 2
 ERROR_LINE_WORDS = 24
 #: A number with a unit ("30 s", "512 MB", "20,000 tokens", "95 %"): the figures a task turns on.
 NUMBER_WITH_UNIT = re.compile(
@@ -96,12 +102,30 @@ class ErrorNote:
 @dataclass(slots=True)
 class Action:
     """One of the agent's calls and what it returned: ``ok``, ``failed: …``, ``rejected by
-    the user``, or ``""`` while its result is not in the transcript."""
+    the user``, or ``""`` while its result is not in the transcript; ``shown``: the lines of
+    its result worth carrying (filled for the last :data:`SHOWN_ACTIONS` calls)."""
 
     index: int
     label: str
     outcome: str = ""
     result_index: int = -1
+    call: Block | None = None
+    result: Block | None = None
+    broke: bool = False
+    test: TestRun | None = None
+    shown: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A sentence of the agent about what a tool returned, and the result lines holding the
+    names it wrote in backticks (``sentence`` is ``""`` when the names were in a plan or a
+    question: the lines alone are the finding)."""
+
+    index: int
+    sentence: str
+    label: str
+    lines: tuple[str, ...]
 
 
 @dataclass(slots=True)
@@ -135,6 +159,7 @@ class Facts:
     todos: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     #: The index of the last message: results there had not been seen by the agent.
     final_index: int = -1
 
@@ -172,6 +197,10 @@ class _Reader:
         self.turn_text = ""
         self.turn_notes: list[str] = []
         self.sessions: dict[str, str] = {}  # a running command's session id -> its call
+        self.unseen: list[tuple[str, str]] = []  # (call label, output) since the agent last spoke
+        # What facts.rules and facts.conclusions hold: the lists keep the order, these the look-ups.
+        self.listed_rules: set[str] = set()
+        self.listed_conclusions: set[str] = set()
 
     def read(self) -> Facts:
         facts = self.facts
@@ -196,6 +225,18 @@ class _Reader:
         ):
             facts.last_thoughts = "\n".join(str(b.get("thinking") or "") for b in last.content).strip()
         facts.final_index = len(self.messages) - 1
+        recent = [a for a in facts.actions if a.index > facts.last_request_index]
+        for action in recent[-SHOWN_ACTIONS:]:
+            if action.result is not None and action.outcome != "rejected by the user":
+                action.shown = shown_lines(
+                    action.call,
+                    tool_result_text(action.result),
+                    broke=action.broke,
+                    test=action.test,
+                    said=self.later.said_after(action.result_index),
+                )
+                if action.outcome.startswith("still running") and action.shown == (NO_OUTPUT,):
+                    action.shown = ()
         return facts
 
     # -- user messages --
@@ -235,7 +276,8 @@ class _Reader:
         facts.requests.append(request)
         for sentence in instructions(request.text):
             item = f"- {sentence}"
-            if item not in facts.rules:
+            if item not in self.listed_rules:
+                self.listed_rules.add(item)
                 facts.rules.append(item)
             if is_task:
                 facts.task_rules.add(item)
@@ -254,6 +296,7 @@ class _Reader:
             action = self.actions.get(tool_id)
             if action is not None:
                 action.result_index = index
+                action.result = block
             running = _RUNNING.search(body[:300])
             if running and call is not None:  # a later call polls this session: name it so
                 self.sessions[running.group(1)] = call_label(call, words=8)
@@ -276,6 +319,11 @@ class _Reader:
                 run = read_tests(index, commands[0], body, command_failed=broke) if commands else None
                 if run is not None:
                     facts.tests.append(run)
+                    if action is not None:
+                        action.test = run
+            if action is not None:
+                action.broke = broke
+            self.unseen.append((label, body))
             ops = self.pending_ops.pop(tool_id, None)
             changes = self.pending_changes.pop(tool_id, None)
             structured = call is not None and _has_path(call)
@@ -319,6 +367,7 @@ class _Reader:
                 self.turn_notes.append(self.turn_text)
             self.turn_text = text
             self._add_conclusions(text)
+            self._add_findings(index, text)
             self._add_concepts(text)
         for block in message.content:
             if block.get("type") != "tool_use":
@@ -328,7 +377,7 @@ class _Reader:
             tool_id = str(block.get("id") or "")
             facts.tools[name] += 1
             self.calls[tool_id] = (index, block)
-            action = Action(index, self._label(block))
+            action = Action(index, self._label(block), call=block)
             self.actions[tool_id] = action
             facts.actions.append(action)
             todos = todo_items(name, block.get("input"), self.tasks)
@@ -339,8 +388,36 @@ class _Reader:
 
     def _add_conclusions(self, text: str) -> None:
         for sentence in conclusions(text):
-            if sentence not in self.facts.conclusions:
+            if sentence not in self.listed_conclusions:
+                self.listed_conclusions.add(sentence)
                 self.facts.conclusions.append(sentence)
+
+    def _add_findings(self, index: int, text: str) -> None:
+        """The agent's sentences naming, in backticks, something the results it just read
+        hold, with those result lines (each result is searched once per name, linear)."""
+        seen, self.unseen = self.unseen, []
+        names = names_in(text) if seen else []
+        if not names:
+            return
+        said = [s for s in sentences(prose(text)) if "`" in s]
+        plans = set(intents(text))
+        for label, body in seen:
+            output = output_of(body)
+            for name, line in referred_lines(output, names, limit=FINDING_LINES):
+                sentence = next((s for s in said if f"`{name}`" in s), "")
+                if sentence in plans:
+                    sentence = ""
+                last = self.facts.findings[-1] if self.facts.findings else None
+                if (
+                    last is not None
+                    and last.index == index
+                    and last.sentence == sentence
+                    and last.label == label
+                ):
+                    if len(last.lines) < FINDING_LINES:
+                        self.facts.findings[-1] = Finding(index, sentence, label, (*last.lines, line))
+                    continue
+                self.facts.findings.append(Finding(index, sentence, label, (line,)))
 
     def _apply_ops(self, index: int, ops: list[tuple[str, str]]) -> None:
         facts = self.facts

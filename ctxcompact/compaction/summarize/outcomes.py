@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 from ctxcompact.ir import Block
 
+#: The end of an output where a harness's frame is looked for.
+FRAME_TAIL_CHARS = 600
 #: Lines at the end of an output where an error means the command failed (rule 4).
 TAIL_LINES = 3
 TEST_FAILURES_SHOWN = 3
@@ -46,6 +48,7 @@ _ERROR_WORDS = ("traceback", "error", "exception", "exit", "fatal", "panic", "fa
 #: Line breaks ``str.splitlines`` knows besides ``\n``: a text with one is re-joined on ``\n``.
 _OTHER_LINE_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # looked for with `in`: faster than a regex
 _NONSPACE = re.compile(r"\S")
+_PYTEST_E = re.compile(r"^\s*E\s{2,}")  # pytest's "E   " before an error line
 
 _EXIT_HEAD = re.compile(
     r"\A\s*(?:Exit code:? (-?\d+)|<returncode>(-?\d+)</returncode>)|"
@@ -57,7 +60,9 @@ _FRAME_HEAD = re.compile(
     r"|(?:(?:Chunk ID|Wall time|Process exited with code|Process running with session ID|Original token count)"
     r"[^\n]*\n)+(?:Output:\n)?)"
 )
-_FRAME_TAIL = re.compile(r"\n?(?:</output>|\[exit code: -?\d+\])\s*\Z")
+_FRAME_TAIL = re.compile(
+    r"\n?(?:</output>|\[exit code: -?\d+\]|\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n(?:bash-\$)?)\s*\Z"
+)
 
 TEST_COMMAND = re.compile(
     r"\b(?:py\.?test|tox|nox|unittest|runtests\.py|manage\.py\s+test|go\s+test|cargo\s+(?:test|nextest)|"
@@ -109,13 +114,18 @@ def failed(result: Block, text: str, *, flags_reported: bool) -> bool:
 def output_of(text: str) -> str:
     """A tool result's output without the harness's frame: mini-swe-agent's
     ``<returncode>``/``<output>`` tags, Codex's header lines, an ``Exit code N`` first line,
-    a ``[exit code: N]`` last line."""
+    a ``[exit code: N]`` last line, SWE-agent's ``(Open file: …)``/``(Current directory: …)``
+    and prompt lines."""
     head = _FRAME_HEAD.match(text)
     if head:
         text = text[head.end() :]
-    tail = _FRAME_TAIL.search(text[-200:])
+    tail = _FRAME_TAIL.search(text[-FRAME_TAIL_CHARS:])
     if tail:
-        text = text[: len(text) - 200 + tail.start()] if len(text) > 200 else text[: tail.start()]
+        text = (
+            text[: len(text) - FRAME_TAIL_CHARS + tail.start()]
+            if len(text) > FRAME_TAIL_CHARS
+            else text[: tail.start()]
+        )
     return text
 
 
@@ -140,15 +150,15 @@ def failure_lines(text: str) -> list[str]:
 def error_lines(text: str) -> list[str]:
     """The error lines of a tool output (each once, in order; a bare ``Traceback`` header only
     when nothing more informative is there): the lines :data:`_ERROR_LINE` matches."""
-    found: list[str] = []
+    found: dict[str, None] = {}  # ordered, and a look-up per line (a list made it quadratic)
     for line in _candidate_lines(text):
         if _ERROR_LINE.search(line):
-            line = re.sub(r"^\s*E\s{2,}", "", line).strip(" =")
+            line = _PYTEST_E.sub("", line).strip(" =")
             line = line.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
-            if line and line not in found:
-                found.append(line)
+            if line:
+                found.setdefault(line, None)
     informative = [line for line in found if not line.startswith("Traceback")]
-    return informative or found
+    return informative or list(found)
 
 
 def _candidate_lines(text: str) -> list[str]:
@@ -232,11 +242,10 @@ def read_tests(index: int, command: str, text: str, *, command_failed: bool) -> 
     if not TEST_COMMAND.search(command):
         return None
     summaries = [next(g for g in m.groups() if g) for m in _TEST_SUMMARY.finditer(text)]
-    names = []
+    found: dict[str, None] = {}
     for match in _TEST_FAILED_NAME.finditer(text):
-        name = next(g for g in match.groups() if g)
-        if name not in names:
-            names.append(name)
+        found.setdefault(next(g for g in match.groups() if g), None)
+    names = list(found)
     failing = bool(names) or any(_FAILING.search(s) for s in summaries)
     if failing or (command_failed and not summaries):
         status = "failed"

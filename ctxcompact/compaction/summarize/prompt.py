@@ -10,7 +10,7 @@ pins the parts the seeds require word for word:
   code, errors and fixes, problem solving, all user messages, pending tasks, current work,
   next step), and for an earlier compaction summary to be carried forward;
 * :data:`MOST_RECENT_RULE`, verbatim from seed 000 F-004 rule 3;
-* the word limit (:data:`SUMMARY_MAX_WORDS`, 1200 by default);
+* the word limit (:data:`SUMMARY_MAX_WORDS`, 1500 by default);
 * seed 003 FR-1.4: completed tasks, current state, key context (file paths, code snippets),
   next steps;
 * the answer wrapped in ``<summary>…</summary>`` tags (seed 002 §4.3), which the summarizer
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-SUMMARY_MAX_WORDS = 1200
+SUMMARY_MAX_WORDS = 1500
 
 #: The five dimensions, in the order the summary must present them.
 DIMENSIONS = (

@@ -25,6 +25,8 @@ import shlex
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ctxcompact.compaction.summarize.scripts import python_scripts, script_edits
+
 PATH_FIELDS = ("path", "file_path", "filename", "notebook_path")
 COMMAND_FIELDS = ("command", "cmd", "script", "input", "patch")
 
@@ -151,6 +153,11 @@ def shell_file_ops(command: str, *, follow_cd: bool = True) -> Iterator[tuple[st
             known.add(path)
             yield path, op
         mentions.extend(_under(cwd, p) for p in path_mentions(segment))
+    for script in python_scripts(command):
+        for path, _how, old, _new in script_edits(script):
+            path = path_after(command, path)
+            known.add(path)
+            yield path, "edited" if old is not None else "written"
     for path in dict.fromkeys(mentions):
         if path not in known:
             yield path, "mentioned"

@@ -43,8 +43,11 @@ CONCLUSION = re.compile(
     re.IGNORECASE,
 )
 INTENT = re.compile(
-    r"\b(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|we need to|next,? |now i|then i|"
-    r"i should|the next step|remaining|still need|todo|to do)\b"
+    r"\b(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|we need to|now i|then i|"
+    r"i should|the next step|still need|todo|to do)\b"
+    # "Next, …", "Next I…", "Remaining: …" open a plan; "next reset date", "remaining budget" in a
+    # document the agent wrote are noun phrases, not what it does next.
+    r"|^\W*next\b(?:\s*[,:]|\s+(?:i|we|step|steps|up|let)\b)|\bremaining\s*(?::|(?:work|steps?|tasks?|items?|issues?)\b)"
     r"|接下来|下一步|让我|我来|我将|我会|现在",
     re.IGNORECASE,
 )

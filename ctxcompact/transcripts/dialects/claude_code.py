@@ -7,7 +7,8 @@ message. What the model sees, and so what becomes IR messages:
 
 * only entries after the last ``system`` entry with ``subtype: "compact_boundary"`` (Claude
   Code keeps pre-compaction lines in the file but no longer sends them; the
-  ``isCompactSummary`` user entry after the boundary *is* sent);
+  ``isCompactSummary`` user entry after the boundary *is* sent), and the latest messages
+  before it that the boundary's ``preservedSegment`` names, sent right after that summary;
 * only main-thread entries (``isSidechain: false``) when the file has any; a subagent file
   (``<session>/subagents/agent-*.jsonl``) is all sidechain and is read as its own thread;
 * one assistant response is written as several entries sharing ``message.id`` (a thinking
@@ -124,7 +125,7 @@ CHAIN_TYPES = frozenset({"user", "assistant", "attachment", "system", "progress"
 
 def live_entries(records: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple[str, ...]]:
     """The positions of the message entries Claude Code sends when it resumes this file, in
-    file order, and what makes the file resume otherwise than it reads (a broken chain, an
+    the order it sends them (file order, but for a compaction's preserved entries), and what makes the file resume otherwise than it reads (a broken chain, an
     unreachable tail). Claude Code's loader:
 
     1. keeps every chain entry by ``uuid`` and finds the leaves (entries no entry names as its
@@ -133,7 +134,9 @@ def live_entries(records: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple
        ``timestamp``: the real client resumes our compaction, written later in the file but
        stamped earlier under ``SOURCE_DATE_EPOCH``) and walks ``parentUuid`` back until a
        parent is missing;
-    3. starts the context after the last ``compact_boundary`` on that chain;
+    3. starts the context after the last ``compact_boundary`` on that chain, and splices the
+       entries that boundary preserved
+       (:func:`~ctxcompact.transcripts.dialects.claude_code_compact.preserved_segment`) in after its summary;
     4. gathers, from the whole file, every entry of a response on the chain (same
        ``message.id``: one response is written as several entries, each linked to the one
        before, so parallel tool calls branch) and the tool results answering them (linked to
@@ -173,6 +176,8 @@ def live_entries(records: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple
         (k for k, i in enumerate(chain) if claude_code_compact.is_boundary(records[i])), default=-1
     )
     live = {i for i in chain[boundary + 1 :] if in_thread(i)}
+    anchor, preserved = claude_code_compact.preserved_segment(records, by_uuid, chain, boundary)
+    live |= {i for i in preserved if in_thread(i)}
     response_ids = {_response_id(records[i]) for i in live} - {None}
     live |= {i for i in range(len(records)) if in_thread(i) and _response_id(records[i]) in response_ids}
     calls = {_link(records[i], "uuid") for i in live if records[i].get("type") == "assistant"}
@@ -184,9 +189,11 @@ def live_entries(records: Sequence[Mapping[str, Any]]) -> tuple[list[int], tuple
         and _link(records[i], "parentUuid") in calls
         and _only_tool_results(records[i])
     }
-    visible = sorted(live)
-    thread = [i for i in range(len(records)) if in_thread(i)]
     since = chain[boundary] if boundary >= 0 else -1
+    # The preserved entries (and their responses' other entries and results) are in the file
+    # before the boundary; Claude Code sends them right after the anchor.
+    visible = sorted(live, key=lambda i: (anchor, i) if anchor is not None and i < since else (i, -1))
+    thread = [i for i in range(len(records)) if in_thread(i)]
     newer = [i for i in thread if i > since and i not in live and _later(records[i], records[leaf])]
     return visible, _chain_problems(visible, thread, chain[0], leaf, missing if boundary < 0 else None, newer)
 

@@ -45,6 +45,37 @@ def is_boundary(record: Any) -> bool:
     )
 
 
+def preserved_segment(
+    records: Sequence[Mapping[str, Any]], by_uuid: Mapping[str, int], chain: Sequence[int], boundary: int
+) -> tuple[int | None, list[int]]:
+    """The entries a compaction kept verbatim, and the entry they follow (its summary).
+
+    Claude Code (2.1.332 does) keeps the latest messages through its compaction (manual, auto)
+    without writing them again: its boundary's ``compactMetadata.preservedSegment`` names them
+    by ``headUuid`` … ``tailUuid`` (a ``parentUuid`` chain before the boundary) and the
+    ``anchorUuid`` they are sent after, and its loader splices them in there. (None, []) when
+    the boundary has none, or its links do not resolve to a chain on the file."""
+    if boundary < 0:
+        return None, []
+    metadata = records[chain[boundary]].get("compactMetadata")
+    segment = metadata.get("preservedSegment") if isinstance(metadata, Mapping) else None
+    if not isinstance(segment, Mapping):
+        return None, []
+    head, tail = by_uuid.get(str(segment.get("headUuid"))), by_uuid.get(str(segment.get("tailUuid")))
+    anchor = by_uuid.get(str(segment.get("anchorUuid")))
+    if head is None or tail is None or anchor not in chain[boundary + 1 :]:
+        return None, []
+    kept: list[int] = []
+    at: int | None = tail
+    while at is not None and at not in kept and at < chain[boundary]:
+        kept.append(at)
+        if at == head:
+            return anchor, kept[::-1]
+        parent = records[at].get("parentUuid")
+        at = by_uuid.get(parent) if isinstance(parent, str) else None
+    return None, []
+
+
 def native_layout(messages: Sequence[Message]) -> tuple[Message, ...]:
     """The compacted context in Claude Code's layout, from the seed's (summary, ack, restored
     file, ack…, kept tail): the summary reworded, acknowledgements dropped, and consecutive

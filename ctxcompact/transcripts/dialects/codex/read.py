@@ -20,7 +20,8 @@ Items become IR messages: a run of model output items (``reasoning``, ``function
 assistant message; a run of ``function_call_output`` / ``custom_tool_call_output`` items is one
 user message of ``tool_result`` blocks (paired by ``call_id``); each user or developer
 ``message`` is a message of its own (developer → ``system``). Blocks: ``input_text`` /
-``output_text`` → text; ``input_image`` → ``image_url``; a reasoning summary or content →
+``output_text`` → text (other fields of the part, such as an answer's ``annotations``, kept
+for the writer); ``input_image`` → ``image_url``; a reasoning summary or content →
 thinking, its ``encrypted_content`` → ``redacted_thinking`` (counted as opaque data); a call →
 ``tool_use`` (``id`` = ``call_id``); ``web_search_call`` and unknown items are carried as
 blocks of their own type.
@@ -57,6 +58,10 @@ _CALL_KINDS = frozenset({"function_call", "custom_tool_call", "local_shell_call"
 _SYSTEM_ROLES = frozenset({"developer", "system"})
 #: Marks a tool_use / tool_result block that is not a plain function call or output.
 KIND_KEY = "codex_item"
+#: On a text block read from a part with more than its ``type`` and ``text`` (an answer's
+#: ``annotations``, its URL citations): those fields, written back with the text. Empty ones
+#: (``"annotations": []``, on every answer Codex 0.169 records) say nothing and are not kept.
+PART_KEY = "codex_part"
 #: On a tool_result read from the legacy ``shell`` tool's JSON envelope
 #: (``{"output": TEXT, "metadata": {"exit_code", "duration_seconds"}}``, Codex ≤ 0.5x): the
 #: ``metadata``, so the writer wraps a changed output the same way. The block's content is
@@ -320,8 +325,10 @@ def _part_block(part: Any, where: str) -> Block:
     if not isinstance(part, Mapping):
         raise InputError(f"{where}: a content part is a JSON {json_kind(part)}, expected an object.")
     kind = part.get("type")
-    if kind in ("input_text", "output_text", "text") and set(part) <= {"type", "text"}:
-        return {"type": "text", "text": str(part.get("text", ""))}
+    if kind in ("input_text", "output_text", "text") and isinstance(part.get("text", ""), str):
+        block: Block = {"type": "text", "text": part.get("text", "")}
+        extra = {k: v for k, v in part.items() if k not in ("type", "text") and v not in ([], {}, None)}
+        return {**block, PART_KEY: extra} if extra else block
     if kind == "input_image" and set(part) <= {"type", "image_url"}:
         return {"type": "image_url", "image_url": {"url": part.get("image_url")}}
     return part

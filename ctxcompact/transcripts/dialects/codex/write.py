@@ -20,6 +20,7 @@ from ctxcompact.transcripts.dialects.codex.read import (
     CODEX_SUMMARY_PREFIX,
     ENVELOPE_KEY,
     KIND_KEY,
+    PART_KEY,
     LiveItem,
     is_summary,
     item_blocks,
@@ -121,7 +122,12 @@ def _rebuild(payload: Mapping[str, Any], blocks: Sequence[Block]) -> dict[str, A
 def _part(role: Any, block: Block) -> dict[str, Any]:
     if block.get("type") == "text":
         kind = "output_text" if role == "assistant" else "input_text"
-        return {"type": kind, "text": str(block.get("text", ""))}
+        extra = block.get(PART_KEY)
+        return {
+            "type": kind,
+            "text": str(block.get("text", "")),
+            **(extra if isinstance(extra, Mapping) else {}),
+        }
     if block.get("type") == "image_url":
         image = block.get("image_url")
         url = image.get("url") if isinstance(image, Mapping) else image
