@@ -183,7 +183,7 @@ def round_starts(messages: Sequence[Message]) -> list[int]:
 
 
 def current_loop_start(messages: Sequence[Message]) -> int:
-    """Index of the last user message with user text (seed 004 "Loop 内压缩").
+    """Index of the last user message with user text: the live loop starts there.
 
     That message and everything after it is the live request and its tool loop: local
     strategies never touch it. With no user text at all, the whole list is the loop (0) —
@@ -196,8 +196,8 @@ def current_loop_start(messages: Sequence[Message]) -> int:
 
 
 def live_start(messages: Sequence[Message]) -> int:
-    """Where the part the model has not answered yet starts (SPEC §6 "Live tool results are
-    untouchable"): the last assistant turn whose tool results end the list (the model has not
+    """Where the part the model has not answered yet starts (live tool results are
+    untouchable): the last assistant turn whose tool results end the list (the model has not
     seen them), or a last user request (with the turn whose calls it answers, if it answers
     any). A list that ends with an assistant turn ends with what the next request builds on
     (a prefill, a ``pause_turn`` to continue, or the agent's last words): that turn.
@@ -260,7 +260,7 @@ class Span:
 
 def tool_interaction_blocks(messages: Sequence[Message]) -> list[Span]:
     """Spans of *tool interaction blocks*: an assistant message with tool uses plus the user
-    message(s) right after it that hold their results (seed 002 §4.2, seed 004 tool groups).
+    message(s) right after it that hold their results: taken or left whole.
 
     A strategy keeps or drops such a span whole, which is what keeps pairs valid.
     """

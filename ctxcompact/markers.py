@@ -1,6 +1,6 @@
 """The compaction's own texts and their recognisers: a leaf module every layer may import.
 
-Seed 000 F-006 fixes the strings; the summarizers recognise earlier summaries and
+The strings are fixed (changing one breaks reading what earlier runs wrote); the summarizers recognise earlier summaries and
 acknowledgements by them, file restoration recognises restored-file messages, and the
 strategies write them. Keeping them here (importing nothing from ctxcompact but the IR) means
 no lower layer has to import a strategy.
@@ -12,11 +12,11 @@ import re
 
 from ctxcompact.ir import Block, Message
 
-#: The summary message of a full compaction starts with this (seed 000 F-006).
+#: The summary message of a full compaction starts with this.
 SUMMARY_PREFIX = "[Conversation compressed]\n\n"
-#: The assistant's acknowledgement that follows the summary (seed 000 F-006).
+#: The assistant's acknowledgement that follows the summary.
 SUMMARY_ACK = "Understood. I have the context from the compressed conversation. Continuing work."
-#: A restored file's message: ``"[Restored after compact] {path}:\n{content}"`` (seed 000 F-005).
+#: A restored file's message: ``"[Restored after compact] {path}:\n{content}"``.
 RESTORED_PREFIX = "[Restored after compact]"
 #: The assistant's acknowledgement of a restored file.
 RESTORED_ACK = "Noted, file content restored."

@@ -14,7 +14,7 @@ from enum import StrEnum
 class SummarizerName(StrEnum):
     """Who writes the summary: ``auto`` is ``anthropic`` when an API key is set, else
     ``extractive`` (offline, deterministic). ``anthropic-batch``: a whole batch's summaries
-    through the Message Batches API (:mod:`ctxcompact.batch.summaries`)."""
+    through the Message Batches API (:mod:`ctxcompact.batch.message_batches`)."""
 
     auto = "auto"
     anthropic = "anthropic"

@@ -11,6 +11,7 @@ function fails here, with the place named.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from conftest import ROOT
@@ -172,3 +173,23 @@ def test_no_function_over_the_line_bar() -> None:
                 if length > MAX_FUNCTION_LINES:
                     long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({length} lines)")
     assert not long, "functions over the bar:\n" + "\n".join(long)
+
+
+#: Citations a reader of the repository cannot open: the requirement notes' feature numbers,
+#: the product spec's sections, the tracker's issue numbers.
+UNOPENABLE = re.compile(r"\b(?:[Ss]eed 00\d|F-\d{3}|UC-\d{3}|FR-\d|SPEC §|[Ii]ssue \d+)")
+DECISION = re.compile(r"docs/decisions/[\w.-]+\.md")
+
+
+def test_the_code_states_its_rules_instead_of_citing_them() -> None:
+    """A comment says the rule itself, or links a decision record that is in the repository."""
+    cited = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in MODULES.values()
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if UNOPENABLE.search(line)
+    ]
+    assert not cited, "state the rule, or link docs/decisions/:\n" + "\n".join(cited)
+    linked = {m for p in MODULES.values() for m in DECISION.findall(p.read_text(encoding="utf-8"))}
+    assert linked, "the decision records are linked from the code"
+    assert all((ROOT / m).is_file() for m in linked), sorted(m for m in linked if not (ROOT / m).is_file())

@@ -122,7 +122,7 @@ def test_a_single_task_loop_keeps_the_last_turns_and_masks_the_oldest_observatio
     messages = _loop(30)
     out, stats = _compact(tmp_path, messages, "--auto", "-w", "64000")
     step = stats["steps"][0]
-    assert stats["compacted"] and not stats["stillOverThreshold"] and _summary(stats) is None
+    assert stats["compacted"] and not stats["still_over_threshold"] and _summary(stats) is None
     assert [s["strategy"] for s in step["steps"]] == ["mask"]
     # The newest observations stay whole, the oldest became stubs naming call and outcome.
     assert out[-7:] == messages[-7:]  # the last three assistant turns, verbatim
@@ -141,8 +141,8 @@ def test_a_single_task_loop_keeps_the_last_turns_and_masks_the_oldest_observatio
     assert out[0] == messages[0]
     assert all(f"Step {n}:" in " ".join(_texts(out)) for n in range(30))
     # It fills its budget: no further than the target (half the threshold by default).
-    assert stats["compactedTokenCount"] <= stats["threshold"] // 2
-    assert stats["compactedTokenCount"] >= stats["threshold"] // 4
+    assert stats["compacted_token_count"] <= stats["threshold"] // 2
+    assert stats["compacted_token_count"] >= stats["threshold"] // 4
 
 
 def test_a_summary_holds_the_task_and_is_never_followed_by_it(tmp_path: Path) -> None:
@@ -178,7 +178,7 @@ def test_target_tokens_sets_the_size_aimed_at(tmp_path: Path) -> None:
     _, narrow = _compact(
         tmp_path, messages, "--auto", "-w", "64000", "--target-tokens", "9000", name="b.json"
     )
-    assert narrow["compactedTokenCount"] <= 9000 < wide["compactedTokenCount"]
+    assert narrow["compacted_token_count"] <= 9000 < wide["compacted_token_count"]
     assert run_cli("compact", "-", "--target-ratio", "1.5", input="[]").exit_code == 2
 
 
@@ -333,8 +333,8 @@ def test_single_task_runs_fit_50k_keep_the_last_three_turns_and_use_a_quarter(
     result = run_cli("compact", "--auto", path, "-w", "50000", "-o", out, "--stats-json", stats, "-q")
     assert result.exit_code == 0, result.stderr
     figures = json.loads(stats.read_text())
-    assert figures["compactedTokenCount"] < figures["threshold"]
-    assert figures["compactedTokenCount"] >= figures["threshold"] / 4
+    assert figures["compacted_token_count"] < figures["threshold"]
+    assert figures["compacted_token_count"] >= figures["threshold"] / 4
     assert run_cli("check", out, "-w", "50000").exit_code == 0
     before = json.loads(path.read_text())["messages"]
     after = json.loads(out.read_text())["messages"]

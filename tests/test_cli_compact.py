@@ -48,9 +48,9 @@ def test_output_file_stats_json_and_no_key_means_extractive(tmp_path: Path) -> N
     assert result.stdout == ""
     data = json.loads(stats.read_text())
     assert data["summarizer"] == "extractive"  # no ANTHROPIC_API_KEY in tests: the embedded default
-    assert data["restoredFileCount"] >= 1
-    assert data["compactedTokenCount"] < data["originalTokenCount"]
-    assert Path(data["archivePath"]).is_file()
+    assert data["restored_file_count"] >= 1
+    assert data["compacted_token_count"] < data["original_token_count"]
+    assert Path(data["archive_path"]).is_file()
     assert load_transcript(target).conversations[0].messages
 
 

@@ -124,7 +124,7 @@ def test_count_table(session: Path) -> None:
 
 def test_count_json_schema(session: Path) -> None:
     data = run_json("count", session, "--model", "gpt-4o", "--top", "2")
-    assert set(data) == {"total", "transcripts"}
+    assert set(data) == {"version", "total", "transcripts"} and data["version"] == 1
     [row] = data["transcripts"]
     assert set(row) == {
         "label",

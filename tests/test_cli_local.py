@@ -38,7 +38,7 @@ def test_selective_applies_rules_and_reports_phases(tmp_path: Path) -> None:
     assert step["strategy"] == "selective"
     phases = [e["phase"] for e in step["events"]]
     assert phases[0] == "selective_start" and "selective_done" in phases
-    assert stats["compactedTokenCount"] < stats["originalTokenCount"]
+    assert stats["compacted_token_count"] < stats["original_token_count"]
     assert "phase=selective_rule rule=tool_result" in result.stderr  # --verbose timeline
     kept = output_messages(result)
     assert RECORDS[-1] in kept  # the live request's round is verbatim
@@ -57,7 +57,7 @@ def test_key_messages_reports_seed_metadata(tmp_path: Path) -> None:
 def test_auto_defaults_to_hybrid_and_plain_compact_stays_full(tmp_path: Path) -> None:
     _, auto = run(tmp_path, str(SESSION), "--auto", *WINDOW)
     assert auto["strategy"] == "hybrid"
-    assert auto["compactedTokenCount"] < 9000 or auto["warnings"]
+    assert auto["compacted_token_count"] < 9000 or auto["warnings"]
     _, plain = run(tmp_path, str(SESSION))
     assert plain["strategy"] == "full"
 

@@ -41,8 +41,8 @@ def test_output_file_stats_json_quiet_and_undo_round_trip(tmp_path: Path) -> Non
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "" and result.stderr == ""
     data = json.loads(stats.read_text())
-    assert data["offloadedCount"] == len(data["files"]) > 0
-    assert data["freedChars"] > 0 and data["tokensFreed"] > 0
+    assert data["offloaded_count"] == len(data["files"]) > 0
+    assert data["freed_chars"] > 0 and data["tokens_freed"] > 0
     assert all(Path(f).is_absolute() and Path(f).is_file() for f in data["files"])
     # OpenAI in, OpenAI out: tool messages stay tool messages.
     assert load_transcript(lean).dialect == "openai"
@@ -178,4 +178,4 @@ def test_quiet_offload_with_stats_json_still_counts_the_tokens_freed(tmp_path: P
         result = run_cli(*argv, *([flag] if flag else []))
         assert result.exit_code == 0, result.stderr
     quiet, loud = (json.loads(p.read_text()) for p in stats.values())
-    assert quiet["tokensFreed"] == loud["tokensFreed"] > 0
+    assert quiet["tokens_freed"] == loud["tokens_freed"] > 0

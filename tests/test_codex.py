@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ctxcompact.ir import Message, new_message, text_of, tool_pairs
 from ctxcompact.markers import SUMMARY_PREFIX
+from ctxcompact.output.json.inspection import rollout_usage_json
 from ctxcompact.transcripts.dialects import codex
 from ctxcompact.transcripts.dialects.codex.files import command_files, relative_to, touched_files
 from ctxcompact.transcripts.dialects.codex.history import compacted_history, recorded_usage
@@ -383,7 +384,7 @@ def test_recorded_usage_is_the_newest_token_count() -> None:
     assert usage is not None
     assert usage.last.input_tokens == 2400 and usage.context_tokens == 2410
     assert usage.context_window == 258400 and usage.line == 20
-    assert usage.to_dict()["line"] == 21
+    assert rollout_usage_json(usage)["line"] == 21  # JSON counts lines from 1
 
 
 def test_usage_recorded_before_a_compaction_no_longer_counts() -> None:

@@ -317,21 +317,21 @@ def test_stats_json_has_the_seed_fields(tmp_path: Path) -> None:
     )
     data = compact_stats_json(result.stats)
     for key in (
-        "originalTokenCount",
-        "compactedTokenCount",
-        "compactionRatio",
-        "compactedMessageCount",
-        "retainedMessageCount",
-        "restoredFileCount",
-        "restoredTokenCount",
-        "archivePath",
+        "original_token_count",
+        "compacted_token_count",
+        "compaction_ratio",
+        "compacted_message_count",
+        "retained_message_count",
+        "restored_file_count",
+        "restored_token_count",
+        "archive_path",
         "summarizer",
         "retries",
         "retention",
     ):
         assert key in data
-    assert data["compactionRatio"] == pytest.approx(
-        data["compactedTokenCount"] / data["originalTokenCount"], abs=1e-4
+    assert data["compaction_ratio"] == pytest.approx(
+        data["compacted_token_count"] / data["original_token_count"], abs=1e-4
     )
 
 

@@ -16,8 +16,8 @@ from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
 from ctxcompact.compaction.strategies.full import FullOptions
 from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
 from ctxcompact.markers import SUMMARY_PREFIX
-from ctxcompact.transcripts.export import compaction_points, export_transcript
 from ctxcompact.transcripts.io import Transcript, dump_transcript, parse_transcript
+from ctxcompact.transcripts.points.export import compaction_points, export_transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = ROOT / "sample_transcripts" / "anthropic-session.json"

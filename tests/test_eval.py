@@ -90,8 +90,8 @@ def test_cli_table_json_html_and_lost(tmp_path: Path) -> None:
     assert re.search(r"^prune: \d+ probe\(s\) lost$", out.stdout, re.M)
     data = run_cli("eval", SESSION, "-s", "full", "--json", "--html", tmp_path / "e.html").json()
     assert data["strategies"][0]["strategy"] == "full"
-    assert data["strategies"][0]["retention"]["byKind"]["path"]["score"] == 1.0
-    assert set(data["strategies"][0]["retention"]["byCategory"]) == {
+    assert data["strategies"][0]["retention"]["by_kind"]["path"]["score"] == 1.0
+    assert set(data["strategies"][0]["retention"]["by_category"]) == {
         "task",
         "artifacts",
         "continuation",
@@ -214,3 +214,35 @@ def test_evaluate_inputs_reports_each_input_once_and_refuses_bad_strategies() ->
     assert batch.fatal_error() is None and len(batch.result.runs) == 2
     with pytest.raises(UsageError):
         evaluate_inputs(paths, EvalSettings(("bogus",)))
+
+
+def test_eval_reads_the_facts_of_each_part_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The probes and full read the same messages (hybrid and auto, on a longer session, the same
+    # older part): the summary's facts are read once per part, and the results are the same.
+    from ctxcompact.compaction.summarize import facts
+
+    transcript = load_transcript(SESSION)
+    alone = evaluate_transcripts([transcript], clock=ticking_clock())  # type: ignore[arg-type]
+    reads: list[tuple[int, ...]] = []
+    read = facts._Reader.read
+
+    def counted(self: facts._Reader) -> facts.Facts:
+        reads.append(tuple(map(id, self.messages)))
+        return read(self)
+
+    monkeypatch.setattr(facts._Reader, "read", counted)
+    result = evaluate_transcripts([transcript], clock=ticking_clock())  # type: ignore[arg-type]
+    assert reads and len(reads) == len(set(reads))  # unshared: the probes' part read again by full
+    assert result.summaries() == alone.summaries()
+
+
+def test_shared_facts_serve_the_same_messages_only() -> None:
+    from ctxcompact.compaction.summarize.facts import Facts, shared_facts
+
+    messages = load_transcript(SESSION).conversations[0].messages
+    assert Facts.gather(messages) is not Facts.gather(messages)  # nothing kept outside
+    with shared_facts():
+        first = Facts.gather(messages)
+        assert Facts.gather(list(messages)) is first  # the same message objects
+        assert Facts.gather(messages[1:]) is not first
+    assert Facts.gather(messages) is not first

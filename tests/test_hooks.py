@@ -420,7 +420,9 @@ def test_sessions_shows_what_each_agent_compaction_lost(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.stderr
     assert "What the agents' own compactions lost" in out.stdout
     assert "lost task: Please fix the flaky test in tests/test_sync.py." in out.stdout
-    rows = run_cli("sessions", session.parent.parent, "--archive-dir", archive(tmp_path), "--json").json()
+    rows = run_cli("sessions", session.parent.parent, "--archive-dir", archive(tmp_path), "--json").json()[
+        "sessions"
+    ]
     [scored] = rows[0]["agent_compactions"]
     assert scored["trigger"] == "auto" and {"kind": "instruction", "text": RULE} in scored["lost"]
     assert {"kind": "path", "text": "tests/test_sync.py"} in scored["lost"]
@@ -428,5 +430,7 @@ def test_sessions_shows_what_each_agent_compaction_lost(tmp_path: Path) -> None:
 
 def test_a_session_without_records_lists_no_agent_compactions(tmp_path: Path) -> None:
     session = agent_compacted_claude(tmp_path, "x")
-    rows = run_cli("sessions", session.parent.parent, "--archive-dir", archive(tmp_path), "--json").json()
+    rows = run_cli("sessions", session.parent.parent, "--archive-dir", archive(tmp_path), "--json").json()[
+        "sessions"
+    ]
     assert rows[0]["agent_compactions"] == []

@@ -56,14 +56,14 @@ def test_scores_per_strategy_and_kind_in_json(fake_api: FakeAnthropicServer, tmp
     # scores id % 6 for ids 1..8: recall 1,2; artifact 3,4; continuation 5,0; decision 1,2
     expected = {"recall": 1.5, "artifact": 3.5, "continuation": 2.5, "decision": 1.5}
     for entry in data["strategies"]:
-        assert entry["judge"] == {"overall": 2.25, "byKind": expected, "scored": 8, "missing": 0}
+        assert entry["judge"] == {"overall": 2.25, "by_kind": expected, "scored": 8, "missing": 0}
     run = data["runs"][0]["judge"]
     assert [q["kind"] for q in run["questions"]] == [k for k in QUESTION_KINDS for _ in (1, 2)]
     assert run["questions"][0]["answer"].startswith("answer 1 from ")
     assert run["questions"][0] == {
         "kind": "recall", "question": "recall question 1?", "answer": run["questions"][0]["answer"], "score": 1
     }  # fmt: skip
-    assert data["judge"]["questionKinds"] == list(QUESTION_KINDS)
+    assert data["judge"]["question_kinds"] == list(QUESTION_KINDS)
     # The answers were written from the compacted context, the scores against the full one.
     prompts = [r.body["messages"][0]["content"] for r in fake_api.requests]
     answers_from = [
@@ -155,7 +155,7 @@ def test_malformed_reply_is_retried_once_then_missing(fake_api: FakeAnthropicSer
     assert out.exit_code == 0, out.stderr
     assert len(calls) == 2 and calls[1].endswith("Reply with the JSON object only.")
     entry = out.json()["strategies"][0]["judge"]
-    assert entry == {"overall": None, "byKind": dict.fromkeys(QUESTION_KINDS), "scored": 0, "missing": 8}
+    assert entry == {"overall": None, "by_kind": dict.fromkeys(QUESTION_KINDS), "scored": 0, "missing": 8}
     assert "no scores could be read" in out.stderr
 
 

@@ -72,7 +72,7 @@ def call_all(tmp_path: Path, session: Path) -> dict[str, Any]:
 def check_answers(out: dict[str, Any], session: Path) -> None:
     assert set(out["tools"]) == TOOLS
     assert out["tools"]["count_session"].input_schema["required"] == ["session"]
-    [row] = out["list"]
+    [row] = out["list"]["sessions"]
     assert row["path"] == str(session) and row["agent"] == "claude-code"
     count = out["count"]
     assert count["total"] > 0 and count["transcripts"][0]["by_role"]

@@ -161,13 +161,14 @@ def test_empty_list(tmp_path: Path) -> None:
     result = offload((), tmp_path)
     assert (result.messages, result.offloaded_count, result.freed_chars, result.files) == ((), 0, 0, ())
     assert offload_stats_json("t.json", [result]) == {
+        "version": 1,
         "input": "t.json",
-        "offloadedCount": 0,
-        "freedChars": 0,
+        "offloaded_count": 0,
+        "freed_chars": 0,
         "files": [],
-        "tokensFreed": 0,
-        "reusedFiles": 0,
-        "outDir": str(tmp_path.resolve()),
+        "tokens_freed": 0,
+        "reused_files": 0,
+        "out_dir": str(tmp_path.resolve()),
     }
 
 

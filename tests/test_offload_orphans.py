@@ -130,10 +130,11 @@ def test_cli_clean_orphans_reports_on_stderr_and_in_stats_json(tmp_path: Path) -
     assert result.stdout == ""
     assert "removed 1 orphaned file" in result.stderr and "tool-result-stray.md" in result.stderr
     assert json.loads(stats.read_text()) == {
-        "outDir": str(out.resolve()),
-        "removedCount": 1,
+        "version": 1,
+        "out_dir": str(out.resolve()),
+        "removed_count": 1,
         "removed": ["tool-result-stray.md"],
-        "referencedCount": 1,
+        "referenced_count": 1,
     }
     again = run_cli("offload", "--clean-orphans", "--out-dir", str(out), "-q")
     assert again.exit_code == 0 and again.stderr == ""

@@ -92,11 +92,11 @@ def test_auto_then_check_agree_on_a_session_whose_usage_the_rewrite_made_stale(t
     session = _session().write(tmp_path / "s.jsonl")
     assert run_cli("check", session, "-m", "claude-sonnet-4-5").exit_code == 1
     stats, code, out = _auto_then_check(session, tmp_path, "-m", "claude-sonnet-4-5")
-    assert stats["compacted"] and stats["stillOverThreshold"] is False
+    assert stats["compacted"] and stats["still_over_threshold"] is False
     assert code == 0
     checked = _check_json(out, "-m", "claude-sonnet-4-5")
     # check reads back the very figure compact reported, and says where it comes from.
-    assert checked["tokens"] == stats["compactedTokenCount"]
+    assert checked["tokens"] == stats["compacted_token_count"]
     assert checked["source"] == "rescaled"
     _assert_fixpoint(out, tmp_path, "-m", "claude-sonnet-4-5")
 
@@ -122,7 +122,7 @@ def test_prune_in_place_marks_the_recorded_usage_stale(tmp_path: Path) -> None:
     )
     checked = _check_json(out)
     assert checked["source"] == "rescaled"
-    assert checked["tokens"] == _stats(stats)["compactedTokenCount"] < recorded
+    assert checked["tokens"] == _stats(stats)["compacted_token_count"] < recorded
     # The overhead outside the messages (system prompt, tools) is the one the usage showed.
     assert checked["context"]["overhead"] == _check_json(session)["context"]["overhead"]
     assert "predates a ctxcompact rewrite" in run_cli("count", out).stdout
@@ -187,7 +187,7 @@ def test_mini_swe_agent_trajectory_converges(tmp_path: Path) -> None:
     args = ("-w", "64000")
     assert run_cli("check", path, *args).exit_code == 1
     stats, code, out = _auto_then_check(path, tmp_path, *args)
-    assert code == 0 and stats["compactedTokenCount"] == _check_json(out, *args)["tokens"]
+    assert code == 0 and stats["compacted_token_count"] == _check_json(out, *args)["tokens"]
     _assert_fixpoint(out, tmp_path, *args)
 
 
@@ -218,8 +218,8 @@ def test_auto_then_check_is_a_fixpoint_on_generated_sessions(
         return
     stats, code, out = _auto_then_check(session, tmp_path, *args, compact=strategy)
     checked = _check_json(out, *args)
-    assert checked["tokens"] == stats["compactedTokenCount"]
-    if stats["stillOverThreshold"] is False:
+    assert checked["tokens"] == stats["compacted_token_count"]
+    if stats["still_over_threshold"] is False:
         assert code == 0
         _assert_fixpoint(out, tmp_path, *args, *strategy)
 
@@ -244,5 +244,5 @@ def test_every_due_corpus_session_converges(path: Path, tmp_path: Path) -> None:
         return
     stats, code, out = _auto_then_check(path, tmp_path)
     assert stats["compacted"], stats["reason"]
-    assert code == 0, (stats["compactedTokenCount"], stats["threshold"])
+    assert code == 0, (stats["compacted_token_count"], stats["threshold"])
     _assert_fixpoint(out, tmp_path)

@@ -121,7 +121,7 @@ def test_a_rollout_without_a_model_says_its_window_is_a_guess(tmp_path: Path) ->
     assert "1 session(s) record no model with a known window (rollout-1.jsonl)" in out.stderr
     verdicts = {r[1]: r[-1] for r in plain_rows(out.stdout, "agent ") if r[0] in ("codex", "claude")}
     assert verdicts["/repo"].endswith("(window guessed)")
-    data = {d["agent"]: d for d in run_cli("sessions", root, "--json").json()}
+    data = {d["agent"]: d for d in run_cli("sessions", root, "--json").json()["sessions"]}
     assert data["codex"]["window_known"] is False and data["claude-code"]["window_known"] is True
 
 

@@ -1,8 +1,8 @@
-"""partition.py: the head a full compaction keeps (leading system messages) and the rest."""
+"""Full compaction's partition: the head a full compaction keeps (leading system messages) and the rest."""
 
 from __future__ import annotations
 
-from ctxcompact.compaction.partition import partition_messages
+from ctxcompact.compaction.strategies.full import partition_messages
 from ctxcompact.ir import Message, new_message
 
 

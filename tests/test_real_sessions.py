@@ -651,7 +651,7 @@ def test_a_second_compaction_of_a_re_rooted_session_restores_its_files(tmp_path:
     for _ in range(2):
         stats = tmp_path / "stats.json"
         _compact(path, "--path-map", f"/={root}", "--stats-json", stats)
-        assert json.loads(stats.read_text())["restoredFileCount"] == 2
+        assert json.loads(stats.read_text())["restored_file_count"] == 2
 
 
 # --- properties of the chain reader -------------------------------------------------------------

@@ -337,7 +337,7 @@ def test_a_second_compaction_restores_the_files_again(tmp_path: Path) -> None:
     second = run_cli("compact", str(tmp_path / "c1.json"), "--work-dir", str(workspace), "--summarizer", "extractive",
                  "--archive-dir", str(tmp_path / "a"), "-q", "--stats-json", str(tmp_path / "s.json"))  # fmt: skip
     assert second.exit_code == 0, second.stderr
-    assert json.loads((tmp_path / "s.json").read_text())["restoredFileCount"] == 4
+    assert json.loads((tmp_path / "s.json").read_text())["restored_file_count"] == 4
     summary = json.loads(second.stdout)[1]["content"]
     # The earlier summary is carried forward whole under its own heading (issue 13).
     assert "### Earlier compaction summary (carried forward)" in summary and "ROUND_HALF_UP" in summary

@@ -51,30 +51,30 @@ def test_compact_stats_use_the_seed_names_in_order() -> None:
         "strategy": "prune,full",
         "compacted": True,
         "reason": "compacted",
-        "originalTokenCount": 1000,
-        "compactedTokenCount": 333,
-        "compactionRatio": 0.333,
-        "sizeSource": {"original": "recorded", "compacted": "rescaled"},
-        "countedTokens": {"original": 800, "compacted": 260},
-        "compactedMessageCount": 7,
-        "retainedMessageCount": 2,
-        "restoredFileCount": 1,
-        "restoredTokenCount": 40,
+        "original_token_count": 1000,
+        "compacted_token_count": 333,
+        "compaction_ratio": 0.333,
+        "size_source": {"original": "recorded", "compacted": "rescaled"},
+        "counted_tokens": {"original": 800, "compacted": 260},
+        "compacted_message_count": 7,
+        "retained_message_count": 2,
+        "restored_file_count": 1,
+        "restored_token_count": 40,
         "summarizer": "extractive",
         "attempts": 3,
         "retries": 2,
-        "archivePath": "/a/x.jsonl",
+        "archive_path": "/a/x.jsonl",
         "threshold": 500,
-        "stillOverThreshold": False,
+        "still_over_threshold": False,
         "warnings": ["w"],
         "steps": [{"strategy": "prune", "changed": True, "cleared": 4}],
         "retention": {
             "summary": "paths 1/2, errors 0/0, last request yes",
             "paths": [1, 2],
             "errors": [0, 0],
-            "lastRequest": True,
-            "missingPaths": ["b.py"],
-            "missingErrors": [],
+            "last_request": True,
+            "missing_paths": ["b.py"],
+            "missing_errors": [],
         },
     }
     assert same_json(compact_stats_json(STATS), expected)
@@ -86,7 +86,7 @@ def test_compact_stats_use_the_seed_names_in_order() -> None:
 def test_unchanged_stats_have_no_retention_and_no_retries() -> None:
     data = compact_stats_json(CompactStats("full", False, 10, 10, reason="nothing to do"))
     assert "retention" not in data
-    assert (data["retries"], data["attempts"], data["stillOverThreshold"]) == (0, None, None)
+    assert (data["retries"], data["attempts"], data["still_over_threshold"]) == (0, None, None)
 
 
 def test_a_batch_report_lists_each_input_then_the_counts() -> None:
@@ -95,7 +95,7 @@ def test_a_batch_report_lists_each_input_then_the_counts() -> None:
     # a write that failed after the work keeps the figures, and has no output
     late = BatchItem("c.json", "failed", 10, 5, (), error="cannot write", exit_code=ExitStatus.WORK_FAILED)
     report = batch_report_json(BatchResult((ok, bad, late)))
-    assert list(report) == ["inputs", "compacted", "failed", "outcomes", "totals", "exit_code"]
+    assert list(report) == ["version", "inputs", "compacted", "failed", "outcomes", "totals", "exit_code"]
     assert (report["compacted"], report["failed"], report["exit_code"]) == (1, 2, 3)  # the worst
     assert report["totals"] == {"before": 1010, "after": 338, "ratio": 338 / 1010}
     first, second, third = report["inputs"]
@@ -146,8 +146,9 @@ def test_restore_files_stats_say_what_was_restored_and_why_others_were_not() -> 
     assert same_json(
         restore_files_stats_json(result),
         {
-            "restoredFileCount": 1,
-            "restoredTokenCount": 4,
+            "version": 1,
+            "restored_file_count": 1,
+            "restored_token_count": 4,
             "files": [{"path": "src/a.py", "resolved": "/w/src/a.py", "tokens": 4}],
             "skipped": [{"path": "big.bin", "reason": "binary"}],
         },
@@ -160,24 +161,26 @@ def test_offload_and_undo_stats_sum_over_conversations() -> None:
     assert same_json(
         offload_stats_json("t.json", [one, two]),
         {
+            "version": 1,
             "input": "t.json",
-            "offloadedCount": 3,
-            "freedChars": 400,
+            "offloaded_count": 3,
+            "freed_chars": 400,
             "files": ["/o/1.md", "/o/2.md", "/o/3.md"],
-            "tokensFreed": 100,
-            "reusedFiles": 0,
-            "outDir": "/o",
+            "tokens_freed": 100,
+            "reused_files": 0,
+            "out_dir": "/o",
         },
     )
     undone = [UndoResult((), 2, 300, ("/o/1.md", "/o/2.md"), "/o")]
     assert same_json(
         undo_stats_json("t.json", undone),
         {
+            "version": 1,
             "input": "t.json",
-            "restoredCount": 2,
-            "restoredChars": 300,
+            "restored_count": 2,
+            "restored_chars": 300,
             "files": ["/o/1.md", "/o/2.md"],
-            "outDir": "/o",
+            "out_dir": "/o",
         },
     )
-    assert offload_stats_json("t.json", [])["outDir"] == ""
+    assert offload_stats_json("t.json", [])["out_dir"] == ""

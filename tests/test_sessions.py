@@ -93,14 +93,16 @@ def test_cli_table_json_and_over(tmp_path: Path) -> None:
     rows = plain_rows(table.stdout, "agent ")
     assert [row[0] for row in rows[:3]] == ["claude"] * 3 and "/home/u/app" in {row[1] for row in rows}
     assert rows[3] == ["3 sessions", "$0.72", "1 over"]  # the estimated cost of the three
-    data = run_cli("sessions", root, "--json").json()
+    data = run_cli("sessions", root, "--json").json()["sessions"]
     assert isinstance(data, list) and len(data) == 3
     assert {Path(d["path"]).stem for d in data} == {"over", "small", "compacted"}
     assert all(Path(d["path"]).is_file() for d in data)
-    [over] = run_cli("sessions", root, "--json", "--over").json()
+    [over] = run_cli("sessions", root, "--json", "--over").json()["sessions"]
     assert over["path"].endswith("over.jsonl") and over["over_threshold"] is True
     # A bigger budget: nothing is over.
-    assert run_cli("sessions", root, "--json", "--over", "--context-window", "1000000").json() == []
+    assert (
+        run_cli("sessions", root, "--json", "--over", "--context-window", "1000000").json()["sessions"] == []
+    )
 
 
 def test_default_folder_is_claude_projects_under_home(tmp_path: Path) -> None:
@@ -108,7 +110,7 @@ def test_default_folder_is_claude_projects_under_home(tmp_path: Path) -> None:
     missing = run_cli("sessions", env={"HOME": str(home)})
     assert missing.exit_code == 2 and ".claude/projects" in missing.stderr
     shutil.copytree(_projects(tmp_path), home / ".claude" / "projects")
-    data = run_cli("sessions", "--json", env={"HOME": str(home)}).json()
+    data = run_cli("sessions", "--json", env={"HOME": str(home)}).json()["sessions"]
     assert len(data) == 3 and all(d["path"].startswith(str(home)) for d in data)
 
 
@@ -138,7 +140,9 @@ def test_corpus_sessions_match_check(tmp_path: Path) -> None:
     by_name = {Path(r.path).name: r for r in rows}
     assert by_name["codemie-624a4a58-compact.jsonl"].compactions == 1
     assert by_name["codemie-196820da-thinking.jsonl"].over_threshold
-    assert json.loads(run_cli("sessions", tmp_path / "projects", "--json").stdout)[0]["last_activity"]
+    assert json.loads(run_cli("sessions", tmp_path / "projects", "--json").stdout)["sessions"][0][
+        "last_activity"
+    ]
 
 
 # --- Codex rollouts ---------------------------------------------------------------------------
@@ -188,16 +192,18 @@ def test_codex_rollouts_are_listed_with_their_live_size(tmp_path: Path) -> None:
     assert twice.source == "count"  # the usage before the compaction no longer counts
     for row in rows.values():
         assert (row.tokens, row.source) == _check(row.path)
-    assert run_cli("sessions", root, "--json", "--context-window", "1000000", "--over").json() == []
+    assert (
+        run_cli("sessions", root, "--json", "--context-window", "1000000", "--over").json()["sessions"] == []
+    )
 
 
 def test_claude_and_codex_sessions_by_default(tmp_path: Path) -> None:
     home = tmp_path / "home"
     _codex_tree(home / ".codex" / "sessions")
-    only_codex = run_cli("sessions", "--json", env={"HOME": str(home)}).json()
+    only_codex = run_cli("sessions", "--json", env={"HOME": str(home)}).json()["sessions"]
     assert len(only_codex) == 3 and {d["agent"] for d in only_codex} == {"codex"}
     shutil.copytree(_projects(tmp_path), home / ".claude" / "projects")
-    both = run_cli("sessions", "--json", env={"HOME": str(home)}).json()
+    both = run_cli("sessions", "--json", env={"HOME": str(home)}).json()["sessions"]
     assert sorted(d["agent"] for d in both) == ["claude-code"] * 3 + ["codex"] * 3
     table = run_cli("sessions", env={"HOME": str(home)}).stdout
     agents = [row[0] for row in plain_rows(table, "agent ")[:-1]]

@@ -45,7 +45,7 @@ COMMAND_PROBE = textwrap.dedent(
         pass
     heavy = ("rich", "anthropic", "ctxcompact.compaction.strategies", "ctxcompact.compaction.summarize", "ctxcompact.evaluation.run",
              "ctxcompact.cli.compact", "ctxcompact.cli.eval", "ctxcompact.offload.tool_results", "genai_prices",
-             "mcp", "ctxcompact.agents.hooks")
+             "mcp", "ctxcompact.agents.hooks", "hashlib", "tiktoken.load", "ctxcompact.llm.retry")
     print(f"LOADED {sorted(m for m in heavy if m in sys.modules)}", file=sys.stderr)
     """
 )

@@ -217,7 +217,7 @@ def test_sessions_show_model_and_cost_and_filter_since(tmp_path: Path) -> None:
     assert row.model == "claude-sonnet-4-5-20250929"
     assert row.cost is not None and row.cost.dollars == pytest.approx(expected.dollars)
     assert row.cost.priced_calls == 4  # the subagent's call is paid for too
-    [data] = run_cli("sessions", root, "--json").json()
+    [data] = run_cli("sessions", root, "--json").json()["sessions"]
     assert data["cost"]["usd"] == pytest.approx(expected.dollars, abs=1e-6)
     assert data["cost"]["estimate"] is True
     # Its last entry is of 2026-01-02: listed since the 1st, not since the 3rd.

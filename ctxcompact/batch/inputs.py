@@ -9,7 +9,6 @@ hashes, so the split does not depend on where a CI machine checked the files out
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -125,6 +124,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 def shard_of(name: str, count: int) -> int:
     """The shard (1-based) of an input named ``name``: sha256 of the name, modulo ``count``.
     Stable across machines, Python versions and runs (unlike ``hash()``)."""
+    import hashlib  # here: loading OpenSSL (~7 ms) is paid by the runs that make a digest
+
     digest = hashlib.sha256(PurePosixPath(name).as_posix().encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") % count + 1
 

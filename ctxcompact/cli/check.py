@@ -23,7 +23,7 @@ from ctxcompact.cli.options import (
     option_groups,
 )
 from ctxcompact.cli.streams import streams_for
-from ctxcompact.llm.retry import DEFAULT_DEADLINE, deadline_in
+from ctxcompact.llm.deadline import DEFAULT_DEADLINE, deadline_in
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES

@@ -22,8 +22,10 @@ from ctxcompact.cli.common import (
     traceback_wanted,
 )
 from ctxcompact.cli.options import (
+    ArchiveDir,
     Deadline,
     Files,
+    Force,
     FormatOption,
     FromList,
     Globs,
@@ -63,7 +65,7 @@ from ctxcompact.cli.options.compaction import (
     takes_strategy_options,
 )
 from ctxcompact.cli.streams import Streams, streams_for
-from ctxcompact.llm.retry import DEFAULT_DEADLINE, deadline_in
+from ctxcompact.llm.deadline import DEFAULT_DEADLINE, deadline_in
 from ctxcompact.names import LocalCounterName, OutputFormat, SummarizerName
 from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
 
@@ -91,14 +93,7 @@ def compact(
     output: Output = None,
     out_dir: OutDir = None,
     in_place: InPlace = False,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="With --in-place: rewrite a session even while it looks live (just modified, a "
-            "half-written last line, or open for writing).",
-        ),
-    ] = False,
+    force: Force = False,
     append: Annotated[
         bool,
         typer.Option(
@@ -138,14 +133,7 @@ def compact(
     system_tokens: SystemTokens = None,
     counter: LocalCounter = LocalCounterName.tiktoken,
     deadline: Deadline = DEFAULT_DEADLINE,
-    archive_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--archive-dir",
-            help="Where replaced messages are archived [default: $XDG_STATE_HOME/ctxcompact/archive; "
-            "OUT_DIR/.ctxcompact-archive in a batch].",
-        ),
-    ] = None,
+    archive_dir: ArchiveDir = None,
     work_dir: WorkDir = None,
     path_map: PathMap = None,
     trust_session_cwd: TrustSessionCwd = False,
@@ -491,7 +479,7 @@ def _run_message_batches(
 ) -> BatchResult:
     """``--summarizer anthropic-batch``: the summaries through Message Batches, one progress
     line on stderr per look at a batch, then the files one after the other."""
-    from ctxcompact.batch.summaries import compact_files_in_batches
+    from ctxcompact.batch.message_batches import compact_files_in_batches
     from ctxcompact.output.rich.batch import batch_progress
 
     with batch_progress(streams.err, len(inputs)) as progress:

@@ -26,7 +26,7 @@ from ctxcompact.cli.options import (
     counter_for,
 )
 from ctxcompact.cli.streams import Streams, streams_for
-from ctxcompact.llm.retry import DEFAULT_DEADLINE, deadline_in
+from ctxcompact.llm.deadline import DEFAULT_DEADLINE, deadline_in
 from ctxcompact.names import BreakdownView as View
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus

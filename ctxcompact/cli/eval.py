@@ -34,7 +34,7 @@ from ctxcompact.compaction.strategies.options import FullOptions
 from ctxcompact.errors import InputError, UsageError
 from ctxcompact.evaluation.judge import DEFAULT_JUDGE_MODEL, DEFAULT_QUESTIONS_PER_KIND
 from ctxcompact.evaluation.run import DEFAULT_CONVERSATIONS, default_strategies
-from ctxcompact.llm.retry import DEFAULT_DEADLINE, deadline_in
+from ctxcompact.llm.deadline import DEFAULT_DEADLINE, deadline_in
 from ctxcompact.names import JudgeName, SummarizerName
 from ctxcompact.status import ExitStatus
 from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
@@ -226,7 +226,7 @@ def _print_result(
 
         data = eval_json(result, show_lost=show_lost)
         if judged is not None:
-            from ctxcompact.output.judge import add_judge_json
+            from ctxcompact.output.json import add_judge_json
 
             data = add_judge_json(data, judged)
         streams.write_json(data)

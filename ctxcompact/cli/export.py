@@ -39,8 +39,8 @@ def export(
     """
     import orjson
 
-    from ctxcompact.transcripts.export import export_transcript
     from ctxcompact.transcripts.io import load_transcript
+    from ctxcompact.transcripts.points.export import export_transcript
 
     streams = streams_for(ctx, quiet=quiet)
     refuse_writing_over_inputs(
@@ -49,8 +49,9 @@ def export(
     transcript = load_transcript(file, dialect=fmt.value if fmt else None, max_bytes=max_input_bytes)
     data, done = export_transcript(transcript)
     if points:
-        listing = [{"conversation": d.label, "points": [p.to_json() for p in d.points]} for d in done]
-        data = orjson.dumps(listing if len(listing) > 1 else listing[0], option=orjson.OPT_INDENT_2) + b"\n"
+        from ctxcompact.output.json import points_json
+
+        data = orjson.dumps(points_json(done), option=orjson.OPT_INDENT_2) + b"\n"
     streams.write_output(data, output)
     for d in done:
         where = (

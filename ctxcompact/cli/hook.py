@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ctxcompact.cli.common import reports_errors
+from ctxcompact.cli.options import ArchiveDir
 from ctxcompact.cli.options.compaction import Pin, PinFirst, from_flag, pin_options
 from ctxcompact.cli.streams import Streams, streams_for
 from ctxcompact.compaction.strategies.options import FullOptions
@@ -81,11 +82,7 @@ def hook(
         help="session-start: a file, or one Markdown section FILE#Heading (CLAUDE.md#Rules), that must "
         "survive the compaction (repeatable; relative to the session's folder).",
     ),
-    archive_dir: Path | None = typer.Option(
-        None,
-        "--archive-dir",
-        help="Where backups and compaction records go [default: $XDG_STATE_HOME/ctxcompact/archive].",
-    ),
+    archive_dir: ArchiveDir = None,
     user: bool = typer.Option(
         False, "--user/--project", help="install: the user's settings instead of this project's."
     ),

@@ -76,7 +76,7 @@ def _version() -> str:
 
 def list_sessions(
     folder: str | None = None, over_only: bool = False, since: str | None = None
-) -> list[dict[str, Any]]:
+) -> dict[str, Any]:
     """``folder``: a folder of sessions (default ~/.claude/projects and ~/.codex/sessions);
     ``over_only``: only those over their threshold; ``since``: a date or a span (24h, 7d)."""
     from ctxcompact.accounting.sessions import default_folders, list_sessions, parse_since
@@ -160,7 +160,7 @@ def export_context(session: str) -> dict[str, Any]:
     """The messages a resumed ``session`` sends: its latest compaction point onwards."""
     import orjson
 
-    from ctxcompact.transcripts.export import export_transcript
+    from ctxcompact.transcripts.points.export import export_transcript
 
     transcript = _load(session)
     data, done = export_transcript(transcript)

@@ -9,7 +9,14 @@ import typer
 
 from ctxcompact.accounting.check import BudgetSpec  # a run-time name: Typer reads the signature
 from ctxcompact.cli.common import reports_errors
-from ctxcompact.cli.options import Json, MaxInputBytes, SystemTokens, budget_options, option_groups
+from ctxcompact.cli.options import (
+    ArchiveDir,
+    Json,
+    MaxInputBytes,
+    SystemTokens,
+    budget_options,
+    option_groups,
+)
 from ctxcompact.cli.streams import streams_for
 from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
 
@@ -41,14 +48,7 @@ def sessions(
             "from now (24h, 7d, 2w).",
         ),
     ] = None,
-    archive_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--archive-dir",
-            help="Where ctxcompact hook recorded the agents' compactions [default: "
-            "$XDG_STATE_HOME/ctxcompact/archive].",
-        ),
-    ] = None,
+    archive_dir: ArchiveDir = None,
     as_json: Json = False,
     max_input_bytes: MaxInputBytes = DEFAULT_MAX_INPUT_BYTES,
 ) -> None:
@@ -63,7 +63,7 @@ def sessions(
       ctxcompact sessions ~/.claude/projects --threshold 0.75
       ctxcompact sessions ~/.codex/sessions
       ctxcompact sessions --since 7d
-      ctxcompact sessions --over --json | jq -r '.[].path' | ctxcompact compact --from - --in-place
+      ctxcompact sessions --over --json | jq -r '.sessions[].path' | ctxcompact compact --from - --in-place
     """
     from ctxcompact.accounting.prices import price_source
     from ctxcompact.accounting.sessions import all_session_files, default_folders, list_sessions, parse_since
@@ -105,10 +105,10 @@ def sessions(
         rows = [r for r in rows if r.over_threshold]
     scored = _scored_compactions(rows, archive_dir)
     if as_json:
-        from ctxcompact.output.agents import scored_json
+        from ctxcompact.output.json import scored_json
 
         payload = sessions_to_json(rows)
-        for row, item in zip(rows, payload, strict=True):
+        for row, item in zip(rows, payload["sessions"], strict=True):
             item["agent_compactions"] = scored_json(scored.get(row.path, []))
         streams.write_json(payload)
         return

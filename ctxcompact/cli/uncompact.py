@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from ctxcompact.cli.common import reports_errors
-from ctxcompact.cli.options import Json, Model
+from ctxcompact.cli.options import Force, Json, Model
 from ctxcompact.cli.streams import streams_for
 
 
@@ -21,7 +21,7 @@ def uncompact(
     ),
     list_only: bool = typer.Option(False, "--list", help="List the session's compactions and stop."),
     model: Model = None,
-    force: bool = typer.Option(False, "--force", help="Change a session even while it looks live."),
+    force: Force = False,
     as_json: Json = False,
 ) -> None:
     """Undo a compaction: remove ctxcompact's last one, or fork a session from before the agent's.
@@ -40,7 +40,7 @@ def uncompact(
     """
     from ctxcompact.agents.events import resume_command, session_path
     from ctxcompact.agents.uncompact import fork_session, list_compactions, remove_ours
-    from ctxcompact.output.agents import compactions_json, fork_json, removed_json
+    from ctxcompact.output.json import compactions_json, fork_json, removed_json
 
     streams = streams_for(ctx)
     path = session_path(session)

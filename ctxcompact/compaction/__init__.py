@@ -2,6 +2,6 @@
 
 Layer 5. ``pipeline`` runs strategies from the table in ``strategies/`` with ``options``;
 ``summarize/`` writes summaries (LLM or extractive); ``pins``, ``restore``/``restore_files``,
-``retention``, ``archive`` and ``partition`` are what strategies share. May import: every
+``retention`` and ``archive`` are what strategies share. May import: every
 layer below (vocabulary, transcripts, llm, accounting, offload).
 """

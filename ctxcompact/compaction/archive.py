@@ -1,4 +1,4 @@
-"""Raw-message persistence (seed 000 F-007): what a compaction replaces is saved first.
+"""Raw-message persistence: what a compaction replaces is saved first.
 
 An archive is a JSONL file of the replaced messages' raw records, exactly as they were read
 (their own dialect, every field) and nothing else — no stats, no settings, no keys. The file

@@ -1,4 +1,4 @@
-"""Observation masking: an old tool result becomes a one-line stub (SPEC §6, issue 19).
+"""Observation masking: an old tool result becomes a one-line stub.
 
 "The Complexity Trap" (Lindenbauer et al., NeurIPS 2025 DL4C) replaces the observations older
 than a window of recent turns by a placeholder and finds it matches LLM summaries at half the

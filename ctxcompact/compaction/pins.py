@@ -1,4 +1,4 @@
-"""What survives every strategy verbatim: pins, the live loop, the head (issue 10).
+"""What survives every strategy verbatim: pins, the live loop, the head.
 
 A message is *pinned* when
 
@@ -173,8 +173,7 @@ def widen_to_blocks(messages: Sequence[Message], indices: Iterable[int]) -> froz
 @dataclass(frozen=True, slots=True)
 class Protected:
     """What a local strategy must keep verbatim: ``head`` (leading system messages), the
-    live loop from ``loop_start`` (the last user request and its tool loop, seed 004 "Loop 内
-    压缩"; with ``include_loop`` only its live part, and the ``request`` that opened it),
+    live loop from ``loop_start`` (the last user request and its tool loop, never compacted; with ``include_loop`` only its live part, and the ``request`` that opened it),
     ``pins`` and earlier ``summaries``. ``indices`` is their union."""
 
     head: int

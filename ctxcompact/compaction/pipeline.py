@@ -1,7 +1,7 @@
 """The compaction pipeline: one or more strategies, then the checks that make it safe.
 
 ``compact_conversation`` is what the CLI calls; ``compact_messages`` is the library's one
-call (seed 000 §4.3). Steps:
+call. Steps:
 
 1. count the conversation (system prompt and tools included) and size it as ``check`` does
    (:func:`~ctxcompact.accounting.context_size.context_size`: recorded usage when the
@@ -19,7 +19,7 @@ call (seed 000 §4.3). Steps:
    the transcript records usage, so ``check`` reads the same figure; with ``auto``, a result
    that is not smaller is dropped (never emit a larger transcript); the stats always say
    plainly when the result is not smaller or still over;
-6. archive the raw records of every message that was replaced or removed (F-007) — unless
+6. archive the raw records of every message that was replaced or removed — unless
    ``dry_run``, or when written as a compaction point after the history (a session's summary
    compaction, ``append``: :mod:`ctxcompact.transcripts.points`) — before anything is emitted:
    if that fails, nothing is compacted (exit 3).
@@ -63,8 +63,8 @@ from ctxcompact.compaction.summarize import Summarizer
 from ctxcompact.errors import OptionError, WorkFailedError
 from ctxcompact.ir import Message, same_objects, text_of
 from ctxcompact.names import SummarizerName
-from ctxcompact.transcripts.appended import point_layout
 from ctxcompact.transcripts.io import Conversation, conversation_records
+from ctxcompact.transcripts.points.append import point_layout
 from ctxcompact.transcripts.validate import errors_only, validate_messages
 
 T = TypeVar("T")
@@ -75,7 +75,7 @@ D = TypeVar("D")
 
 @dataclass(frozen=True, slots=True)
 class CompactStats:
-    """What happened (seed 000 F-009 fields, plus what a user needs to trust the result).
+    """What happened (token counts, restored files, plus what a user needs to trust the result).
 
     ``original_tokens`` and ``compacted_tokens`` are the context size ``check`` decides by
     (``size_sources``: recorded usage, rescaled, estimate or our count); ``counted_*`` our own
@@ -245,7 +245,7 @@ def _check_and_archive(
     warnings: list[str],
 ) -> tuple[tuple[Message, ...], RetentionReport | None, str | None]:
     """The messages a rewrite replaced, the retention check of what replaced them, and where
-    their raw records were archived (F-007: before anything is emitted; not on a dry run)."""
+    their raw records were archived (before anything is emitted; not on a dry run)."""
     kept = {id(m) for m in messages}
     replaced = tuple(m for m in conversation.messages if id(m) not in kept)
     replacement = "\n".join(text_of(m, include_tool_results=True) for m in messages if m.is_new or m.changed)
@@ -451,7 +451,7 @@ def compact_messages(
     system_tokens: int | None = None,
     **options: Any,
 ) -> CompactResult:
-    """Compact a message list: the library's one call (seed 000 §4.3).
+    """Compact a message list: the library's one call.
 
     ``messages`` are raw dicts in either dialect (or a :class:`Conversation`); the result's
     ``messages`` come back in the same dialect, ``stats`` says what happened. Any

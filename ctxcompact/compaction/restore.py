@@ -1,11 +1,11 @@
-"""File restoration (seed 000 F-005, SPEC §3.6): re-read the files the agent read last.
+"""File restoration: re-read the files the agent read last.
 
 A full compaction drops every message after the head, including the file contents the agent
 was working from. This module finds the files the agent read most recently (its ``read_file``
 tool calls) and reads them again from disk, so the compacted transcript can carry their
 *current* contents as ``"[Restored after compact] {path}:\\n{content}"`` messages.
 
-The rules, in the seed's order:
+The rules, in the seed's order (``docs/decisions/0001-reference-designs.md``):
 
 1. Scan the ``tool_use`` blocks of assistant messages whose tool name and input field match
    one of ``tools`` (default ``read_file`` / ``path``). A file read several times counts once,
@@ -206,7 +206,7 @@ def find_recent_reads(
 
     A file restored by an earlier compaction (a user message ``[Restored after compact]
     {path}:``) counts as read where that message stands: after a second compaction the
-    files come back again (seed 000 UC-005), though no read call survived the first.
+    files come back again, though no read call survived the first.
     """
     fields_by_tool: dict[str, list[str]] = {}
     for t in tools:

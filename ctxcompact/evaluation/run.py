@@ -37,6 +37,7 @@ from ctxcompact.accounting.counters import shared_cache
 from ctxcompact.accounting.tokens import TokenCounter
 from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
 from ctxcompact.compaction.strategies import AUTO_STRATEGIES, STRATEGY_NAMES
+from ctxcompact.compaction.summarize.facts import shared_facts
 from ctxcompact.errors import CtxcompactError, UsageError
 from ctxcompact.evaluation.probes import (
     PROBE_KINDS,
@@ -163,27 +164,29 @@ def evaluate_transcripts(
             convs = transcript.conversations[:max_conversations]
             for i, conv in enumerate(convs):
                 source = transcript.name if len(convs) == 1 else f"{transcript.name}#{i}"
-                probes = ProbeSet(conversation_probes(conv))  # read once, for every strategy
-                # One cache for the conversation's strategies: each block is encoded once.
-                shared = shared_cache(counter)
-                measure_total(conv, shared)  # before the clock: no strategy is charged for it
-                for name in names:
-                    runs.append(
-                        evaluate_strategy(
-                            conv,
-                            name,
-                            source=source,
-                            summarizer=summarizer,
-                            work_dir=root,
-                            budget=budget,
-                            target_tokens=target_tokens,
-                            target_ratio=target_ratio,
-                            counter=shared,
-                            clock=clock,
-                            deadline_at=deadline_at,
-                            probes=probes,
+                # The facts of each part the probes and the strategies summarize, read once.
+                with shared_facts():
+                    probes = ProbeSet(conversation_probes(conv))  # read once, for every strategy
+                    # One cache for the conversation's strategies: each block is encoded once.
+                    shared = shared_cache(counter)
+                    measure_total(conv, shared)  # before the clock: no strategy is charged for it
+                    for name in names:
+                        runs.append(
+                            evaluate_strategy(
+                                conv,
+                                name,
+                                source=source,
+                                summarizer=summarizer,
+                                work_dir=root,
+                                budget=budget,
+                                target_tokens=target_tokens,
+                                target_ratio=target_ratio,
+                                counter=shared,
+                                clock=clock,
+                                deadline_at=deadline_at,
+                                probes=probes,
+                            )
                         )
-                    )
     return EvalResult(names, tuple(runs))
 
 

@@ -36,8 +36,6 @@ DEFAULT_REQUEST_TIMEOUT = 60.0
 #: The most bytes one answer may have (a summary is tens of KB; the API's own limits are far
 #: below this): a larger one is refused as it streams in, never held whole.
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-#: The default total deadline, seconds: a Message Batch ends (or expires) within 24 hours.
-DEFAULT_DEADLINE = 26 * 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,11 +51,6 @@ class RequestLimits:
     def left(self, clock: Callable[[], float] = time.monotonic) -> float | None:
         """Seconds to the deadline (None without one)."""
         return None if self.deadline_at is None else self.deadline_at - clock()
-
-
-def deadline_in(seconds: float | None, clock: Callable[[], float] = time.monotonic) -> float | None:
-    """The ``deadline_at`` of a run that may take ``seconds`` from now (None: no deadline)."""
-    return None if seconds is None else clock() + seconds
 
 
 class GaveUp(Exception):

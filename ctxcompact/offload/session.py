@@ -43,7 +43,7 @@ SUFFIX = "-toolUseResult"
 
 
 def reference_dir_for(conversation: Conversation, out_dir: str | os.PathLike[str]) -> str:
-    """How references name ``out_dir``: ``./`` for bare messages (seed 001); for a session log
+    """How references name ``out_dir``: ``./`` for bare messages; for a session log
     that records its folder (Claude Code, Codex), ``./REL/`` when ``out_dir`` is inside the
     session's cwd, else its absolute path."""
     adapter = dialect_named(conversation.dialect)

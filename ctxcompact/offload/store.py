@@ -15,7 +15,7 @@ messages): this module only knows files.
   JSON of the content, for block lists and strings UTF-8 cannot hold).
 * Runs sharing a directory take turns: :meth:`DiskWriter.lock` holds an exclusive ``flock``
   while one run reads the manifest, writes its files and writes the manifest back, so no run's
-  entries are lost (issue 9: 16 parallel runs once kept 44 of 108). The kernel drops the lock
+  entries are lost (unlocked, 16 parallel runs once kept 44 of 108). The kernel drops the lock
   when the process ends, ``kill -9`` included, so a dead run never blocks the next one.
 * A run killed before its manifest write leaves files no entry names: :func:`clean_orphans`
   removes those (and only files of our own naming pattern), under the same lock.
@@ -344,7 +344,7 @@ def safe_id(tool_use_id: Any) -> str:
 
 
 def file_name_for(tool_use_id: Any, attempt: int) -> str:
-    """``tool-result-{id}.md`` for the first file of an id, then ``-1``, ``-2``… (seed 001)."""
+    """``tool-result-{id}.md`` for the first file of an id, then ``-1``, ``-2``…."""
     base = f"{FILE_PREFIX}{safe_id(tool_use_id)}"
     return f"{base}.md" if attempt == 0 else f"{base}-{attempt}.md"
 

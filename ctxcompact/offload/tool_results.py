@@ -1,10 +1,10 @@
-"""Tool-result offload (seed 001, SPEC §3.7): move bulky tool output to files, reversibly.
+"""Tool-result offload: move bulky tool output to files, reversibly.
 
 ``offload_tool_results`` walks the messages oldest first. A ``tool_result`` whose content has
 at least ``min_chars`` characters — the string's length, or the length of the compact JSON of a
-block list (seed 001 F-002) — is written to ``{out_dir}/tool-result-{id}.md`` and its content
-becomes the string ``[Content offloaded to: ./tool-result-{id}.md]`` (F-003). A repeated id gets
-``-1``, ``-2``… (the seed's rule). OpenAI ``tool`` messages are tool_result blocks in the IR, so
+block list — is written to ``{out_dir}/tool-result-{id}.md`` and its content
+becomes the string ``[Content offloaded to: ./tool-result-{id}.md]``. A repeated id gets
+``-1``, ``-2``… (the seed's rule: ``docs/decisions/0001-reference-designs.md``). OpenAI ``tool`` messages are tool_result blocks in the IR, so
 they are handled the same way and written back as ``tool`` messages.
 
 Beyond the seed, and why (files, names, the manifest and its lock: :mod:`ctxcompact.offload.store`):
@@ -77,7 +77,7 @@ REFERENCE_PREFIX = OFFLOAD_REFERENCE_PREFIX
 DEFAULT_MIN_CHARS = 100
 #: Where offload writes its files and manifest unless told otherwise (relative to the cwd).
 DEFAULT_OUT_DIR = Path(".ctxcompact/offload")
-#: The directory a reference names by default (seed 001): the file's own folder, ``./``.
+#: The directory a reference names by default: the file's own folder, ``./``.
 SEED_REFERENCE_DIR = "./"
 #: What a reference looks like: the seed's line (``./NAME``, or for a session a path the
 #: agent can open from its cwd, ``DIR/NAME``), optionally followed by a preview.
@@ -133,7 +133,7 @@ class UndoResult:
 
 
 def content_chars(content: Any) -> int:
-    """Seed 001 F-002: a string's length; for a block list, the length of its compact JSON
+    """What ``min_chars`` measures: a string's length; for a block list, the length of its compact JSON
     (what ``JSON.stringify`` gives); a missing content counts 0."""
     if content is None:
         return 0

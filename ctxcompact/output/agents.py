@@ -8,26 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ctxcompact.agents.compactions import Compaction
-from ctxcompact.agents.uncompact import Fork, Removed
 from ctxcompact.output.table import Block, Column, Line, Table
 
 #: Lost probes listed per compaction under ``sessions``' table (all are in ``--json``).
 SHOWN_LOST = 5
-
-
-def compaction_json(c: Compaction) -> dict[str, Any]:
-    return {
-        "number": c.number,
-        "by": c.by,
-        "trigger": c.trigger,
-        "timestamp": c.timestamp,
-        "line": c.first + 1,
-        "offset": c.start,
-    }
-
-
-def compactions_json(path: Path, found: Sequence[Compaction]) -> dict[str, Any]:
-    return {"path": str(path), "compactions": [compaction_json(c) for c in found]}
 
 
 def compactions_report(path: Path, found: Sequence[Compaction]) -> list[Block]:
@@ -52,44 +36,6 @@ def compactions_report(path: Path, found: Sequence[Compaction]) -> list[Block]:
         for c in found
     )
     return [Table(columns, rows, title=f"Compactions of {path}")]
-
-
-def removed_json(removed: Removed) -> dict[str, Any]:
-    return {
-        "path": str(removed.path),
-        "removed": compaction_json(removed.compaction),
-        "kept_after": removed.kept_after,
-        "backup": str(removed.backup) if removed.backup else None,
-    }
-
-
-def fork_json(fork: Fork) -> dict[str, Any]:
-    return {
-        "source": str(fork.source),
-        "path": str(fork.path),
-        "session_id": fork.session_id,
-        "agent": fork.agent,
-        "before": compaction_json(fork.compaction),
-        "tokens": fork.tokens,
-        "context_window": fork.context_window,
-        "model": fork.model,
-        "over_window": fork.over_window,
-    }
-
-
-def scored_json(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The scored compactions of a session as ``sessions --json`` lists them."""
-    return [
-        {
-            "at": r.get("at"),
-            "trigger": r.get("trigger"),
-            "kept": r.get("kept"),
-            "total": r.get("total"),
-            "by_kind": r.get("by_kind", {}),
-            "lost": r.get("lost", []),
-        }
-        for r in records
-    ]
 
 
 def lost_report(scored: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[Block]:

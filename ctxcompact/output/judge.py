@@ -8,10 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from html import escape
-from typing import Any
 
 from ctxcompact.evaluation.judge import QUESTION_KINDS
-from ctxcompact.evaluation.judge.result import JudgeResult, JudgeScores, RunJudgement
+from ctxcompact.evaluation.judge.result import JudgeResult, JudgeScores
 from ctxcompact.evaluation.run import EvalResult
 from ctxcompact.output.eval_table import best_cells
 from ctxcompact.output.table import Column, Table
@@ -36,41 +35,6 @@ def judge_table(table: Table, result: EvalResult, judge: JudgeResult) -> Table:
     best = {(r, c + offset) for r, c in best_cells(per_row)}
     columns = (*table.columns, *(Column(h, drop=4) for h in JUDGE_HEADERS))
     return replace(table, columns=columns, rows=rows, best=table.best | frozenset(best))
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
-
-
-def scores_json(scores: JudgeScores) -> dict[str, Any]:
-    return {
-        "overall": _round(scores.overall),
-        "byKind": {k: _round(v) for k, v in scores.by_kind},
-        "scored": scores.scored,
-        "missing": scores.missing,
-    }
-
-
-def run_json(run: RunJudgement) -> dict[str, Any]:
-    out = scores_json(run.scores)
-    if run.note:
-        out["note"] = run.note
-    out["questions"] = [
-        {"kind": q.kind, "question": q.question, "answer": q.answer, "score": q.score} for q in run.questions
-    ]
-    return out
-
-
-def add_judge_json(data: dict[str, Any], judge: JudgeResult) -> dict[str, Any]:
-    """``eval --json``'s ``data`` with a ``judge`` object in each strategy and each run (None
-    for a run the judge had nothing to ask about) and the judge's model and kinds on top."""
-    for entry in data["strategies"]:
-        entry["judge"] = scores_json(judge.strategy(entry["strategy"]))
-    for entry in data["runs"]:
-        found = judge.run(entry["input"], entry["strategy"])
-        entry["judge"] = run_json(found) if found is not None else None
-    data["judge"] = {"model": judge.model, "scale": [0, 5], "questionKinds": list(QUESTION_KINDS)}
-    return data
 
 
 def judge_html(judge: JudgeResult, strategies: Sequence[str]) -> str:

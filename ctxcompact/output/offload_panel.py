@@ -25,7 +25,7 @@ def offload_stats_title(label: str) -> str:
 
 def offload_stats_lines(stats: dict[str, Any], *, min_chars: int) -> list[Line]:
     """The panel's lines (``stats``: :func:`ctxcompact.output.json.offload_stats_json`)."""
-    count = stats["offloadedCount"]
+    count = stats["offloaded_count"]
     if not count:
         return [
             Line(
@@ -38,7 +38,7 @@ def offload_stats_lines(stats: dict[str, Any], *, min_chars: int) -> list[Line]:
                 )
             )
         ]
-    out_dir = stats["outDir"]
+    out_dir = stats["out_dir"]
     lines = [
         Line(
             (
@@ -46,8 +46,8 @@ def offload_stats_lines(stats: dict[str, Any], *, min_chars: int) -> list[Line]:
                 (_n(count), "bold"),
                 (" tool result" + ("" if count == 1 else "s"), ""),
                 ("  freed ", "dim"),
-                (f"{_n(stats['freedChars'])} characters, ", ""),
-                (f"{_n(stats['tokensFreed'])} tokens", "bold"),
+                (f"{_n(stats['freed_chars'])} characters, ", ""),
+                (f"{_n(stats['tokens_freed'])} tokens", "bold"),
             )
         ),
         Line((("to ", "dim"), (out_dir, ""))),
@@ -56,7 +56,7 @@ def offload_stats_lines(stats: dict[str, Any], *, min_chars: int) -> list[Line]:
     lines.extend(Line.of(f"  {Path(path).name}") for path in files[:MAX_LISTED_FILES])
     if len(files) > MAX_LISTED_FILES:
         lines.append(Line.of(f"  … and {len(files) - MAX_LISTED_FILES} more", "dim"))
-    if stats["reusedFiles"]:
-        lines.append(Line.of(f"{stats['reusedFiles']} identical file(s) already there were reused", "dim"))
+    if stats["reused_files"]:
+        lines.append(Line.of(f"{stats['reused_files']} identical file(s) already there were reused", "dim"))
     lines.append(Line.of(f"undo: ctxcompact offload --undo FILE --out-dir {out_dir}", "dim"))
     return lines

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ctxcompact.accounting.context_size import describe_side, describe_size
-from ctxcompact.output.json import CountRow, recorded_text
+from ctxcompact.output.json.inspection import CountRow
 from ctxcompact.output.table import Block, Column, Line, Panel, Segment, Table
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ctxcompact.accounting.models_table import KnownModel
     from ctxcompact.accounting.sessions import SessionInfo
     from ctxcompact.accounting.windows import Budget
+    from ctxcompact.transcripts.dialects.rollout_usage import RolloutUsage
 
 #: More conversations than this and ``check`` shows one table row each instead of a panel each.
 CHECK_PANELS_UP_TO = 3
@@ -485,3 +486,14 @@ def models_report(rows: Sequence[KnownModel], *, source: str) -> list[Block]:
             "dim",
         ),
     ]
+
+
+def recorded_text(recorded: RolloutUsage) -> str:
+    """One line on the usage an agent recorded: ``count`` and ``check`` show it."""
+    last = recorded.last
+    window = f" of a {recorded.context_window:,}-token window" if recorded.context_window else ""
+    return (
+        f"recorded by the agent (line {recorded.line + 1}): {recorded.context_tokens:,} tokens in context"
+        f"{window} — last call {last.input_tokens:,} input ({last.cached_input_tokens:,} cached)"
+        f" + {last.output_tokens:,} output"
+    )

@@ -1,7 +1,7 @@
 """A transcript as read: its conversations, each a message list with what surrounds it.
 
 The value types :mod:`ctxcompact.transcripts.io` reads and writes; kept apart so that the
-modules io calls while writing (:mod:`ctxcompact.transcripts.appended`) can name them without
+modules io calls while writing (:mod:`ctxcompact.transcripts.points.append`) can name them without
 importing io back.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message
 from ctxcompact.transcripts.dialects import DEFAULT_DIALECT
-from ctxcompact.transcripts.dialects.recorded import RecordedUsage
+from ctxcompact.transcripts.dialects.rollout_usage import RolloutUsage
 from ctxcompact.transcripts.points import AppendedCompaction
 from ctxcompact.transcripts.recorded_usage import SizeNote
 
@@ -53,7 +53,7 @@ class Conversation:
     #: ``messages`` are then the live context, appended after ``records``.
     appended: AppendedCompaction | None = None
     #: The usage the API reported for the newest call, when the session log records it.
-    recorded: RecordedUsage | None = None
+    recorded: RolloutUsage | None = None
     #: Why the agent would resume the file otherwise than it reads (``Parsed.problems``).
     problems: tuple[str, ...] = ()
     #: Set by a rewrite whose reader needs it: the size it measured, written on every record
@@ -91,7 +91,7 @@ class Transcript:
     #: The bytes read: written back as they are when no conversation changed.
     raw: bytes | None = field(default=None, repr=False, compare=False)
     #: A line-per-record file's line of each record, as spelled: a record a rewrite kept is
-    #: written back with these bytes (issue 20: lines we did not change stay byte for byte).
+    #: written back with these bytes (lines we did not change stay byte for byte).
     lines: tuple[bytes, ...] | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -20,7 +20,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path, PurePath
@@ -76,6 +75,8 @@ def write_temp(target: Path, data: bytes, *, mode_of: Path | None = None, sync: 
     """
     directory = target.parent if str(target.parent) else Path(".")
     clean_dead_temps(directory)
+    import tempfile  # only a command that writes pays for it (random, ~3 ms)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}-", suffix=".tmp", dir=directory)
     try:
         try:

@@ -358,7 +358,7 @@ def conversation_records(conversation: Conversation) -> list[Any]:
 def _appended(conversation: Conversation) -> list[Any]:
     """The records an appended compaction writes after the history, each carrying the
     conversation's size note when it has one."""
-    from ctxcompact.transcripts.appended import appended_records
+    from ctxcompact.transcripts.points.append import appended_records
 
     appended = appended_records(conversation)
     note = conversation.note if dialect_named(conversation.dialect).size_notes else None

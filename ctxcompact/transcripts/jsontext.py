@@ -24,7 +24,6 @@ import json
 import re
 import sys
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import orjson
@@ -201,6 +200,8 @@ def _same_number(text: str, value: float) -> bool:
         return True  # a zero
     if len(digits) <= _EXACT_DIGITS and abs(value) >= _NORMAL_MIN:
         return True  # a double holds 15 significant digits exactly, above the subnormals
+    from decimal import Decimal, InvalidOperation  # rarely reached: loaded when it is
+
     try:
         return Decimal(text) == Decimal(repr(value))
     except InvalidOperation:

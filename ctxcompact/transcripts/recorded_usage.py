@@ -55,7 +55,7 @@ NOTE_KEY = "context"
 class SizeNote:
     """The context size a rewrite measured for its output, written on every record it created
     or changed (``"ctxcompact": {"context": {...}}``) so that the next reader measures the
-    output exactly as the rewrite did (one size everywhere, SPEC §6).
+    output exactly as the rewrite did (one size everywhere).
 
     ``tokens`` is that size; ``overhead`` the part of it outside our count of the messages
     (× the model's factor): the system prompt and tool definitions a session file does not

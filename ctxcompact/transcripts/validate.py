@@ -1,4 +1,4 @@
-"""API invariants a message list must keep (SPEC §3.1), and the check that finds breaks.
+"""API invariants a message list must keep, and the check that finds breaks.
 
 Errors (the API would reject the request):
 

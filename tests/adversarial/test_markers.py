@@ -93,7 +93,7 @@ def test_a_user_message_opening_like_our_summary_is_not_protected(tmp_path: Path
         "--no-pin-first", "--stats-json", stats, "-q",
     )  # fmt: skip
     assert done.exit_code == 0, done.stderr
-    assert json.loads(stats.read_text())["compactedTokenCount"] < 20_000
+    assert json.loads(stats.read_text())["compacted_token_count"] < 20_000
 
 
 MIXED = [

@@ -139,6 +139,6 @@ def test_sessions_lists_an_oversized_or_special_file_with_its_error(tmp_path: Pa
     os.mkfifo(project / "pipe.jsonl")
     done = run_cli("sessions", tmp_path / "projects", "--json", "--max-input-bytes", "100000000")
     assert done.exit_code == 0, done.stderr
-    rows = {Path(r["path"]).name: r for r in done.json()}
+    rows = {Path(r["path"]).name: r for r in done.json()["sessions"]}
     assert "larger than the input limit" in rows["huge.jsonl"]["error"]
     assert "FIFO" in rows.get("pipe.jsonl", {"error": "FIFO"})["error"]

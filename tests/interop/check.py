@@ -104,10 +104,10 @@ def run_case(clients: Clients, session: Session, case: Case, folder: Path) -> Ou
         case.restores
         and session.layout.materialised
         and last.get("compacted", True)
-        and not last.get("restoredFileCount")
+        and not last.get("restored_file_count")
     ):
         findings["restored"].append(
-            f"{len(session.layout.materialised)} file(s) to restore, restoredFileCount {last.get('restoredFileCount')}"
+            f"{len(session.layout.materialised)} file(s) to restore, restored_file_count {last.get('restored_file_count')}"
         )
     findings["after"] += after_the_client(workspace, run.session)
     return Outcome(findings, prepared, run, sent)

@@ -55,8 +55,8 @@ from fake_apis import RESPONSES_PATH
 
 from ctxcompact.markers import RESTORED_ACK, SUMMARY_ACK
 from ctxcompact.transcripts.dialects.codex.read import live_history
-from ctxcompact.transcripts.export import export_transcript
 from ctxcompact.transcripts.io import load_transcript
+from ctxcompact.transcripts.points.export import export_transcript
 
 SYNTHETIC_REPLY = "No response requested."
 #: The text block Claude Code sends after a tool result that loads tools (``tool_reference``).

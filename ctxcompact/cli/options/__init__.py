@@ -98,6 +98,24 @@ Shard = Annotated[
 
 # --- outputs ---------------------------------------------------------------------------------
 
+Force = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Change a session even while it looks live (just modified, a half-written last line, or "
+        "open for writing); compact: with --in-place.",
+    ),
+]
+
+ArchiveDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--archive-dir",
+        help="The archive: what compact replaced, hook's backups and compaction records [default: "
+        "$XDG_STATE_HOME/ctxcompact/archive; a compact batch with --out-dir: OUT_DIR/.ctxcompact-archive].",
+    ),
+]
+
 Output = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write the result here (atomically) instead of stdout.")
 ]

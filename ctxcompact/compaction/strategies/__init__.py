@@ -10,7 +10,7 @@ Adding one: its options in :mod:`ctxcompact.compaction.strategies.options`, a mo
 :class:`~ctxcompact.compaction.pipeline.CompactOptions`, its CLI options, README and tests.
 
 A row names its run function by module and attribute (:class:`LazyRun`), imported on the first
-call: a compaction imports only the strategies it runs (start-up, issue 12), while every
+call: a compaction imports only the strategies it runs (start-up stays lean), while every
 options type is at hand for the CLI and :class:`~ctxcompact.compaction.pipeline.CompactOptions`.
 """
 
@@ -78,7 +78,7 @@ STRATEGIES: Mapping[str, Strategy] = {
 #: What ``compact --strategy`` accepts (comma-separated, run in order).
 STRATEGY_NAMES = tuple(STRATEGIES)
 DEFAULT_STRATEGIES: tuple[str, ...] = ("full",)
-#: What ``compact --auto`` runs when no ``--strategy`` is given (issue 10).
+#: What ``compact --auto`` runs when no ``--strategy`` is given.
 AUTO_STRATEGIES: tuple[str, ...] = ("hybrid",)
 #: Strategies that aim at a token target: without a budget the run makes one from the
 #: transcript's model (or the default window).

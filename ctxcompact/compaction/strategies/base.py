@@ -136,7 +136,7 @@ class StrategyContext:
     #: Tokens of the system prompt and tool definitions outside the message list: a strategy
     #: that aims at ``target_tokens`` aims its messages at ``target_tokens - fixed_tokens``.
     fixed_tokens: int = 0
-    #: What every strategy keeps verbatim besides the head and the live loop (issue 10).
+    #: What every strategy keeps verbatim besides the head and the live loop.
     pins: PinOptions = DEFAULT_PINS
     #: ``--include-loop``: the local strategies work inside the current tool loop too, all but
     #: its live part (:func:`~ctxcompact.compaction.pins.protected_part`).

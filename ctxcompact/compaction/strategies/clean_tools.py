@@ -1,8 +1,8 @@
-"""``compact --strategy clean-tools``: drop old tool calls, keep the words (seed 003 §4.2).
+"""``compact --strategy clean-tools``: drop old tool calls, keep the words.
 
-Seed 003's ``cleanToolCalls(messages, keepRounds)`` walks back from the end counting user
+``cleanToolCalls(messages, keepRounds)`` walks back from the end counting user
 messages; the first one that makes the count exceed ``keepRounds`` is the boundary, and the
-messages *before* it lose their tool-call parts. Because the seed builds the context for a
+messages *before* it lose their tool-call parts. Because that builds the context for a
 request whose user message is already at the end, that keeps the current request plus
 ``keepRounds`` complete rounds. Here a round starts at a user message with user text
 (:func:`ctxcompact.ir.round_starts`; tool-result messages do not count), so with ``rounds=N``

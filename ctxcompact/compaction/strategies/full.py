@@ -1,6 +1,7 @@
-"""Full compaction: summary of everything after the head, plus restored files (seed 000).
+"""Full compaction: summary of everything after the head, plus restored files.
 
-Assembly (F-006), with the seed's exact strings::
+Assembly, with fixed strings (:mod:`ctxcompact.markers`: earlier summaries and restored files
+are recognised by them)::
 
     [...head]
     user:      "[Conversation compressed]\\n\\n{summary}"
@@ -16,11 +17,11 @@ blocks. When that request also answers tool uses (a user message holding tool re
 text), the assistant message with those tool uses is kept too — a pair is never cut — and it
 takes the place of the last acknowledgement, so the roles still alternate.
 
-Repeated compaction (UC-005) needs nothing special: an
+Repeated compaction needs nothing special: an
 earlier summary and earlier restored files are ordinary messages of the rest, so they are
 summarized again and the files restored afresh.
 
-Failure handling (F-008, UC-006): the summarizer does its own bounded retries; when it still
+Failure handling: the summarizer does its own bounded retries; when it still
 fails, ``on_failure`` decides — ``fallback`` (default) summarizes with the offline extractive
 summarizer, ``skip`` returns the input unchanged with a warning, ``error`` raises
 :class:`~ctxcompact.compaction.summarize.SummaryFailed` (exit 3).
@@ -33,7 +34,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxcompact.accounting.tokens import count_tokens
-from ctxcompact.compaction.partition import Partition, partition_messages
 from ctxcompact.compaction.pins import PinOptions, first_task_index, pinned_indices
 from ctxcompact.compaction.restore import (
     RestoreResult,
@@ -49,11 +49,34 @@ from ctxcompact.compaction.strategies.options import DEFAULT_SUMMARY_MAX_WORDS a
 from ctxcompact.compaction.strategies.options import FullOptions as FullOptions
 from ctxcompact.compaction.strategies.survivors import insert_after_summary, kept_verbatim, recent_start
 from ctxcompact.compaction.summarize import Summary, SummaryFailed
-from ctxcompact.ir import Message, block_start_at, current_loop_start, new_message, text_of
+from ctxcompact.ir import (
+    Message,
+    block_start_at,
+    current_loop_start,
+    leading_system_count,
+    new_message,
+    text_of,
+)
 from ctxcompact.markers import RESTORED_ACK, SUMMARY_ACK, SUMMARY_PREFIX
 from ctxcompact.transcripts.dialects import dialect_named
 
 ACK_KINDS = ("summary_ack", "restored_ack")
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """The head a full compaction keeps (the leading ``system`` messages; a request body's
+    top-level ``system`` is not in the message list at all) and the rest it summarizes."""
+
+    head: tuple[Message, ...]
+    rest: tuple[Message, ...]
+
+
+def partition_messages(messages: Sequence[Message]) -> Partition:
+    """Split at the first non-system message. No system message → all rest; only system
+    messages → empty rest (nothing to compact); empty list → both empty."""
+    n = leading_system_count(messages)
+    return Partition(tuple(messages[:n]), tuple(messages[n:]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +155,7 @@ def split_for_summary(
 ) -> tuple[Partition, tuple[Message, ...]]:
     """(head and the part to summarize, the tail kept verbatim after the summary).
 
-    With ``keep_loop`` the live request and its tool loop stay verbatim (seed 004: the current
+    With ``keep_loop`` the live request and its tool loop stay verbatim (the current
     loop is never compacted), so the result is still a request to send; a request that also
     answers tool uses keeps the assistant message holding them, so no pair is cut.
     """
@@ -172,10 +195,27 @@ def _nothing_to_compact(
     return None
 
 
+#: Words a summary may use per token of room (English prose runs ~1.3 tokens a word).
+WORDS_PER_TOKEN = 0.7
+#: A summary gets at least this many words, however small the room.
+MIN_SUMMARY_WORDS = 200
+#: The share of the room left after the kept messages that restored files may take.
+RESTORE_SHARE = 1 / 3
+
+
+def split_room(room: int, *, max_restore: int, max_words: int) -> tuple[int, int]:
+    """(restored-file tokens, summary words) for ``room`` tokens left after the messages kept
+    verbatim: restored files at most :data:`RESTORE_SHARE` of it, the summary the rest — never
+    under :data:`MIN_SUMMARY_WORDS`, never over ``max_words``."""
+    restore = min(max_restore, int(max(room, 0) * RESTORE_SHARE))
+    words = max(MIN_SUMMARY_WORDS, min(int((room - restore) * WORDS_PER_TOKEN), max_words))
+    return restore, words
+
+
 def run_full(messages: Sequence[Message], options: FullOptions, context: StrategyContext) -> StrategyResult:
     """Replace everything after the head with a summary and the recently read files.
 
-    Files are looked up in the *whole* list (F-005: head and rest), relative to
+    Files are looked up in the *whole* list (head and rest), relative to
     ``context.work_dir``; in a pipeline ``context.original`` (the transcript as read) is scanned
     instead, since an earlier step (``prune --clear-tool-inputs``) may have blanked the read
     calls' inputs. Details: :class:`FullDetails`, or :class:`FullSkipped` when nothing was
@@ -183,8 +223,19 @@ def run_full(messages: Sequence[Message], options: FullOptions, context: Strateg
     under ``on_failure="error"``.
     """
     recent = recent_start(messages, options.keep_recent_tokens, context.counter)
-    _, kept_tail = split_for_summary(messages, keep_loop=options.keep_loop, recent=recent)
-    return summarize_before(messages, len(messages) - len(kept_tail), options, context)
+    part, kept_tail = split_for_summary(messages, keep_loop=options.keep_loop, recent=recent)
+    limit = context.message_limit()
+    if limit is None:
+        return summarize_before(messages, len(messages) - len(kept_tail), options, context)
+    # With a threshold, the summary and the restored files share what the kept messages leave
+    # under it (never more than the options give them): a small window gets a shorter summary
+    # and fewer restored lines instead of a result still over it.
+    kept = count_tokens([*part.head, *kept_tail], counter=context.counter).total
+    restore, words = split_room(
+        limit - kept, max_restore=options.max_tokens_total, max_words=options.summary_max_words
+    )
+    fitted = replace(options, max_tokens_total=restore)
+    return summarize_before(messages, len(messages) - len(kept_tail), fitted, context, max_words=words)
 
 
 def summarize_before(
@@ -258,7 +309,7 @@ def summarize_before(
     )
 
 
-#: Opens a summary that does not hold the pinned task itself (SPEC §6: the task is never
+#: Opens a summary that does not hold the pinned task itself (the pinned task is never
 #: written again after a summary, where it would read as a new request).
 TASK_HEADING = "The task, as the user gave it:"
 #: A summary holds the task when it has this share of its lines.

@@ -4,8 +4,7 @@ A pipeline (:mod:`ctxcompact.compaction.strategies.pipeline`) of two steps that 
 soon as the messages are under the target: :data:`MASK` (steps 1–5 below), then
 :data:`SUMMARY` (step 6). The budget is the run's target (:meth:`StrategyContext.message_target`: ``--target-tokens``, or
 ``--target-ratio`` × the threshold, half of it by default). What an agent needs to go on is
-kept first, and each later kind only while it fits (SPEC §6 "A budget, filled in priority
-order"):
+kept first, and each later kind only while it fits (a budget, filled in priority order):
 
 1. the head (system messages), the pins and the task, earlier compaction summaries;
 2. the live part — tool results the model has not seen yet, or a last user request —
@@ -34,19 +33,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from ctxcompact.accounting.tokens import block_tokens
 from ctxcompact.compaction.masking import is_stub, masked_result, stub_text
 from ctxcompact.compaction.pins import message_tokens, protected_part
 from ctxcompact.compaction.strategies import Strategy
 from ctxcompact.compaction.strategies.base import StrategyContext, StrategyDetails, StrategyResult
-from ctxcompact.compaction.strategies.full import FullSkipped, run_full, summarize_before
+from ctxcompact.compaction.strategies.full import (
+    MIN_SUMMARY_WORDS,
+    WORDS_PER_TOKEN,
+    FullSkipped,
+    run_full,
+    split_room,
+    summarize_before,
+)
 from ctxcompact.compaction.strategies.options import FullOptions, PruneOptions
 from ctxcompact.compaction.strategies.options import HybridOptions as HybridOptions
 from ctxcompact.compaction.strategies.pipeline import PipelineOptions, run_pipeline
 from ctxcompact.compaction.strategies.previews import preview_tool_input
-from ctxcompact.compaction.strategies.prune import THINKING_TYPES, prune_tool_outputs, run_prune
+from ctxcompact.compaction.strategies.prune import THINKING_TYPES, PruneDetails, prune_tool_outputs, run_prune
 from ctxcompact.ir import Block, Message, leading_system_count, live_start, tool_pairs, turn_starts
 
 #: The newest assistant turns kept verbatim, tool pairs whole, before anything older is kept.
@@ -54,16 +60,11 @@ RECENT_TURNS = 3
 #: A masked call's input over this many tokens (a file written whole) becomes a preview too.
 INPUT_PREVIEW_OVER = 400
 INPUT_PREVIEW_TOKENS = 120
-#: Words a summary may use per token of budget left (English prose runs ~1.3 tokens a word).
-WORDS_PER_TOKEN = 0.7
 #: When there is a summary, the share of the budget it gets at the least: a long history
 #: told in 200 words carries little, and the turns it replaces are the oldest.
 SUMMARY_SHARE = 0.25
-#: A summary gets at least this many words, and at most :data:`SUMMARY_WORDS_CAP`.
-MIN_SUMMARY_WORDS = 200
+#: A summary here gets at most this many words (``full.split_room`` gives the least).
 SUMMARY_WORDS_CAP = 6_000
-#: The share of the room left after the kept messages that restored files may take.
-RESTORE_SHARE = 1 / 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +172,7 @@ def _drop_old_thinking(
     result = prune_tool_outputs(
         messages, keep=len(messages) * 64, keep_thinking=newer, protect_loop=False, counter=context.counter
     )
-    return result.messages, int(result.details.to_dict()["thinking_turns_cleared"])
+    return result.messages, cast(PruneDetails, result.details).thinking_turns_cleared
 
 
 def _mask(
@@ -187,8 +188,9 @@ def _mask(
     the plan from ``counted_from`` on counts at most ``budget``; a masked call's oversized
     input becomes a preview."""
     counter = context.counter
+    total = sum(plan.sizes[counted_from:])  # kept as masks change it: one sum, not one per pair
     for pair in tool_pairs(plan.messages):
-        if sum(plan.sizes[counted_from:]) <= budget:
+        if total <= budget:
             return
         indices = [pair.use[0], *(i for i, _ in pair.results)]
         if max(indices) >= end or any(i in keep for i in indices) or not pair.results:
@@ -209,7 +211,10 @@ def _mask(
         if changes and input_tokens > INPUT_PREVIEW_OVER:
             changes[pair.use] = preview_tool_input(use, input_tokens, INPUT_PREVIEW_TOKENS, counter)
         if changes:
+            rows = [i for i in sorted({i for i, _ in changes}) if i >= counted_from]
+            before = sum(plan.sizes[i] for i in rows)
             _apply(plan, changes, context)
+            total += sum(plan.sizes[i] for i in rows) - before
             plan.masked += sum(1 for pos in changes if pos != pair.use)
 
 
@@ -257,8 +262,7 @@ def summarize_oldest(
         )
     cut = next((c for c in cuts if kept(c) + floor <= budget), cuts[-1])
     room = max(budget - kept(cut), 0)
-    restore = min(full.max_tokens_total, int(room * RESTORE_SHARE))
-    words = max(MIN_SUMMARY_WORDS, min(int((room - restore) * WORDS_PER_TOKEN), SUMMARY_WORDS_CAP))
+    restore, words = split_room(room, max_restore=full.max_tokens_total, max_words=SUMMARY_WORDS_CAP)
     combined = (*_as_read(messages[:cut], context), *messages[cut:])
     options = replace(full, max_tokens_total=restore, keep_loop=False, keep_recent_tokens=None)
     result = summarize_before(combined, cut, options, context, max_words=words)

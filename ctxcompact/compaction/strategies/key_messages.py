@@ -1,25 +1,24 @@
-"""``compact --strategy key-messages``: scored selection to a token target (seed 004).
+"""``compact --strategy key-messages``: scored selection to a token target.
 
-Seed 004's ``KeyMessageExtractionStrategy``, on the IR:
+The seed's ``KeyMessageExtractionStrategy`` on the IR (``docs/decisions/0001-reference-designs.md``):
 
 * **Score** (:func:`score_message`): recent ``min_recent_messages`` (10) messages +1000; base
   user 100, ``ARTIFACT_SAVED`` 90, ``NODE_COMPLETE`` 85, assistant with tool calls 80, tool
   result 79, assistant 50; plus ``0.01 × index``. A user message holding only tool results is
-  the seed's ``tool`` message. The seed's explainable weights, which it names without
-  figures, are small enough never to reorder its categories (at most +4.5, the gap between
+  a ``tool`` message. The explainable weights are small enough never to reorder its categories (at most +4.5, the gap between
   ``NODE_COMPLETE`` and ``ARTIFACT_SAVED`` being 5): a file path +1.5, a code block +1.5, a
   must/should/need/必须/需要 keyword +1.0, a number +0.5; a tool result over 600 tokens −2, one
   repeating an earlier result's text −3.
 * **Select**: the protected part (:mod:`ctxcompact.compaction.pins`: head, pins, earlier summaries, the
   live loop) and the recent messages are always kept; then the rest greedily by score while it
-  fits ``target_tokens`` (``token_budget × target_usage``, 0.5 by default; the seed's trigger
-  is 0.8). A tool interaction block is taken or left whole. Output in original order.
-* **Over budget** (超预算兜底), in order, each recorded in ``stats["fallbacks"]``: tool results
+  fits ``target_tokens`` (``token_budget × target_usage``, 0.5 by default; the trigger, 0.8 by default,
+  is ``--threshold``'s). A tool interaction block is taken or left whole. Output in original order.
+* **Over budget**, in order, each recorded in ``stats["fallbacks"]``: tool results
   become previews (tool name, status, first and last lines); long user/assistant texts are
   clipped to their first paragraph, bullets and conclusion; then only the last K=4 rounds
   (with their tool results) stay, besides the protected part.
 
-Stats follow seed 004's ``CompressionResult.metadata``: ``input_count``, ``output_count``,
+Stats (a ``CompressionResult.metadata``): ``input_count``, ``output_count``,
 ``dropped_count``, ``dropped_indexes``, ``input_tokens``, ``output_tokens``,
 ``strategy_used``; plus ``target_tokens``, ``target_met`` and ``fallbacks``.
 """
@@ -150,7 +149,7 @@ def _run_start(text: str, end: int) -> int:
 def score_message(
     message: Message, index: int, total: int, *, min_recent: int, tokens: int, repeated: bool = False
 ) -> float:
-    """Seed 004's priority of ``message`` at ``index`` of ``total``."""
+    """The priority of ``message`` at ``index`` of ``total``."""
     recent = RECENT_BONUS if index >= total - min_recent else 0.0
     text = text_of(message, include_tool_results=True)
     base = base_score(message, text)
@@ -278,7 +277,7 @@ class FallbackStep:
 
 @dataclass(frozen=True, slots=True)
 class KeyMessagesDetails:
-    """Seed 004's ``CompressionResult.metadata`` (snake_case), plus the target and fallbacks."""
+    """``CompressionResult.metadata`` (snake_case), plus the target and fallbacks."""
 
     input_count: int
     output_count: int
@@ -401,7 +400,7 @@ def last_rounds_start(messages: Sequence[Message], k: int, guard: Protected) -> 
 def keep_last_rounds(
     messages: Sequence[Message], k: int = DEFAULT_FALLBACK_ROUNDS, *, protected: Protected
 ) -> tuple[Message, ...]:
-    """Seed 004's last resort on its own: the last ``k`` rounds and the protected part."""
+    """The last resort on its own: the last ``k`` rounds and the protected part."""
     cut = last_rounds_start(messages, k, protected)
     return tuple(m for i, m in enumerate(messages) if i >= cut or i in protected)
 
@@ -410,7 +409,7 @@ def run_key_messages(
     messages: Sequence[Message], options: KeyMessageOptions, context: StrategyContext
 ) -> StrategyResult:
     """The strategy table's entry. The target is ``target_usage`` × the model's budget (its
-    window minus the output reserve; seed 004's 128,000 without one), less the system prompt
+    window minus the output reserve; 128,000 without one), less the system prompt
     and tool definitions, and never above the run's threshold."""
     model_budget = context.budget.usable if context.budget is not None else None
     target = options.target_tokens(model_budget) - context.fixed_tokens

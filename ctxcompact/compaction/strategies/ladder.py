@@ -1,11 +1,11 @@
-"""The fallback ladder: when a compaction leaves the transcript over its target (issue 10).
+"""The fallback ladder: when a compaction leaves the transcript over its target.
 
 Steps, in order, each only while the list is still over the target and each kept only when it
 made the list smaller (so the output is never larger than the input):
 
 1. ``prune``: old tool output cleared in place (:func:`~ctxcompact.compaction.strategies.prune.prune_tool_outputs`
    with its defaults: the 3 most recent tool uses kept);
-2. ``key-messages``: scored selection to the target, with seed 004's own fallbacks;
+2. ``key-messages``: scored selection to the target, with its own fallbacks (previews, clipping);
 3. ``last-rounds``: only the last K=4 rounds, besides the protected part.
 
 None of them touches the protected part (:mod:`ctxcompact.compaction.pins`; the ladder works

@@ -2,7 +2,7 @@
 option is spelled on the command line (:func:`~ctxcompact.compaction.strategies.base.flag`:
 ``compact`` builds its options from these fields, so a strategy's option is declared once).
 
-Light on purpose (start-up, issue 12): the pipeline's :class:`~ctxcompact.compaction.pipeline.CompactOptions`
+Light on purpose (start-up stays lean): the pipeline's :class:`~ctxcompact.compaction.pipeline.CompactOptions`
 and the CLI's option declarations need every strategy's options and defaults, but a compaction
 runs only the strategies it names, so their run code (with its regexes, scores and details
 types) lives in the strategy modules, imported on first use by the table
@@ -72,7 +72,7 @@ class FullOptions:
         help="Retries on 429/5xx/overloaded/connection errors, with backoff.",
     )
     #: ``time.monotonic()`` after which no summary request starts and no wait ends (``--deadline``:
-    #: :func:`ctxcompact.llm.retry.deadline_in`); None: none beyond each request's own bounds.
+    #: :func:`ctxcompact.llm.deadline.deadline_in`); None: none beyond each request's own bounds.
     #: A run's clock, not a choice about the result: left out of repr and equality (a
     #: ``--resume`` journal compares options by their repr).
     deadline_at: float | None = field(default=None, repr=False, compare=False)
@@ -263,7 +263,7 @@ class Rule:
     priority: int = 100
 
 
-#: Seed 002 §4.1's rule table.
+#: The default rule table (``--rules FILE`` overrides it).
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule("tool_result", "truncate", 5, 10),
     Rule("skill_prompt", "drop", 0, 20),
@@ -279,7 +279,7 @@ NEVER = ("compaction_summary", "system_prompt", "memory")
 
 @dataclass(frozen=True, slots=True)
 class SelectiveOptions:
-    """The rule table and the field thresholds of seed 002 §4.2 (tokens)."""
+    """The rule table and the tool-field thresholds (tokens)."""
 
     #: The whole options come from one file on the command line (``--rules``).
     FROM_FILE: ClassVar[Flag] = Flag(
@@ -311,7 +311,7 @@ DEFAULT_OPTIONS = SelectiveOptions()
 # --- key-messages -------------------------------------------------------------------------------
 
 LONG_RESULT_TOKENS = 600
-#: Seed 004 ``CompressionConfig`` defaults. The seed's trigger (0.8) is ``--threshold``'s job.
+#: ``CompressionConfig`` defaults. The trigger (0.8) is ``--threshold``'s job.
 TRIGGER_THRESHOLD = 0.8
 DEFAULT_TARGET_USAGE = 0.5
 DEFAULT_MIN_RECENT = 10
@@ -321,7 +321,7 @@ DEFAULT_FALLBACK_ROUNDS = 4
 
 @dataclass(frozen=True, slots=True)
 class KeyMessageOptions:
-    """Seed 004's ``CompressionConfig`` and its fallbacks' figures (tokens)."""
+    """``key-messages``' ``CompressionConfig`` and its fallbacks' figures (tokens)."""
 
     target_usage: float = flag(
         DEFAULT_TARGET_USAGE, "--target-usage", help="key-messages: keep this share of the model's budget."
@@ -352,7 +352,7 @@ class KeyMessageOptions:
             raise OptionError("{token_budget} must be at least 1.", "token_budget")
 
     def target_tokens(self, model_budget: int | None = None) -> int:
-        """``floor(token_budget × target_usage)`` (seed 004 ``getTargetTokens``); the budget is
+        """``floor(token_budget × target_usage)``; the budget is
         ``token_budget``, else ``model_budget`` (the model's usable window), else 128,000."""
         budget = self.token_budget or model_budget or DEFAULT_TOKEN_BUDGET
         return math.floor(budget * self.target_usage)

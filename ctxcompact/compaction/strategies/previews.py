@@ -1,12 +1,12 @@
 """Previews of oversized content, with a visible marker, shared by the local strategies.
 
-``selective`` (seed 002 §4.2) turns tool inputs over 500 tokens and tool results over 600
-tokens into 200-token previews; ``key-messages`` (seed 004 超预算兜底) turns tool results into
+``selective`` turns tool inputs over 500 tokens and tool results over 600
+tokens into 200-token previews; ``key-messages``, when its selection is still over budget, turns tool results into
 previews that keep the tool name, its status and the first and last lines, and clips long
 user/assistant texts to their first paragraph, bullets and conclusion. Every preview ends with
 :data:`TRUNCATION_MARKER` so the model (and a second pass) can see that something was cut.
 
-Never truncated twice (seed 002 §5.3): content that already carries our marker, a ``prune``
+Never truncated twice: content that already carries our marker, a ``prune``
 placeholder or an ``offload`` reference is left as it is (:func:`is_already_truncated`).
 """
 
@@ -60,7 +60,7 @@ def head_preview(text: str, tokens: int, limit: int, counter: TokenCounter, what
 
 
 def head_tail_preview(text: str, tokens: int, limit: int, counter: TokenCounter, what: str) -> str:
-    """Seed 004's tool-result preview: tool name and status, the first and the last lines
+    """A tool-result preview: tool name and status, the first and the last lines
     (half of ``limit`` tokens each), the marker in between."""
     half = max(limit // 2, 1)
     head = head_within(text, tokens, half, counter)
@@ -69,7 +69,7 @@ def head_tail_preview(text: str, tokens: int, limit: int, counter: TokenCounter,
 
 
 def clip_long_text(text: str, tokens: int, limit: int, counter: TokenCounter) -> str:
-    """Seed 004's clipping of a long user/assistant text: the first paragraph, the bullet
+    """The clipping of a long user/assistant text: the first paragraph, the bullet
     lines and the sentences that state a conclusion or summary, within ``limit`` tokens."""
     paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
     first = paragraphs[0] if paragraphs else text
@@ -87,7 +87,7 @@ def clip_long_text(text: str, tokens: int, limit: int, counter: TokenCounter) ->
 
 
 def preview_tool_result(block: Block, tokens: int, limit: int, counter: TokenCounter, tool: str) -> Block:
-    """A copy of a tool_result block whose content is a head-and-tail preview (seed 004)."""
+    """A copy of a tool_result block whose content is a head-and-tail preview."""
     status = "error" if block.get("is_error") else "ok"
     text = head_tail_preview(tool_result_text(block), tokens, limit, counter, f"{tool or 'tool'} {status}")
     new = dict(block)

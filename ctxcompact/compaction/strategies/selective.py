@@ -1,9 +1,9 @@
-"""``compact --strategy selective``: priority-ordered rules per item type (seed 002 §4–§6).
+"""``compact --strategy selective``: priority-ordered rules per item type.
 
 Each message outside the protected part (:mod:`ctxcompact.compaction.pins`: head, pins, earlier
 summaries, the live loop) is an item of one type. The rules run lowest priority number first;
 after each one the list is counted again and the run stops as soon as it fits the target.
-Seed 002 §4.1's defaults (:data:`DEFAULT_RULES`):
+The defaults (:data:`DEFAULT_RULES`):
 
 =================  ========  ===========  ========
 type               action    keep_recent  priority
@@ -18,17 +18,17 @@ system_prompt      none                   100
 memory             none                   100
 =================  ========  ===========  ========
 
-``tool_result`` works on tool interaction blocks (seed 002 §4.2): the newest ``keep_recent``
+``tool_result`` works on tool interaction blocks: the newest ``keep_recent``
 blocks stay, older ones are dropped whole (tool use with its results; a result message that
 also carries the user's words keeps the words). Inside the kept blocks, tool inputs over
 ``tool_input_threshold`` (500) tokens and results over ``tool_result_threshold`` (600) become
 ``preview_tokens`` (200) previews with a visible marker — except items already truncated or
-offloaded (§5.3). ``truncate`` on text types keeps the newest ``keep_recent``; ``drop`` removes
+offloaded (never truncated twice). ``truncate`` on text types keeps the newest ``keep_recent``; ``drop`` removes
 every unprotected item of the type; ``none`` never touches it. Skill prompts and metadata are
 recognised in Claude Code sessions (``isMeta`` entries, skill bodies, command echoes).
 
-Thinking protection (§5.2): assistant messages of the live tool loop that carry thinking are
-never removed (the whole live loop is protected; the stats count them). Phase events (§6.3)
+Thinking protection: assistant messages of the live tool loop that carry thinking are
+never removed (the whole live loop is protected; the stats count them). Phase events
 record ``phase``, ``rule``, ``removed``, ``tokens_before``, ``tokens_after``.
 
 The rule table is data: :func:`load_rules` reads a TOML file (``--rules FILE``)::
@@ -101,7 +101,7 @@ def classify(message: Message) -> ItemType:
 
 @dataclass(frozen=True, slots=True)
 class PhaseEvent:
-    """One line of the phase timeline (seed 002 §6.3)."""
+    """One line of the phase timeline."""
 
     phase: str
     tokens_before: int
@@ -161,23 +161,36 @@ class SelectiveResult:
 
 @dataclass(slots=True)
 class _State:
-    """Edits over the original indices: dropped messages, rewritten ones, their sizes."""
+    """Edits over the original indices: dropped messages, rewritten ones, their sizes, and
+    the kept messages' total (kept as they change: the rules ask it once per block)."""
 
     messages: Sequence[Message]
     sizes: list[int]
     counter: TokenCounter
     dropped: set[int] = field(default_factory=set)
     edited: dict[int, Message] = field(default_factory=dict)
+    kept_total: int = 0
+
+    def __post_init__(self) -> None:
+        self.kept_total = sum(s for i, s in enumerate(self.sizes) if i not in self.dropped)
 
     def total(self) -> int:
-        return sum(s for i, s in enumerate(self.sizes) if i not in self.dropped)
+        return self.kept_total
 
     def current(self, i: int) -> Message:
         return self.edited.get(i, self.messages[i])
 
+    def drop(self, i: int) -> None:
+        if i not in self.dropped:
+            self.dropped.add(i)
+            self.kept_total -= self.sizes[i]
+
     def edit(self, i: int, message: Message) -> None:
         self.edited[i] = message
-        self.sizes[i] = message_tokens([message], self.counter)[0]
+        size = message_tokens([message], self.counter)[0]
+        if i not in self.dropped:
+            self.kept_total += size - self.sizes[i]
+        self.sizes[i] = size
 
     def output(self) -> tuple[Message, ...]:
         return tuple(self.current(i) for i in range(len(self.messages)) if i not in self.dropped)
@@ -258,7 +271,7 @@ def _tool_blocks(
                         i, message.with_content(b for b in message.content if b.get("type") != "tool_result")
                     )
                 else:
-                    state.dropped.add(i)
+                    state.drop(i)
             removed += 1
         else:
             previews += _preview_fields(state, indices, options)
@@ -314,7 +327,7 @@ def _text_items(state: _State, guard: Protected, rule: Rule, target: int) -> int
         if state.total() <= target:
             break
         if i not in guard:
-            state.dropped.add(i)
+            state.drop(i)
             victims += 1
     return victims
 
@@ -325,7 +338,7 @@ def _text_items(state: _State, guard: Protected, rule: Rule, target: int) -> int
 @dataclass(frozen=True, slots=True)
 class SelectiveRunDetails:
     """``selective``'s step: the rules' details, then the summary fallback's when the rules
-    were not enough (seed 002 §4.3), or why it was rolled back."""
+    were not enough, or why it was rolled back."""
 
     local: SelectiveDetails
     summary_events: tuple[PhaseEvent, ...] = ()

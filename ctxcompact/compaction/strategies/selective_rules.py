@@ -1,4 +1,4 @@
-"""Seed 002 §4.1's selective rule table as data, its field thresholds (§4.2), and
+"""The selective rule table as data, its tool-field thresholds, and
 ``--rules FILE``, which overrides them from TOML (the shape is in
 :mod:`ctxcompact.compaction.strategies.selective`'s docstring)."""
 

@@ -1,5 +1,5 @@
 """What a ``full`` summary keeps verbatim besides the head: the recent tail, pins, and the
-newest user messages (issue 10: ``--keep-recent-tokens``, ``--pin``, ``--keep-user-tokens``).
+newest user messages (``--keep-recent-tokens``, ``--pin``, ``--keep-user-tokens``).
 
 The summary still covers everything after the head and before the tail (pinned and kept user
 messages included, so it reads as one story); the verbatim copies follow the summary's

@@ -1,6 +1,6 @@
 """Summarizers: turn the messages a compaction replaces into one structured summary text.
 
-Two implementations behind one small interface (SPEC §3.5):
+Two implementations behind one small interface:
 
 ``anthropic``   :class:`.llm.LLMSummarizer` over the Messages API
                 (:class:`ctxcompact.llm.anthropic_api.AnthropicTransport`): the prompt of
@@ -140,7 +140,7 @@ def make_summarizer(
     if name == "anthropic-batch":
         raise UsageError(
             "--summarizer anthropic-batch summarizes a whole batch at once: give --out-dir or "
-            "--in-place (library: ctxcompact.batch.summaries.compact_files_in_batches)."
+            "--in-place (library: ctxcompact.batch.message_batches.compact_files_in_batches)."
         )
     raise InputError(f"unknown summarizer {name!r}; expected one of {', '.join(SUMMARIZER_NAMES)}.")
 

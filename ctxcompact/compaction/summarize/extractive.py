@@ -1,7 +1,7 @@
-"""The offline summarizer: a structured summary built from the transcript itself (SPEC §3.5, §6).
+"""The offline summarizer: a structured summary built from the transcript itself.
 
 No model, no key, no network, and deterministic: the same messages always give the same text.
-It fills seed 000's five sections (:data:`~.prompt.DIMENSIONS`) with what the nine-section
+It fills the prompt's five sections (:data:`~.prompt.DIMENSIONS`) with what the nine-section
 compaction prompts (Claude Code's, Codex's handoff, OpenHands' condenser) ask for, read off the
 messages (:mod:`.facts`) and quoted, never rephrased:
 

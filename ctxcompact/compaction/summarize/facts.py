@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from ctxcompact.compaction.summarize.boilerplate import (
@@ -165,7 +167,15 @@ class Facts:
 
     @classmethod
     def gather(cls, messages: Sequence[Message]) -> Facts:
-        return _Reader(messages).read()
+        """The facts of ``messages`` (read-only for the caller: within :func:`shared_facts`
+        another caller may be given the same object)."""
+        memo = _SHARED.get()
+        if memo is None:
+            return _Reader(messages).read()
+        key = tuple(map(id, messages))
+        if key not in memo:
+            memo[key] = (tuple(messages), _Reader(messages).read())  # held: their ids stay theirs
+        return memo[key][1]
 
     @property
     def last_request_index(self) -> int:
@@ -180,6 +190,25 @@ class Facts:
         # Thoughts after the last words are the newer.
         found = intents(self.last_thoughts) or intents(self.last_text)
         return found[-1] if found else ""
+
+
+#: :func:`shared_facts`' memo: the ids of the messages read -> (those messages, their facts).
+_SHARED: ContextVar[dict[tuple[int, ...], tuple[tuple[Message, ...], Facts]] | None] = ContextVar(
+    "ctxcompact_shared_facts", default=None
+)
+
+
+@contextmanager
+def shared_facts() -> Iterator[None]:
+    """Within it, :meth:`Facts.gather` of the same message objects again returns the facts it
+    read the first time (they are a function of the messages alone): ``eval`` opens one per
+    conversation, whose probes and strategies read the same parts (the probes and ``full``,
+    ``hybrid`` and ``--auto``) — each part's facts are read once, not once per reader."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
 
 
 class _Reader:

@@ -1,4 +1,4 @@
-"""The LLM summarizer, for every backend (SPEC §3.5, seed 000 F-004/F-008).
+"""The LLM summarizer, for every backend.
 
 :class:`LLMSummarizer` holds everything that does not depend on who answers: the prompt, the
 chunking, the merging, the retries and the backoff. The backend is a

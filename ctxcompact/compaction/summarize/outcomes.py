@@ -18,7 +18,7 @@ log (:func:`failed`):
 and Django's runner, go, cargo, jest/vitest, mocha, rspec, npm/yarn/pnpm test, make test…),
 whatever the exit code: ``pytest … | tail`` exits 0 when tests fail.
 
-Every scan is linear in the text (issue 24: a newline-free tool result with "error" every 60
+Every scan is linear in the text (a newline-free tool result with "error" every 60
 characters used to take quadratic time).
 """
 

@@ -1,7 +1,7 @@
-"""The summary prompt (seed 000 F-004, seed 003 FR-1.4, seed 002 §4.3), as named constants.
+"""The summary prompt, as named constants.
 
 Everything the model is told lives here, in plain sight, and ``tests/test_summarize_prompt.py``
-pins the parts the seeds require word for word:
+pins the parts that must stay word for word:
 
 * the five dimensions (Goals & Decisions, File Operations, Tool Calls, Task Status, Errors &
   Resolutions), with Task Status asking for the operation in progress in the most recent round
@@ -9,11 +9,11 @@ pins the parts the seeds require word for word:
   the best agents ask for (primary request and intent, key technical concepts, files and
   code, errors and fixes, problem solving, all user messages, pending tasks, current work,
   next step), and for an earlier compaction summary to be carried forward;
-* :data:`MOST_RECENT_RULE`, verbatim from seed 000 F-004 rule 3;
+* :data:`MOST_RECENT_RULE`: the most recent messages are not kept, so the summary must carry them;
 * the word limit (:data:`SUMMARY_MAX_WORDS`, 1500 by default);
-* seed 003 FR-1.4: completed tasks, current state, key context (file paths, code snippets),
+* completed tasks, current state, key context (file paths, code snippets),
   next steps;
-* the answer wrapped in ``<summary>…</summary>`` tags (seed 002 §4.3), which the summarizer
+* the answer wrapped in ``<summary>…</summary>`` tags, which the summarizer
   extracts;
 * the user's own instructions appended last, like a ``/compact <focus>`` argument.
 
@@ -40,14 +40,14 @@ DIMENSIONS = (
     "Errors & Resolutions",
 )
 
-#: Seed 000 F-004 rule 3, verbatim.
+#: The recent messages are not kept: the summary must say where the work stands (fixed wording).
 MOST_RECENT_RULE = (
     "Pay special attention to the MOST RECENT messages — summarize the current task state, "
     "what was just done, and what the next logical step should be. This information is critical "
     "because the original recent messages will NOT be preserved."
 )
 
-#: Seed 000 F-004 rule 2: what Task Status must describe.
+#: What Task Status must describe: the operation in progress and the next step.
 TASK_STATUS_INSTRUCTION = (
     "You MUST describe in detail the operation in progress in the most recent round of the "
     "interaction (what was being done, on which files, and how far it got) and the next step "

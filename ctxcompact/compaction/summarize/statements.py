@@ -1,6 +1,6 @@
 """The agent's and the user's own statements: sentences, conclusions, instructions, intent.
 
-Read off the words as written, never rephrased (SPEC §6, nothing invented):
+Read off the words as written, never rephrased (a summary invents nothing):
 
 * a *conclusion* is a sentence of the agent that states a finding, a cause, a fix, a decision
   or an agreement ("the issue is…", "the root cause…", "the fix…", "I found…", "this means…",

@@ -1,4 +1,4 @@
-"""The LLM judge of ``eval --judge`` (issue 13), after Factory's "Evaluating Context
+"""The LLM judge of ``eval --judge``, after Factory's "Evaluating Context
 Compression" (2025).
 
 Three stages, each a set of independent text requests:

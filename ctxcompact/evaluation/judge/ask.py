@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from ctxcompact.batch.summaries import POLL_INTERVAL, BatchBackend, run_message_batch
+from ctxcompact.batch.message_batches import POLL_INTERVAL, BatchBackend, run_message_batch
 from ctxcompact.compaction.summarize.llm import BACKOFF_INITIAL, BACKOFF_MAX, DEFAULT_TIMEOUT
 from ctxcompact.evaluation.judge.cache import JudgeCache
 from ctxcompact.llm.retry import GaveUp, Prompt, complete_with_retries

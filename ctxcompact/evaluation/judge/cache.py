@@ -1,6 +1,6 @@
 """Judge replies cached by content hash, so a rerun of ``eval --judge`` costs nothing.
 
-A request's key is :func:`ctxcompact.batch.summaries.custom_id` of (model, system, user,
+A request's key is :func:`ctxcompact.batch.message_batches.custom_id` of (model, system, user,
 max_tokens) — everything that decides its answer; the reply's text is stored in
 ``<dir>/<key>.txt``, written atomically (a crash leaves the old entry or none, never half of
 one). Only reply texts are stored: never the request, a header or the API key.

@@ -15,7 +15,7 @@ from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 from ctxcompact.accounting.tokens import TokenCounter
-from ctxcompact.batch.summaries import custom_id
+from ctxcompact.batch.message_batches import custom_id
 from ctxcompact.compaction.summarize.serialize import clip_middle, serialize_for_prompt
 from ctxcompact.evaluation.judge import DEFAULT_JUDGE_MODEL, DEFAULT_QUESTIONS_PER_KIND
 from ctxcompact.evaluation.judge.ask import Asker

@@ -40,14 +40,14 @@ def render_offload_stats(
 
 def render_undo_stats(label: str, results: Sequence[UndoResult], console: Console) -> None:
     stats = undo_stats_json(label, results)
-    if stats["restoredCount"]:
+    if stats["restored_count"]:
         line = Text.assemble(
             ("restored ", "dim"),
-            (_n(stats["restoredCount"]), "bold"),
-            " tool result" + ("" if stats["restoredCount"] == 1 else "s"),
+            (_n(stats["restored_count"]), "bold"),
+            " tool result" + ("" if stats["restored_count"] == 1 else "s"),
             ("  ", ""),
-            f"{_n(stats['restoredChars'])} characters from ",
-            stats["outDir"],
+            f"{_n(stats['restored_chars'])} characters from ",
+            stats["out_dir"],
         )
     else:
         line = Text.assemble(("unchanged: ", "bold yellow"), "no offload references in the input")

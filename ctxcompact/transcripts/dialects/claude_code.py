@@ -20,7 +20,6 @@ The top-level ``toolUseResult`` duplicate is never counted: the model does not s
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from collections.abc import Mapping, Sequence
@@ -457,7 +456,7 @@ def finalize_records(records: list[Any], original: Sequence[Any]) -> list[Any]:
         if in_thread(record):
             last_uuid = _link(record, "uuid")
             template = record
-    return out
+    return claude_code_compact.keep_preserved_segments(out, present, parents)
 
 
 def _new_entries_last(records: list[Any]) -> list[Any]:
@@ -486,6 +485,8 @@ def _link(record: Mapping[str, Any], key: str) -> str | None:
 
 
 def _derived_uuid(parent: Any, message: Any) -> str:
+    import hashlib  # here: loading OpenSSL (~7 ms) is paid by the runs that make a digest
+
     digest = hashlib.sha256(
         json.dumps([parent, message], sort_keys=True, ensure_ascii=True).encode()
     ).hexdigest()

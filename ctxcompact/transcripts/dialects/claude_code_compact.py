@@ -23,8 +23,7 @@ and our reader, start the live context at the latest boundary.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any
 
 from ctxcompact.ir import Message
@@ -74,6 +73,46 @@ def preserved_segment(
         parent = records[at].get("parentUuid")
         at = by_uuid.get(parent) if isinstance(parent, str) else None
     return None, []
+
+
+def keep_preserved_segments(
+    records: list[Any], present: Set[str | None], parents: Mapping[str | None, str | None]
+) -> list[Any]:
+    """``records`` whose boundaries still name the preserved entries a rewrite kept.
+
+    A rewrite that removes the head or the tail of a boundary's ``preservedSegment`` (``parents``:
+    each original entry's ``parentUuid``; ``present``: the uuids still in the file) would leave a
+    segment that resolves to nothing, and Claude Code would resume without the entries that
+    remain: the head moves to the first entry still present and the tail to the last; a segment
+    with none left is dropped. Boundaries whose segment is whole are the same objects."""
+    out = list(records)
+    for k, record in enumerate(records):
+        if not is_boundary(record):
+            continue
+        metadata = record.get("compactMetadata")
+        if not isinstance(metadata, Mapping) or not isinstance(metadata.get("preservedSegment"), Mapping):
+            continue
+        segment = metadata["preservedSegment"]
+        head, tail = segment.get("headUuid"), segment.get("tailUuid")
+        if head in present and tail in present:
+            continue
+        chain: list[Any] = []  # tail back to head, as the file had it
+        at: Any = tail
+        while at is not None and at not in chain:
+            chain.append(at)
+            if at == head:
+                break
+            at = parents.get(at)
+        kept = [u for u in reversed(chain) if u in present] if chain and chain[-1] == head else []
+        if kept:
+            moved = {**segment, "headUuid": kept[0], "tailUuid": kept[-1]}
+            out[k] = {**record, "compactMetadata": {**metadata, "preservedSegment": moved}}
+        else:
+            out[k] = {
+                **record,
+                "compactMetadata": {m: v for m, v in metadata.items() if m != "preservedSegment"},
+            }
+    return out
 
 
 def native_layout(messages: Sequence[Message]) -> tuple[Message, ...]:
@@ -213,6 +252,8 @@ def _entries_of(
 def copied_message_id(original: str, boundary: str) -> str:
     """The ``message.id`` of a copy of a response's entries after ``boundary``: the same for
     every entry of the response (they stay one message), new for each compaction."""
+    import hashlib  # here: loading OpenSSL (~7 ms) is paid by the runs that make a digest
+
     digest = hashlib.sha256(f"{boundary}:{original}".encode()).hexdigest()[:24]
     return f"msg_ctxcompact_{digest}"
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ctxcompact.errors import InputError
 from ctxcompact.ir import Block, Message
-from ctxcompact.transcripts.dialects.recorded import RecordedUsage
-from ctxcompact.transcripts.recorded_usage import RecordedUsage as ApiUsage
+from ctxcompact.transcripts.dialects.rollout_usage import RolloutUsage
+from ctxcompact.transcripts.recorded_usage import RecordedUsage
 
 if TYPE_CHECKING:
     from ctxcompact.transcripts.points import AppendedCompaction, CompactionPoint
@@ -27,7 +27,7 @@ class Parsed:
     #: model, and the token usage the API reported for the newest call.
     system: tuple[Block, ...] = ()
     model: str | None = None
-    recorded: RecordedUsage | None = None
+    recorded: RolloutUsage | None = None
     #: Why the agent would resume this file otherwise than it reads (a session log's broken
     #: ``parentUuid`` chain, an unreachable tail): ``check`` reports each as an error.
     problems: tuple[str, ...] = ()
@@ -132,7 +132,7 @@ class Dialect(Protocol):
         ids); ``original`` are the records read. Unchanged records come back unchanged."""
         ...
 
-    def recorded_usage(self, messages: Sequence[Message]) -> ApiUsage | None:
+    def recorded_usage(self, messages: Sequence[Message]) -> RecordedUsage | None:
         """The last token usage the API reported for these parsed messages (read from their
         ``source`` records), or None when the dialect records none. Whether a rewrite made it
         stale is decided in one place: :func:`ctxcompact.accounting.context_size.context_size`
@@ -160,7 +160,7 @@ class DialectDefaults:
     def finalize(self, records: list[Any], original: Sequence[Any]) -> list[Any]:
         return records
 
-    def recorded_usage(self, messages: Sequence[Message]) -> ApiUsage | None:
+    def recorded_usage(self, messages: Sequence[Message]) -> RecordedUsage | None:
         return None
 
 

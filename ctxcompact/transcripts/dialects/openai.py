@@ -9,8 +9,8 @@ Mapping to the IR:
   ``reasoning_content`` (DeepSeek and friends) → a thinking block, ``tool_calls`` →
   ``tool_use`` blocks whose ``input`` is the parsed ``arguments`` (the raw string is kept in
   an ``arguments`` key so an unchanged call is written back exactly);
-* a run of consecutive ``tool`` messages → one user message of ``tool_result`` blocks (this is
-  the "one IR unit, several records" case of SPEC §3.1).
+* a run of consecutive ``tool`` messages → one user message of ``tool_result`` blocks (one IR
+  message from several records, written back as those records).
 
 Records with any other role (mini-swe-agent's trailing ``{"role": "exit"}``) are kept in place
 but are not messages.

@@ -22,7 +22,7 @@ from ctxcompact.transcripts.dialects.codex.read import (
 from ctxcompact.transcripts.dialects.codex.write import finalize_records, render_message
 from ctxcompact.transcripts.dialects.common import Parsed
 from ctxcompact.transcripts.points import CompactionPoint
-from ctxcompact.transcripts.recorded_usage import RecordedUsage as NeutralUsage
+from ctxcompact.transcripts.recorded_usage import RecordedUsage
 
 
 class CodexDialect:
@@ -79,7 +79,7 @@ class CodexDialect:
         """Its ``compacted`` lines (see :func:`.history.compaction_points`)."""
         return compaction_points(records)
 
-    def recorded_usage(self, messages: Sequence[Message]) -> NeutralUsage | None:
+    def recorded_usage(self, messages: Sequence[Message]) -> RecordedUsage | None:
         """None: a rollout's usage is in its ``token_count`` event lines, not in its messages;
         :meth:`parse` returns it as ``Parsed.recorded``, which
         :func:`ctxcompact.accounting.context_size.recorded_usage` converts to this same record."""

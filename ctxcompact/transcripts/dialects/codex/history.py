@@ -25,11 +25,11 @@ from ctxcompact.transcripts.dialects.codex.read import (
     is_summary,
     select_user_texts,
 )
-from ctxcompact.transcripts.dialects.recorded import RecordedUsage, TokenUsage
+from ctxcompact.transcripts.dialects.rollout_usage import RolloutUsage, TokenUsage
 from ctxcompact.transcripts.points import CompactionPoint, epoch_ms
 
 
-def recorded_usage(records: Sequence[Any]) -> RecordedUsage | None:
+def recorded_usage(records: Sequence[Any]) -> RolloutUsage | None:
     """The newest ``token_count`` usage after the newest ``compacted`` line, if any."""
     for i in range(len(records) - 1, -1, -1):
         record = records[i]
@@ -47,7 +47,7 @@ def recorded_usage(records: Sequence[Any]) -> RecordedUsage | None:
         if last is None:
             continue
         window = info.get("model_context_window")
-        return RecordedUsage(
+        return RolloutUsage(
             last=last,
             total=TokenUsage.of(info.get("total_token_usage")),
             context_window=window if isinstance(window, int) and not isinstance(window, bool) else None,

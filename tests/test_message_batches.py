@@ -13,7 +13,7 @@ import pytest
 from cli_helpers import run_cli
 from fake_anthropic import BATCHES_PATH, MESSAGES_PATH, FakeAnthropicServer
 
-from ctxcompact.batch.summaries import POLL_INTERVAL, run_message_batch
+from ctxcompact.batch.message_batches import POLL_INTERVAL, run_message_batch
 from ctxcompact.ir import Message, Source
 from ctxcompact.llm.anthropic_api import AnthropicBatches
 from ctxcompact.llm.transport import BatchPoll, BatchRequest, TextReply
@@ -159,7 +159,7 @@ def test_no_key_is_refused_before_any_work(tmp_path: Path, extra: tuple[str, ...
 
 
 def test_a_chunked_summary_takes_a_second_round_for_its_merge() -> None:
-    from ctxcompact.batch.summaries import ReplayTransport
+    from ctxcompact.batch.message_batches import ReplayTransport
     from ctxcompact.compaction.summarize.llm import LLMSummarizer
 
     messages = [

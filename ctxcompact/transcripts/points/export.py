@@ -1,6 +1,6 @@
 """``export``: the request-ready context of a transcript, from its latest compaction point.
 
-Seed 003 FR-1.7 (Appendix A ``buildContextForAI``): what is sent to the model is the
+What is sent to the model is the
 summary plus the messages after the latest point's boundary — the leading system messages
 kept — never the history before it. Our reader already reads a transcript that way
 (:mod:`ctxcompact.transcripts.points`); this module writes that live context out in a form an

@@ -1,4 +1,4 @@
-"""Compaction points (seed 003 §4.1 FR-1.5…1.8, §6.1): compacting by *appending*.
+"""Compaction points: compacting by *appending*.
 
 A summary compaction written as a point keeps every original record where it was and appends
 the compacted context after it, plus a record of where it starts::
@@ -8,8 +8,8 @@ the compacted context after it, plus a record of where it starts::
 ``boundary_id`` names the last message the summary replaced: that message and everything
 before it are no longer sent (except the leading system messages, the *head*);
 ``summary_id`` names the summary message, which opens the live context. Several points
-accumulate over time; the latest one counts. Each conversation of a collection keeps its own
-(FR-1.8), since they are stored on its own messages.
+accumulate over time; the latest one counts. Each conversation of a collection keeps its own,
+since they are stored on its own messages.
 
 How a dialect stores a point:
 
@@ -33,7 +33,6 @@ context); the records before it are kept as they are on every write.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -50,7 +49,7 @@ TRIGGER_AUTO = "auto"
 
 @dataclass(frozen=True, slots=True)
 class CompactionPoint:
-    """Seed 003's ``CompactionPoint``; ``created_at`` in milliseconds since the epoch."""
+    """Where a compaction starts; ``created_at`` in milliseconds since the epoch."""
 
     summary_id: str
     boundary_id: str
@@ -174,6 +173,8 @@ def boundary_id(records: Sequence[Any], index: int) -> str:
 
 def summary_id(boundary: str, text: str) -> str:
     """A summary message's id, derived from its boundary and text (same input, same id)."""
+    import hashlib  # here: loading OpenSSL (~7 ms) is paid by the runs that make a digest
+
     digest = hashlib.sha256(json.dumps([boundary, text]).encode()).hexdigest()[:24]
     return f"ctxcompact-summary-{digest}"
 
@@ -199,7 +200,7 @@ def strip_field(record: Any) -> Any:
 def apply_latest_point(
     records: Sequence[Any], messages: tuple[Message, ...], passthrough: frozenset[int]
 ) -> tuple[tuple[Message, ...], frozenset[int]]:
-    """The live messages of a bare message list with points (FR-1.7), and the passthrough
+    """The live messages of a bare message list with points, and the passthrough
     set grown by the records of the messages before the latest point's boundary."""
     points = message_points(records)
     if not points:

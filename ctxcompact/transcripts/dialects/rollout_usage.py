@@ -1,9 +1,9 @@
-"""Token usage an agent recorded in its session file: the API's own figures.
+"""The usage a Codex rollout recorded in its ``token_count`` events, in the Responses API's fields.
 
-A session-log dialect that finds them (Codex's ``token_count`` events) returns them in
+Codex's own record, not the dialect-neutral one: a session-log dialect that finds it returns it in
 :attr:`~ctxcompact.transcripts.dialects.common.Parsed.recorded`; ``count`` shows them beside our count and
 ``check`` decides from them through the one dialect-neutral path
-(:meth:`RecordedUsage.as_usage` makes the shared :class:`ctxcompact.transcripts.recorded_usage.RecordedUsage`
+(:meth:`RolloutUsage.as_usage` makes the shared :class:`ctxcompact.transcripts.recorded_usage.RecordedUsage`
 that :mod:`ctxcompact.accounting.context_size` sizes from).
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxcompact.ir import Message
-from ctxcompact.transcripts.recorded_usage import RecordedUsage as ApiUsage
+from ctxcompact.transcripts.recorded_usage import RecordedUsage
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ class TokenUsage:
 
 
 @dataclass(frozen=True, slots=True)
-class RecordedUsage:
+class RolloutUsage:
     """The usage of the last API call of a rollout, as Codex recorded it."""
 
     last: TokenUsage
@@ -51,14 +51,14 @@ class RecordedUsage:
         "context left" indicator measures)."""
         return self.last.total_tokens or self.last.input_tokens + self.last.output_tokens
 
-    def as_usage(self, messages: Sequence[Message]) -> ApiUsage:
+    def as_usage(self, messages: Sequence[Message]) -> RecordedUsage:
         """The same figures as the shared record: Responses API ``input_tokens`` include the
         cached ones (cache read here), the context is :attr:`context_tokens`, and the response
         is the last message read from a line before the event (messages from later lines are
         counted after it)."""
         cached = min(self.last.cached_input_tokens, self.last.input_tokens)
         before = [i for i, m in enumerate(messages) if m.source is None or m.source.indices[0] < self.line]
-        return ApiUsage(
+        return RecordedUsage(
             input=self.last.input_tokens - cached,
             cache_creation=0,
             cache_read=cached,
@@ -66,15 +66,3 @@ class RecordedUsage:
             at_message_index=before[-1] if before else -1,
             source=f"token_count, line {self.line + 1}",
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "context_tokens": self.context_tokens,
-            "input_tokens": self.last.input_tokens,
-            "cached_input_tokens": self.last.cached_input_tokens,
-            "output_tokens": self.last.output_tokens,
-            "reasoning_output_tokens": self.last.reasoning_output_tokens,
-            "session_total_tokens": self.total.total_tokens if self.total else None,
-            "model_context_window": self.context_window,
-            "line": self.line + 1,
-        }
