@@ -7,9 +7,11 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxcompact.accounting.tokens import EstimateCounter, count_tokens
-from ctxcompact.compaction.pins import PinOptions
+from ctxcompact.compaction.pins import PinOptions, message_tokens
 from ctxcompact.compaction.strategies.previews import TRUNCATION_MARKER
 from ctxcompact.compaction.strategies.selective import (
     DEFAULT_RULES,
@@ -210,3 +212,22 @@ def test_input_not_mutated_and_kept_messages_identical() -> None:
     assert [dict(m.content[0]) for m in messages] == snapshot
     kept = [m for m in result.messages if not m.changed]
     assert all(any(m is o for o in messages) for m in kept)
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from(["drop", "edit"]), st.integers(0, 7), st.integers(1, 40)), max_size=30)
+)
+def test_the_kept_total_is_the_sum_of_the_kept_sizes(steps: list[tuple[str, int, int]]) -> None:
+    # The rules ask the total once per block: it is kept as drops and edits change it, and it
+    # must always equal the plain sum over the messages not dropped.
+    from ctxcompact.compaction.strategies.selective import _State
+
+    messages = [Message("user", ({"type": "text", "text": f"message {i} " * (i + 1)},)) for i in range(8)]
+    counter = EstimateCounter()
+    state = _State(messages, message_tokens(messages, counter), counter)
+    for action, i, words in steps:
+        if action == "drop":
+            state.drop(i)
+        else:
+            state.edit(i, messages[i].with_content([{"type": "text", "text": "w " * words}]))
+        assert state.total() == sum(s for j, s in enumerate(state.sizes) if j not in state.dropped)
