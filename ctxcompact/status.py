@@ -1,6 +1,7 @@
 """Every exit status ctxcompact uses, in one place (httpie's ``status.py`` pattern).
 
-The README's "Exit codes" table documents the same values; scripts and CI jobs gate on them.
+The README's "Guarantees" table (its exit rows) documents the same values; scripts and CI
+jobs gate on them.
 """
 
 from __future__ import annotations

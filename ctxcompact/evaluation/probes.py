@@ -376,12 +376,18 @@ class ProbeSet:
 
 
 def _matcher(needles: Sequence[str]) -> Any:
-    """One automaton for ``needles`` (indexes as given), or None for none."""
+    """One automaton for ``needles`` (indexes as given), or None for none.
+
+    A contiguous NFA, never the DFA the library picks for a few needles: building the DFA for
+    one long needle of a repeated character (a task message that is a runaway word) took 18 s
+    at 100K characters and grows faster than the needle; the NFA builds in linear time, and
+    its search stays linear in the text.
+    """
     if not needles:
         return None
-    from ahocorasick_rs import AhoCorasick
+    from ahocorasick_rs import AhoCorasick, Implementation
 
-    return AhoCorasick([_encodable(n) for n in needles])
+    return AhoCorasick([_encodable(n) for n in needles], implementation=Implementation.ContiguousNFA)
 
 
 def _encodable(text: str) -> str:
