@@ -266,6 +266,8 @@ class _Reader:
                 )
                 if action.outcome.startswith("still running") and action.shown == (NO_OUTPUT,):
                     action.shown = ()
+                # A line the call's own line already says (``→ failed: X``) is not said twice.
+                action.shown = tuple(line for line in action.shown if line not in action.outcome)
         return facts
 
     # -- user messages --
