@@ -21,6 +21,7 @@ from ctxcompact.compaction.summarize.extractive import (
     FINDINGS_LABEL,
     ExtractiveSummarizer,
 )
+from ctxcompact.compaction.summarize.scripts import script_edits
 from ctxcompact.ir import Message
 from ctxcompact.transcripts.io import load_transcript
 
@@ -154,6 +155,50 @@ def test_a_python_c_edit_script_shows_what_it_replaced_and_the_lines_it_dropped(
     )
     work = under(out, CURRENT_WORK_LABEL)
     assert "calc/round.py:\n    - value = float(x)\n    - return int(value)\n    + return round(x)" in work
+
+
+LINE_SCRIPT = """python -c "
+with open('app/ops.py') as f:
+    lines = f.readlines()
+for i, line in enumerate(lines):
+    if 'if old == name:' in line:
+        lines.insert(i, '    was_pk = field.primary_key\\n')
+        lines[i + 1] = '    if name is None and was_pk:\\n'
+        lines[i + 2] = '    if old == name or was_pk:\\n'
+        break
+with open('app/ops.py', 'w') as f:
+    f.writelines(lines)
+print('Fix applied!')
+" """
+
+
+def test_a_script_that_rewrites_a_file_line_by_line_shows_the_lines_it_put_and_replaced(
+    tmp_path: Path,
+) -> None:
+    """A script that edits a list of the file's lines (insert, assign by index) prints only
+    "Fix applied!": the summary shows the lines it inserted and the places it overwrote, so a
+    line overwritten by mistake (seen on a real run: the line after the condition, holding the
+    assignment the fix needed, was replaced) can be seen for what it is."""
+    messages = mini_swe_agent(
+        tmp_path,
+        [
+            (
+                "Look at it.",
+                "cat app/ops.py",
+                "def f(old, name, field):\n    if old == name:\n        field.name = name\n",
+            ),
+            ("Apply the fix.", LINE_SCRIPT, "Fix applied!"),
+        ],
+    )
+    out = summary(messages)
+    assert re.search(r"- edited(, read)?: `app/ops\.py`", out)
+    work = under(out, CURRENT_WORK_LABEL)
+    assert "+ was_pk = field.primary_key" in work
+    assert "- lines[i + 2] (as it was)" in work and "+ if old == name or was_pk:" in work
+    # A script that sets a key of a dictionary it then dumps is not editing lines.
+    assert not [
+        e for e in script_edits("c = {}\nc['a'] = 'x'\nopen('c.json', 'w').write(str(c))") if e[2] is not None
+    ]
 
 
 def test_a_heredoc_script_run_in_the_same_command_is_read(tmp_path: Path) -> None:

@@ -8,7 +8,11 @@ Agents edit files with scripts as often as with edit tools: ``python -c "…"``,
   ``.write_bytes(…)`` — ``P`` a string literal, or a name bound once to one;
 * the replacements it makes: ``.replace(OLD, NEW)``, ``re.sub(PATTERN, NEW, …)`` with literal
   arguments — the old and new text as written;
-* what it writes whole: ``.write(LITERAL)`` / ``.write_text(LITERAL)``.
+* what it writes whole: ``.write(LITERAL)`` / ``.write_text(LITERAL)``;
+* the lines it puts into a list of the file's lines: ``LINES.insert(I, LITERAL)`` (a line
+  added) and ``LINES[I] = LITERAL`` (the line at ``I`` replaced — the old text is not in the
+  script, so it is named by its place: ``LINES[i+1] (as it was)``), as a script that rewrites a
+  file line by line does; a line it overwrites by mistake shows as one replaced.
 
 :func:`script_edits` gives ``(path, how, old, new)`` per replacement (the new text ``""`` when a
 replacement deletes), or one ``(path, how, None, "")`` for a file written without a readable
@@ -117,6 +121,7 @@ def script_edits(script: str) -> Iterator[tuple[str, str, str | None, str]]:
                 old, new = _literal(node.args[0], names), _literal(node.args[1], names)
                 if old and new is not None:
                     replacements.append(("python re.sub", old, new))
+    replacements.extend(_line_edits(tree, names))
     if not written:
         return
     # Replacements are made in the text that is written back: with several files written, the
@@ -132,11 +137,58 @@ def script_edits(script: str) -> Iterator[tuple[str, str, str | None, str]]:
             yield path, "python script", None, ""
 
 
+def _line_edits(tree: ast.Module, names: dict[str, str | None]) -> list[tuple[str, str, str]]:
+    """``(how, old, new)`` for the lines a script puts into a list of a file's lines (a name
+    bound to ``.readlines()`` / ``.splitlines()`` / ``.split(…)``): ``insert(I, TEXT)`` adds a
+    line (old ``""``), ``LINES[I] = TEXT`` replaces the line there (old: its place)."""
+    lists = {
+        node.targets[0].id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Attribute)
+        and node.value.func.attr in ("readlines", "splitlines", "split")
+    }
+    found: list[tuple[tuple[int, int], tuple[str, str, str]]] = []  # by place in the script
+    for node in ast.walk(tree) if lists else ():
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "insert"
+            and len(node.args) == 2
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in lists
+            and (line := _literal(node.args[1], names))
+        ):
+            found.append(((node.lineno, node.col_offset), ("python list insert", "", line)))
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(slot := node.targets[0], ast.Subscript)
+            and isinstance(slot.value, ast.Name)
+            and slot.value.id in lists
+            and not isinstance(slot.slice, ast.Slice)
+            and (line := _literal(node.value, names))
+        ):
+            edit = ("python line replaced", f"{_source(slot)} (as it was)", line)
+            found.append(((node.lineno, node.col_offset), edit))
+    return [edit for _, edit in sorted(found)]
+
+
 def _callee(call: ast.Call) -> str:
     try:
         return ast.unparse(call.func)
     except (ValueError, TypeError):  # pragma: no cover - unparse of a parsed tree
         return ""
+
+
+def _source(node: ast.expr) -> str:
+    try:
+        return ast.unparse(node)
+    except (ValueError, TypeError):  # pragma: no cover - unparse of a parsed tree
+        return "a line"
 
 
 def _mode(call: ast.Call) -> str | None:
