@@ -172,23 +172,21 @@ def _line_edits(tree: ast.Module, names: dict[str, str | None]) -> list[tuple[st
             and not isinstance(slot.slice, ast.Slice)
             and (line := _literal(node.value, names))
         ):
-            edit = ("python line replaced", f"{_source(slot)} (as it was)", line)
+            edit = ("python line replaced", f"{_source(slot) or 'a line'} (as it was)", line)
             found.append(((node.lineno, node.col_offset), edit))
     return [edit for _, edit in sorted(found)]
 
 
 def _callee(call: ast.Call) -> str:
-    try:
-        return ast.unparse(call.func)
-    except (ValueError, TypeError):  # pragma: no cover - unparse of a parsed tree
-        return ""
+    return _source(call.func)
 
 
 def _source(node: ast.expr) -> str:
+    """``node`` as the script spells it (``""`` if it cannot be spelled)."""
     try:
         return ast.unparse(node)
     except (ValueError, TypeError):  # pragma: no cover - unparse of a parsed tree
-        return "a line"
+        return ""
 
 
 def _mode(call: ast.Call) -> str | None:
