@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ctxcompact.compaction.scan import lines_of
 from ctxcompact.ir import Message, has_user_text, text_of, tool_result_text
 from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES
 
@@ -107,7 +108,7 @@ def error_signature(text: str) -> str:
     name = _last_error_name(text)
     if name:
         return name  # the raised exception is the last one named in a traceback
-    for line in text.splitlines():
+    for line in lines_of(text):
         if line.strip():
             return line.strip()[:40]
     return ""

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import accumulate
 from typing import Any, cast
 
 from ctxcompact.accounting.tokens import block_tokens
@@ -249,8 +250,15 @@ def summarize_oldest(
     pinned = protected_part(messages, context.pins).pins
     floor = _summary_floor(budget)
 
-    def kept(cut: int) -> int:  # the rest, and the pins the summary leaves in place
-        return sum(sizes[cut:]) + sum(sizes[i] for i in pinned if head <= i < cut)
+    # kept(cut): the rest, and the pins the summary leaves in place — from running totals
+    # (a sum per candidate cut made the search quadratic in the turns).
+    rest = list(accumulate(reversed(sizes), initial=0))[::-1]  # rest[i] = sum(sizes[i:])
+    pins = list(
+        accumulate((sizes[i] if i in pinned and i >= head else 0 for i in range(len(sizes))), initial=0)
+    )
+
+    def kept(cut: int) -> int:
+        return rest[cut] + pins[cut]
 
     # A turn boundary before the live part (never past the last turn: the agent's last words
     # stay), or the live part itself when there is one.

@@ -42,9 +42,10 @@ from ctxcompact.compaction.summarize.statements import (
     USER_RULE as USER_RULE,
 )
 from ctxcompact.compaction.summarize.statements import (
-    conclusions,
+    conclusions_among,
     instructions,
     intents,
+    intents_among,
     prose,
     sentences,
     texts,
@@ -397,8 +398,9 @@ class _Reader:
             if self.turn_text:
                 self.turn_notes.append(self.turn_text)
             self.turn_text = text
-            self._add_conclusions(text)
-            self._add_findings(index, text)
+            said = sentences(prose(text))  # one split, for each reader of its sentences
+            self._add_conclusions(said)
+            self._add_findings(index, text, said)
             self._add_concepts(text)
         for block in message.content:
             if block.get("type") != "tool_use":
@@ -417,21 +419,22 @@ class _Reader:
             self.pending_ops[tool_id] = list(tool_file_ops(name, block.get("input")))
             self.pending_changes[tool_id] = list(changes_of(index, block))
 
-    def _add_conclusions(self, text: str) -> None:
-        for sentence in conclusions(text):
+    def _add_conclusions(self, said: list[str]) -> None:
+        for sentence in conclusions_among(said):
             if sentence not in self.listed_conclusions:
                 self.listed_conclusions.add(sentence)
                 self.facts.conclusions.append(sentence)
 
-    def _add_findings(self, index: int, text: str) -> None:
+    def _add_findings(self, index: int, text: str, said: list[str]) -> None:
         """The agent's sentences naming, in backticks, something the results it just read
-        hold, with those result lines (each result is searched once per name, linear)."""
+        hold, with those result lines (each result is searched once per name, linear);
+        ``said``: the sentences of ``text``'s prose."""
         seen, self.unseen = self.unseen, []
         names = names_in(text) if seen else []
         if not names:
             return
-        said = [s for s in sentences(prose(text)) if "`" in s]
-        plans = set(intents(text))
+        plans = set(intents_among(said))
+        said = [s for s in said if "`" in s]
         for label, body in seen:
             output = output_of(body)
             for name, line in referred_lines(output, names, limit=FINDING_LINES):

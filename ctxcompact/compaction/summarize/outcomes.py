@@ -28,6 +28,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from ctxcompact.compaction.scan import lowered_pattern
 from ctxcompact.ir import Block
 
 #: The end of an output where a harness's frame is looked for.
@@ -36,12 +37,19 @@ FRAME_TAIL_CHARS = 600
 TAIL_LINES = 3
 TEST_FAILURES_SHOWN = 3
 
-_ERROR_LINE = re.compile(
-    r"^\s*(?:E\s+)?(?:Traceback \(most recent call last\)|[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b:|"
+#: An error line (case-insensitive): what starts it (:data:`_ERROR_HEAD`), or what may stand
+#: anywhere in it (:data:`_ERROR_ANYWHERE`).
+_ERROR_HEAD = (
+    r"\s*(?:E\s+)?(?:Traceback \(most recent call last\)|[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b:|"
     r"(?:error|fatal|panic)(?:\[\w+\])?:|(?:FAILED|ERROR)\s+\S+::|FAILED \()"
-    r"|\b\d+ failed\b|\bexit (?:code|status):? *[1-9]\d*\b|<tool_use_error>",
-    re.IGNORECASE,
 )
+_ERROR_ANYWHERE = r"\b\d+ failed\b|\bexit (?:code|status):? *[1-9]\d*\b|<tool_use_error>"
+_ERROR_LINE = re.compile(f"^{_ERROR_HEAD}|{_ERROR_ANYWHERE}", re.IGNORECASE)
+#: The two parts for a lowered ASCII line (:mod:`ctxcompact.compaction.scan`), and the
+#: words each alternative of the second needs: a line without one is not searched for it.
+_ERROR_HEAD_LOWERED = lowered_pattern(_ERROR_HEAD)
+_ERROR_ANYWHERE_LOWERED = lowered_pattern(_ERROR_ANYWHERE)
+_ERROR_ANYWHERE_WORDS = ("failed", "exit", "<tool_use_error>")
 #: Every match of :data:`_ERROR_LINE` holds one of these words (in any case): a line without
 #: one is not searched (found by substring scans of the lowered text, not by a regex).
 _ERROR_WORDS = ("traceback", "error", "exception", "exit", "fatal", "panic", "failed")
@@ -63,6 +71,8 @@ _FRAME_HEAD = re.compile(
 _FRAME_TAIL = re.compile(
     r"\n?(?:</output>|\[exit code: -?\d+\]|\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n(?:bash-\$)?)\s*\Z"
 )
+#: One of these is in every match of :data:`_FRAME_TAIL` (looked up before the regex scans).
+_FRAME_TAIL_WORDS = ("</output>", "[exit code: ", "(Open file: ")
 
 TEST_COMMAND = re.compile(
     r"\b(?:py\.?test|tox|nox|unittest|runtests\.py|manage\.py\s+test|go\s+test|cargo\s+(?:test|nextest)|"
@@ -89,10 +99,13 @@ _FAILING = re.compile(
 
 def exit_status(text: str) -> int | None:
     """The command's exit status where a harness prints it (see the module docstring)."""
-    head = _EXIT_HEAD.search(text[:400])
+    # Each pattern needs a word the look-up finds faster than the regex fails (it runs once
+    # per error line of a failed output).
+    start, end = text[:400], text[-200:]
+    head = _EXIT_HEAD.search(start) if "xit" in start or "<returncode>" in start else None
     if head:
         return int(next(g for g in head.groups() if g is not None))
-    tail = _EXIT_TAIL.search(text[-200:])
+    tail = _EXIT_TAIL.search(end) if "exit" in end else None
     if tail:
         return int(next(g for g in tail.groups() if g is not None))
     return None
@@ -108,7 +121,20 @@ def failed(result: Block, text: str, *, flags_reported: bool) -> bool:
     if flags_reported:
         return False
     tail = [line for line in text[-2000:].splitlines() if line.strip()][-TAIL_LINES:]
-    return any(_ERROR_LINE.search(line) for line in tail)
+    return any(is_error_line(line) for line in tail)
+
+
+def is_error_line(line: str) -> bool:
+    """Whether :data:`_ERROR_LINE` matches ``line`` (one line: no line break in it). An ASCII
+    line is lowered once and matched at its start, then searched only if it holds a word the
+    rest needs: a regex scan of every position of every line was most of a summary's time on
+    error-dense transcripts."""
+    if not line.isascii():
+        return _ERROR_LINE.search(line) is not None
+    low = line.lower()
+    return _ERROR_HEAD_LOWERED.match(low) is not None or (
+        any(word in low for word in _ERROR_ANYWHERE_WORDS) and _ERROR_ANYWHERE_LOWERED.search(low) is not None
+    )
 
 
 def output_of(text: str) -> str:
@@ -119,7 +145,8 @@ def output_of(text: str) -> str:
     head = _FRAME_HEAD.match(text)
     if head:
         text = text[head.end() :]
-    tail = _FRAME_TAIL.search(text[-FRAME_TAIL_CHARS:])
+    end = text[-FRAME_TAIL_CHARS:]
+    tail = _FRAME_TAIL.search(end) if any(word in end for word in _FRAME_TAIL_WORDS) else None
     if tail:
         text = (
             text[: len(text) - FRAME_TAIL_CHARS + tail.start()]
@@ -152,7 +179,7 @@ def error_lines(text: str) -> list[str]:
     when nothing more informative is there): the lines :data:`_ERROR_LINE` matches."""
     found: dict[str, None] = {}  # ordered, and a look-up per line (a list made it quadratic)
     for line in _candidate_lines(text):
-        if _ERROR_LINE.search(line):
+        if is_error_line(line):
             line = _PYTEST_E.sub("", line).strip(" =")
             line = line.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
             if line:
