@@ -67,3 +67,19 @@ def test_lines_of_cuts_the_lines_splitlines_cuts(parts: list[str], piece: int) -
         assert list(lines_of(text)) == text.splitlines()
     finally:
         scan._FIRST_PIECE = original
+
+
+_TEST_OUTPUT_PARTS = [
+    "\n", "\r\n", "\n\n", " ", "  ", "=", "== ", "3 passed", "1 failed", ", ", " in 0.2s", "Ran 4 tests in 0.1s", "OK",
+    "OK (skipped=1)", "FAILED (failures=1)", "Tests: 2 passed, 3 total", "Test Files  1 passed", "test result: ok.",
+    "ok  pkg/x 0.3s", "FAIL", "PASS", "5 passing", "2 failing", "3 examples, 0 failures", "FAILED tests/a.py::t",
+    "ERROR b", "--- FAIL: TestX", "FAIL: test_y (m.T)", "x", "\t", "\x0b", "E",
+]  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(_TEST_OUTPUT_PARTS), max_size=20))
+def test_line_patterns_find_the_matches_finditer_finds(parts: list[str]) -> None:
+    text = "".join(parts)
+    for pattern in (outcomes._TEST_SUMMARY, outcomes._TEST_FAILED_NAME):
+        assert list(pattern.groups_of(text)) == [m.groups() for m in pattern.pattern.finditer(text)]

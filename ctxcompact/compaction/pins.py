@@ -164,6 +164,8 @@ def summary_indices(messages: Sequence[Message]) -> frozenset[int]:
 def widen_to_blocks(messages: Sequence[Message], indices: Iterable[int]) -> frozenset[int]:
     """``indices`` plus every message of a tool interaction block any of them is in."""
     out = set(indices)
+    if not out:  # nothing to widen (no earlier summary, most often): no blocks to find
+        return frozenset()
     for span in tool_interaction_blocks(messages):
         if any(i in span for i in out):
             out.update(range(span.start, span.end))

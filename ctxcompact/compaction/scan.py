@@ -10,12 +10,17 @@ pattern. Same answers, by construction (a test compares them on generated text).
 
 *Lines* (:func:`lines_of`): ``str.splitlines`` cut lazily, for a reader that wants the first
 line of a tool's output, not a list of all its lines.
+
+*Line patterns* (:class:`LinePattern`): a ``MULTILINE`` pattern whose every match starts a
+line is tried where a line starts — after a line break the engine finds by a scan for that
+one character — instead of at every position of a test run's output.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 #: An escape (kept as written: ``\S`` is not ``\s``) or an ASCII capital (lowered).
 _ESCAPE_OR_CAPITAL = re.compile(r"\\.|[A-Z]", re.DOTALL)
@@ -81,3 +86,25 @@ def lines_of(text: str) -> Iterator[str]:
             start += len(line)
             yield line[:-2] if line.endswith("\r\n") else line[:-1]
     yield from text[start:].splitlines()
+
+
+class LinePattern:
+    """A ``MULTILINE`` pattern each alternative of which starts with ``^`` and none of whose
+    matches ends with a line break: :meth:`groups_of` gives the groups of
+    ``pattern.finditer(text)``, from the match at the text's start and then from
+    ``\\n(?:pattern)`` — whose leading literal the engine scans for in C — from where the
+    last match ended (a match after a ``\\n`` is a match at a line's start; none ends with
+    one, so none swallows the break the next one starts after)."""
+
+    __slots__ = ("_after_break", "pattern")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self.pattern = re.compile(source, flags | re.MULTILINE)
+        self._after_break = re.compile(f"\\n(?:{source})", flags | re.MULTILINE)
+
+    def groups_of(self, text: str) -> Iterator[tuple[str | Any, ...]]:
+        first = self.pattern.match(text)
+        if first is not None:
+            yield first.groups()
+        for match in self._after_break.finditer(text, first.end() if first is not None else 0):
+            yield match.groups()

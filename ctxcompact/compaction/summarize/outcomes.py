@@ -28,7 +28,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from ctxcompact.compaction.scan import lowered_pattern
+from ctxcompact.compaction.scan import LinePattern, lowered_pattern
 from ctxcompact.ir import Block
 
 #: The end of an output where a harness's frame is looked for.
@@ -81,17 +81,14 @@ TEST_COMMAND = re.compile(
     r"mise\s+run\s+test|just\s+test)\b"
 )
 #: Summary lines of test runners, and the failing tests they name.
-_TEST_SUMMARY = re.compile(
+_TEST_SUMMARY = LinePattern(
     r"^[ =]*((?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?)[, ]*)+)(?:in [\d.]+s)?[ =]*$"
     r"|^(Ran \d+ tests? in [\d.]+s)$|^(OK(?: \(.*\))?|FAILED \(.*\))$"
     r"|^(Tests?:\s+.*\d+ (?:passed|failed|total).*)$|^(Test Files\s+.*)$"
     r"|^(test result: (?:ok|FAILED)\..*)$|^((?:ok|FAIL)\s+\S+\s+[\d.]+s)$|^(PASS|FAIL)$"
     r"|^\s*(\d+ passing.*|\d+ failing.*)$|^(\d+ examples?, \d+ failures?.*)$",
-    re.MULTILINE,
 )
-_TEST_FAILED_NAME = re.compile(
-    r"^(?:FAILED|ERROR) (\S+)|^--- FAIL: (\S+)|^FAIL:? (\S+(?: \(.*\))?)$", re.MULTILINE
-)
+_TEST_FAILED_NAME = LinePattern(r"^(?:FAILED|ERROR) (\S+)|^--- FAIL: (\S+)|^FAIL:? (\S+(?: \(.*\))?)$")
 _FAILING = re.compile(
     r"\b[1-9]\d* (?:failed|errors?|failing|failures?)\b|\bFAILED\b|^FAIL\b|test result: FAILED", re.MULTILINE
 )
@@ -268,10 +265,10 @@ def read_tests(index: int, command: str, text: str, *, command_failed: bool) -> 
     """The test status of a test command's output; ``None`` when ``command`` runs no tests."""
     if not TEST_COMMAND.search(command):
         return None
-    summaries = [next(g for g in m.groups() if g) for m in _TEST_SUMMARY.finditer(text)]
+    summaries = [next(g for g in groups if g) for groups in _TEST_SUMMARY.groups_of(text)]
     found: dict[str, None] = {}
-    for match in _TEST_FAILED_NAME.finditer(text):
-        found.setdefault(next(g for g in match.groups() if g), None)
+    for groups in _TEST_FAILED_NAME.groups_of(text):
+        found.setdefault(next(g for g in groups if g), None)
     names = list(found)
     failing = bool(names) or any(_FAILING.search(s) for s in summaries)
     if failing or (command_failed and not summaries):
