@@ -1,5 +1,7 @@
 """The fast scans answer as the obvious ones do: a case-insensitive pattern searched in lowered
-ASCII text finds what ``IGNORECASE`` finds, and lines cut lazily are ``str.splitlines``'."""
+ASCII text finds what ``IGNORECASE`` finds, lines cut lazily are ``str.splitlines``', a line
+pattern tried after line breaks finds what ``finditer`` finds, and words clipped after
+splitting off only the first ones are the words clipped after splitting them all."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 from ctxcompact.compaction import scan
 from ctxcompact.compaction.scan import Caseless, lines_of, lowered_pattern
 from ctxcompact.compaction.summarize import outcomes, statements
+from ctxcompact.compaction.summarize.layout import clip_words
 
 #: Every Caseless pattern of the summary, by name.
 PATTERNS = {
@@ -83,3 +86,17 @@ def test_line_patterns_find_the_matches_finditer_finds(parts: list[str]) -> None
     text = "".join(parts)
     for pattern in (outcomes._TEST_SUMMARY, outcomes._TEST_FAILED_NAME):
         assert list(pattern.groups_of(text)) == [m.groups() for m in pattern.pattern.finditer(text)]
+
+
+def _clip_words_by_splitting_all(text: str, limit: int) -> str:
+    """clip_words as first written: every word split off, then the first ones kept."""
+    tokens = text.split()
+    if len(tokens) <= limit:
+        return " ".join(tokens)
+    return " ".join(tokens[: max(limit - 1, 1)]) + " …"
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab \n\t\u3000\x1c…")), max_size=30), st.integers(-2, 8))
+def test_clip_words_splits_off_only_the_words_it_keeps_and_says_the_same(text: str, limit: int) -> None:
+    assert clip_words(text, limit) == _clip_words_by_splitting_all(text, limit)

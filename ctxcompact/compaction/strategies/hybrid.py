@@ -54,7 +54,7 @@ from ctxcompact.compaction.strategies.options import HybridOptions as HybridOpti
 from ctxcompact.compaction.strategies.pipeline import PipelineOptions, run_pipeline
 from ctxcompact.compaction.strategies.previews import preview_tool_input
 from ctxcompact.compaction.strategies.prune import THINKING_TYPES, PruneDetails, prune_tool_outputs, run_prune
-from ctxcompact.ir import Block, Message, leading_system_count, live_start, tool_pairs, turn_starts
+from ctxcompact.ir import Block, Message, ToolPair, leading_system_count, live_start, tool_pairs, turn_starts
 
 #: The newest assistant turns kept verbatim, tool pairs whole, before anything older is kept.
 RECENT_TURNS = 3
@@ -142,12 +142,13 @@ def mask_to_budget(messages: Sequence[Message], options: object, context: Strate
     plan = _Plan(list(thinned), message_tokens(thinned, counter))
     guard = protected_part(messages, context.pins)
     keep = guard.pins | guard.summaries | frozenset(range(guard.head)) | frozenset(range(live, len(messages)))
-    _mask(plan, end=recent, budget=budget, keep=keep, context=context)
+    pairs = tool_pairs(plan.messages)  # masking keeps every block where it is: found once
+    _mask(plan, pairs, end=recent, budget=budget, keep=keep, context=context)
     floor = _summary_floor(budget)
     if sum(plan.sizes[recent:]) + floor > budget:
         # Even a summary of everything older would not make room: the newest turns' results
         # are masked too (oldest first), never the live part.
-        _mask(plan, end=live, budget=budget - floor, keep=keep, context=context, counted_from=recent)
+        _mask(plan, pairs, end=live, budget=budget - floor, keep=keep, context=context, counted_from=recent)
     changed = plan.masked > 0 or thinking > 0
     details = MaskDetails(budget, plan.masked, thinking, recent, live)
     return StrategyResult(tuple(plan.messages) if changed else tuple(messages), changed, details)
@@ -178,6 +179,7 @@ def _drop_old_thinking(
 
 def _mask(
     plan: _Plan,
+    pairs: Sequence[ToolPair],
     *,
     end: int,
     budget: int,
@@ -185,12 +187,12 @@ def _mask(
     context: StrategyContext,
     counted_from: int = 0,
 ) -> None:
-    """Mask the results of tool pairs before ``end`` (none in ``keep``), oldest first, until
-    the plan from ``counted_from`` on counts at most ``budget``; a masked call's oversized
-    input becomes a preview."""
+    """Mask the results of ``pairs`` (the plan's tool pairs) before ``end`` (none in
+    ``keep``), oldest first, until the plan from ``counted_from`` on counts at most
+    ``budget``; a masked call's oversized input becomes a preview."""
     counter = context.counter
     total = sum(plan.sizes[counted_from:])  # kept as masks change it: one sum, not one per pair
-    for pair in tool_pairs(plan.messages):
+    for pair in pairs:
         if total <= budget:
             return
         indices = [pair.use[0], *(i for i, _ in pair.results)]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ctxcompact.compaction.scan import LinePattern, lowered_pattern
@@ -50,6 +51,11 @@ _ERROR_LINE = re.compile(f"^{_ERROR_HEAD}|{_ERROR_ANYWHERE}", re.IGNORECASE)
 _ERROR_HEAD_LOWERED = lowered_pattern(_ERROR_HEAD)
 _ERROR_ANYWHERE_LOWERED = lowered_pattern(_ERROR_ANYWHERE)
 _ERROR_ANYWHERE_WORDS = ("failed", "exit", "<tool_use_error>")
+#: The line-start part over a whole lowered text: its spaces kept on the line (``\s`` would
+#: cross line breaks), tried at the text's start and after each line break.
+_ERROR_HEAD_ON_LINE = _ERROR_HEAD.replace(r"\s", r"[^\S\n]")
+_ERROR_HEAD_FIRST_LINE = lowered_pattern(_ERROR_HEAD_ON_LINE)
+_ERROR_HEAD_AFTER_BREAK = lowered_pattern(f"\n{_ERROR_HEAD_ON_LINE}")
 #: Every match of :data:`_ERROR_LINE` holds one of these words (in any case): a line without
 #: one is not searched (found by substring scans of the lowered text, not by a regex).
 _ERROR_WORDS = ("traceback", "error", "exception", "exit", "fatal", "panic", "failed")
@@ -175,14 +181,46 @@ def error_lines(text: str) -> list[str]:
     """The error lines of a tool output (each once, in order; a bare ``Traceback`` header only
     when nothing more informative is there): the lines :data:`_ERROR_LINE` matches."""
     found: dict[str, None] = {}  # ordered, and a look-up per line (a list made it quadratic)
-    for line in _candidate_lines(text):
-        if is_error_line(line):
-            line = _PYTEST_E.sub("", line).strip(" =")
-            line = line.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
-            if line:
-                found.setdefault(line, None)
+    if any(c in text for c in _OTHER_LINE_BREAKS):
+        text = "\n".join(text.splitlines())  # the same lines, now cut at "\n" alone
+    if text.isascii():
+        matching: Iterable[str] = _ascii_error_lines(text)
+    else:
+        matching = (line for line in _candidate_lines(text) if is_error_line(line))
+    for line in matching:
+        line = _PYTEST_E.sub("", line).strip(" =")
+        line = line.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
+        if line:
+            found.setdefault(line, None)
     informative = [line for line in found if not line.startswith("Traceback")]
     return informative or list(found)
+
+
+def _ascii_error_lines(text: str) -> list[str]:
+    """The lines of an ASCII ``text`` cut at ``"\\n"`` alone that :data:`_ERROR_LINE` matches,
+    in order, found in the lowered text (:mod:`ctxcompact.compaction.scan`): the start of an
+    error line by one scan of the engine from line break to line break (the line-start part
+    with its spaces kept on the line), the rest searched only on the lines holding a word it
+    needs. Linear, and cheap per line however many lines hold an error."""
+    low = text.lower()
+    starts = [0] if _ERROR_HEAD_FIRST_LINE.match(low) else []
+    starts += [m.start() + 1 for m in _ERROR_HEAD_AFTER_BREAK.finditer(low)]
+    head = set(starts)
+    for word in _ERROR_ANYWHERE_WORDS:
+        at = low.find(word)
+        while at >= 0:
+            start = low.rfind("\n", 0, at) + 1
+            end = low.find("\n", at)
+            end = len(low) if end < 0 else end
+            if start not in head and _ERROR_ANYWHERE_LOWERED.search(low, start, end):
+                head.add(start)
+                starts.append(start)
+            at = low.find(word, end)
+    lines = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        lines.append(text[start:] if end < 0 else text[start:end])
+    return lines
 
 
 def _candidate_lines(text: str) -> list[str]:
