@@ -102,6 +102,10 @@ class LinePattern:
         self.pattern = re.compile(source, flags | re.MULTILINE)
         self._after_break = re.compile(f"\\n(?:{source})", flags | re.MULTILINE)
 
+    def search(self, text: str) -> bool:
+        """Whether ``pattern.search(text)`` finds a match."""
+        return self.pattern.match(text) is not None or self._after_break.search(text) is not None
+
     def groups_of(self, text: str) -> Iterator[tuple[str | Any, ...]]:
         first = self.pattern.match(text)
         if first is not None:

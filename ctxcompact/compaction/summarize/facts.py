@@ -115,6 +115,8 @@ class Action:
     call: Block | None = None
     result: Block | None = None
     broke: bool = False
+    #: What :func:`.outcomes.failure_lines` read of a failed result.
+    failure: tuple[str, ...] = ()
     test: TestRun | None = None
     shown: tuple[str, ...] = ()
 
@@ -262,6 +264,7 @@ class _Reader:
                     action.call,
                     tool_result_text(action.result),
                     broke=action.broke,
+                    failure=action.failure,
                     test=action.test,
                     said=self.later.said_after(action.result_index),
                 )
@@ -346,15 +349,21 @@ class _Reader:
                     self._request(Request(index, said, via=f"rejecting {label}"))
                 continue
             broke = failed(block, body, flags_reported=self.later.flags_reported)
+            # Read once, for the error note, a test run's status and the last calls' lines.
+            lines = tuple(failure_lines(body)) if broke else ()
             if call is not None:
                 commands = command_texts(call.get("input"))
-                run = read_tests(index, commands[0], body, command_failed=broke) if commands else None
+                run = (
+                    read_tests(index, commands[0], body, command_failed=broke, failure=lines)
+                    if commands
+                    else None
+                )
                 if run is not None:
                     facts.tests.append(run)
                     if action is not None:
                         action.test = run
             if action is not None:
-                action.broke = broke
+                action.broke, action.failure = broke, lines
             self.unseen.append((label, body))
             ops = self.pending_ops.pop(tool_id, None)
             changes = self.pending_changes.pop(tool_id, None)
@@ -369,7 +378,6 @@ class _Reader:
                     action.outcome = f"still running (session {running.group(1)})" if running else "ok"
                 continue
             facts.failed[name] += 1
-            lines = tuple(failure_lines(body))
             facts.errors.append(
                 ErrorNote(index, label, lines, self.later.outcome(index, call, name, self._failed))
             )

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ctxcompact.compaction.scan import LinePattern, lowered_pattern
@@ -299,8 +299,11 @@ class TestRun:
     failures: tuple[str, ...] = ()
 
 
-def read_tests(index: int, command: str, text: str, *, command_failed: bool) -> TestRun | None:
-    """The test status of a test command's output; ``None`` when ``command`` runs no tests."""
+def read_tests(
+    index: int, command: str, text: str, *, command_failed: bool, failure: Sequence[str] = ()
+) -> TestRun | None:
+    """The test status of a test command's output; ``None`` when ``command`` runs no tests.
+    ``failure``: the output's :func:`failure_lines` when the caller has read them already."""
     if not TEST_COMMAND.search(command):
         return None
     summaries = [next(g for g in groups if g) for groups in _TEST_SUMMARY.groups_of(text)]
@@ -317,5 +320,7 @@ def read_tests(index: int, command: str, text: str, *, command_failed: bool) -> 
         status = "unknown"
     summary = "; ".join(s.strip(" =") for s in summaries[-2:])
     if not summary:
-        summary = "; ".join(failure_lines(text)[:2]) if command_failed else last_output_line(text)
+        summary = (
+            "; ".join((failure or failure_lines(text))[:2]) if command_failed else last_output_line(text)
+        )
     return TestRun(index, command, status, summary, tuple(names[:TEST_FAILURES_SHOWN]))
