@@ -100,3 +100,17 @@ def _clip_words_by_splitting_all(text: str, limit: int) -> str:
 @given(st.text(alphabet=st.sampled_from(list("ab \n\t\u3000\x1c…")), max_size=30), st.integers(-2, 8))
 def test_clip_words_splits_off_only_the_words_it_keeps_and_says_the_same(text: str, limit: int) -> None:
     assert clip_words(text, limit) == _clip_words_by_splitting_all(text, limit)
+
+
+_FRAME_PARTS = [
+    "\n", " ", "x", "</output>", "[exit code: 1]", "[exit code: -2]", "[exit code: ]", "(Open file: a.py)",
+    "\n(Current directory: /r)\n", "bash-$", "\t", "output", "</output", "[exit code: 0]\n",
+]  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(_FRAME_PARTS), max_size=12))
+def test_a_harness_frame_at_the_end_is_found_where_the_regex_finds_it(parts: list[str]) -> None:
+    end = "".join(parts)
+    found = outcomes._FRAME_TAIL.search(end)
+    assert outcomes._frame_tail_start(end) == (found.start() if found else None)

@@ -199,18 +199,21 @@ def _mask(
         if max(indices) >= end or any(i in keep for i in indices) or not pair.results:
             continue
         use = plan.messages[pair.use[0]].content[pair.use[1]]
-        changes: dict[tuple[int, int], Block] = {}
-        for i, j in pair.results:
-            block = plan.messages[i].content[j]
-            if is_stub(block.get("content")):
-                continue
-            [tokens] = block_tokens([block], counter)
-            stub = masked_result(
-                block, stub_text(pair.name, use.get("arguments", use.get("input")), block, tokens)
-            )
-            if block_tokens([stub], counter)[0] < tokens:
-                changes[(i, j)] = stub
-        [input_tokens] = block_tokens([use], counter)
+        shown = use.get("arguments", use.get("input"))
+        results = [(pos, plan.messages[pos[0]].content[pos[1]]) for pos in pair.results]
+        results = [(pos, block) for pos, block in results if not is_stub(block.get("content"))]
+        # Two counter calls a pair (the results, then their stubs and the input), not 2n + 1.
+        result_tokens = block_tokens([block for _, block in results], counter)
+        stubs = [
+            masked_result(block, stub_text(pair.name, shown, block, tokens))
+            for (_, block), tokens in zip(results, result_tokens, strict=True)
+        ]
+        *stub_tokens, input_tokens = block_tokens([*stubs, use], counter)
+        changes: dict[tuple[int, int], Block] = {
+            pos: stub
+            for (pos, _), stub, old, new in zip(results, stubs, result_tokens, stub_tokens, strict=True)
+            if new < old
+        }
         if changes and input_tokens > INPUT_PREVIEW_OVER:
             changes[pair.use] = preview_tool_input(use, input_tokens, INPUT_PREVIEW_TOKENS, counter)
         if changes:

@@ -149,14 +149,22 @@ def output_of(text: str) -> str:
     if head:
         text = text[head.end() :]
     end = text[-FRAME_TAIL_CHARS:]
-    tail = _FRAME_TAIL.search(end) if any(word in end for word in _FRAME_TAIL_WORDS) else None
-    if tail:
-        text = (
-            text[: len(text) - FRAME_TAIL_CHARS + tail.start()]
-            if len(text) > FRAME_TAIL_CHARS
-            else text[: tail.start()]
-        )
+    tail = _frame_tail_start(end)
+    if tail is not None:
+        text = text[: len(text) - FRAME_TAIL_CHARS + tail] if len(text) > FRAME_TAIL_CHARS else text[:tail]
     return text
+
+
+def _frame_tail_start(end: str) -> int | None:
+    """Where ``_FRAME_TAIL.search(end)`` matches: tried only where one of its words starts (or
+    at the line break just before it), leftmost first — not at each of the 600 positions."""
+    starts: set[int] = set()
+    for word in _FRAME_TAIL_WORDS:
+        at = end.find(word)
+        while at >= 0:
+            starts.update((at - 1, at) if at and end[at - 1] == "\n" else (at,))
+            at = end.find(word, at + 1)
+    return next((at for at in sorted(starts) if _FRAME_TAIL.match(end, at)), None)
 
 
 def last_output_line(text: str) -> str:
