@@ -52,7 +52,14 @@ $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[dev,bench]'
 	touch $(BENCH_STAMP)
 
-bench: $(BENCH_STAMP)
+# ccusage (npm; pinned with its native build, which the registry publishes a little later than
+# the package) for bench/bench_session_tools.py's `count` comparison; skipped without npm.
+CCUSAGE := ccusage@20.0.24
+BENCH_NODE := $(VENV)/bench-node
+$(BENCH_NODE)/.installed: $(BENCH_STAMP)
+	-command -v npm >/dev/null && npm install -q --no-audit --no-fund --prefix $(BENCH_NODE) $(CCUSAGE) && touch $@
+
+bench: $(BENCH_STAMP) $(BENCH_NODE)/.installed
 	$(BIN)/python bench/run.py
 
 clean:

@@ -9,8 +9,9 @@ median):
                      installs it with the ``bench`` extra) on a fresh copy each run: it rewrites
                      the file in place and keeps a backup.
 ``count``            ``ctxcompact count SESSION``.
-``ccusage``          ``ccusage session --json`` (npm) over a Claude config folder holding only
-                     that session, where ``ccusage`` is on PATH; skipped otherwise.
+``ccusage``          ``ccusage session --json --offline`` (npm; ``make bench`` installs a pinned
+                     version into ``.venv/bench-node``) over a Claude config folder holding only
+                     that session; from PATH when not installed there; skipped when absent.
 
 Targets: compact --auto no slower than cozempic treat, count no slower than ccusage, summed
 over the sessions (exit 1 when one is missed; a tool that is not installed is a SKIP).
@@ -37,8 +38,13 @@ CORPUS = HERE.parent.parent / "shared" / "corpus" / "claude-code"
 
 
 def tool(name: str) -> str | None:
-    beside = Path(sys.executable).parent / name
-    return str(beside) if beside.exists() else shutil.which(name)
+    """The tool beside this interpreter (the bench extra), in the venv's ``bench-node`` folder
+    (``make bench``'s npm install), or on PATH."""
+    bin_dir = Path(sys.executable).parent
+    for beside in (bin_dir / name, bin_dir.parent / "bench-node" / "node_modules" / ".bin" / name):
+        if beside.exists():
+            return str(beside)
+    return shutil.which(name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
