@@ -2,7 +2,8 @@
 
 ``--version`` is answered here, before the command line (typer, every command module) is
 imported: it is what scripts and shells call to probe the tool, and it should cost little
-more than starting Python.
+more than starting Python. ``count``, ``check`` and ``compact`` try the fast path
+(:mod:`ctxcompact.cli.fast`: no typer) before the Typer app.
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ def main() -> None:
         except BrokenPipeError:  # `ctxcompact --version | true`: exit quietly
             pass
         return
+    from ctxcompact.cli import FAST_COMMANDS
+
+    if sys.argv[1:2] and sys.argv[1] in FAST_COMMANDS:
+        from ctxcompact.cli.fast import run as run_fast
+
+        if run_fast(sys.argv[1:]):
+            return
     from ctxcompact.cli import main as run
 
     run()

@@ -11,7 +11,10 @@ the test shows its traceback, unless ``keep_exception`` asks for it on the outco
 
 from __future__ import annotations
 
+import io
+import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +67,35 @@ def run_cli(
     if escaped is not None and not keep_exception:
         raise escaped
     return CliOutcome(result.stdout_bytes, result.stderr_bytes, result.exit_code, escaped)
+
+
+def run_fast(*args: str | Path, env: Mapping[str, str | None] | None = None) -> CliOutcome:
+    """``ctxcompact ARGS…`` in-process through the fast path (:mod:`ctxcompact.cli.fast`), on
+    piped streams and an empty stdin as :func:`run_cli` gives; fails if the fast path hands
+    the command line to the Typer app."""
+    from ctxcompact.cli import fast
+
+    stdout, stderr = io.BytesIO(), io.BytesIO()
+    streams = [io.TextIOWrapper(b, encoding="utf-8") for b in (io.BytesIO(), stdout, stderr)]
+    saved = (sys.stdin, sys.stdout, sys.stderr, dict(os.environ))
+    sys.stdin, sys.stdout, sys.stderr = streams
+    for key, value in (env or {}).items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    try:
+        code = 0 if fast.run([str(a) for a in args]) else None
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    finally:
+        for stream in streams:
+            stream.flush()
+        sys.stdin, sys.stdout, sys.stderr, environ = saved
+        os.environ.clear()
+        os.environ.update(environ)
+    assert code is not None, f"the fast path handed {args} to the Typer app"
+    return CliOutcome(stdout.getvalue(), stderr.getvalue(), code)
 
 
 def plain_rows(stdout: str, header: str) -> list[list[str]]:

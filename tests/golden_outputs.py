@@ -23,6 +23,10 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cli_helpers import CliOutcome
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_transcripts"
@@ -93,17 +97,19 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def run_case(case: Case) -> dict[str, object]:
-    """Run one case in-process; the exit code and the digests of both streams."""
+def run_case(case: Case, run: Callable[..., CliOutcome] | None = None) -> dict[str, object]:
+    """Run one case in-process (``run``: the Typer app's :func:`run_cli`, or the fast path's
+    ``run_fast``); the exit code and the digests of both streams."""
     from cli_helpers import run_cli
 
+    run = run or run_cli
     with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(ROOT):
         argv = COMMANDS[case.command](os.path.relpath(case.path, ROOT), tmp)
         # The tokenizer is pinned: `count --json` names it, and bpe-openai (same counts) is
         # optional, so the digests must not depend on whether it is installed.
         env = {"COLUMNS": "100", "ANTHROPIC_API_KEY": "", "CTXCOMPACT_TOKENIZER": "tiktoken"}
         # A fixed clock: a compaction point records its time (compact_boundary's timestamp).
-        result = run_cli(*argv, env={**env, "SOURCE_DATE_EPOCH": "1700000000"})
+        result = run(*argv, env={**env, "SOURCE_DATE_EPOCH": "1700000000"})
         stderr = _TIMESTAMP.sub(b"<TS>", result.stderr_bytes.replace(tmp.encode(), b"<TMP>"))
         # A session's offload references name the out dir by its absolute path: that path is
         # masked, and so are the token figures, which depend on how the random name tokenizes.

@@ -44,7 +44,7 @@ COMMAND_PROBE = textwrap.dedent(
         main()
     except SystemExit:
         pass
-    heavy = ("rich", "anthropic", "ctxcompact.compaction.strategies", "ctxcompact.compaction.summarize", "ctxcompact.evaluation.run",
+    heavy = ("typer", "click", "rich", "anthropic", "ctxcompact.compaction.strategies", "ctxcompact.compaction.summarize", "ctxcompact.evaluation.run",
              "ctxcompact.cli.compact", "ctxcompact.cli.eval", "ctxcompact.offload.tool_results", "genai_prices",
              "mcp", "ctxcompact.agents.hooks", "hashlib", "tiktoken.load", "ctxcompact.llm.retry")
     print(f"LOADED {sorted(m for m in heavy if m in sys.modules)}", file=sys.stderr)
@@ -66,9 +66,9 @@ COMMAND_PROBE = textwrap.dedent(
 def test_a_command_imports_only_what_it_uses(
     tmp_path: os.PathLike[str], argv: list[str], printed: str
 ) -> None:
-    # `count` and `check` build their own command only: not the strategy table, the
-    # summarizers, eval or offload; and no rich, since a pipe gets the report as plain text;
-    # nor the price table, which only a shown cost loads.
+    # `count` and `check` run on the fast path (no typer, no click) and load their own command
+    # only: not the strategy table, the summarizers, eval or offload; and no rich, since a pipe
+    # gets the report as plain text; nor the price table, which only a shown cost loads.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
     sample = os.path.join(os.path.dirname(__file__), "..", "sample_transcripts", "anthropic-session.json")
     proc = subprocess.run(
@@ -114,6 +114,26 @@ def test_a_small_count_loads_no_tokenizer(tmp_path: Path, tokenizer: str) -> Non
     assert runs[1].stderr.strip().splitlines()[-1] == "LOADED []"
 
 
+def test_help_and_errors_of_the_parser_still_come_from_the_typer_app(tmp_path: Path) -> None:
+    """The fast path hands what it does not parse to the Typer app: --help and click's usage
+    errors are the same as ever."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    for argv, code, said in (
+        (["count", "--help"], 0, "Where do my tokens go?"),
+        (["count", "x.json", "--topp", "3"], 2, "No such option: --topp"),
+        (["check", "x.json", "--threshold", "high"], 2, "Invalid value for '--threshold' / '-t'"),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "ctxcompact", *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert proc.returncode == code and said in proc.stdout + proc.stderr, proc.stderr
+
+
 def test_a_typo_still_gets_a_suggestion() -> None:
     from cli_helpers import run_cli
 
@@ -148,6 +168,7 @@ def test_a_piped_compaction_does_not_import_rich_or_anthropic(tmp_path: os.PathL
     assert proc.stderr.startswith("╭─ ctxcompact compact · full ")
     loaded = proc.stderr.splitlines()[-1]
     assert "'rich'" not in loaded and "'anthropic'" not in loaded, loaded
+    assert "'typer'" not in loaded and "'click'" not in loaded, loaded  # the fast path
 
 
 def test_a_piped_offload_draws_its_panel_without_rich(tmp_path: Path) -> None:

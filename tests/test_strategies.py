@@ -235,7 +235,7 @@ def test_compact_takes_every_option_a_strategy_declares_and_builds_its_options()
     import typer
 
     from ctxcompact.cli import app
-    from ctxcompact.cli.options.compaction import strategy_options
+    from ctxcompact.cli.strategies import strategy_options
     from ctxcompact.compaction.strategies.base import flag_of
     from ctxcompact.compaction.strategies.options import KeyMessageOptions
 

@@ -2,31 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import typer
-
-from ctxcompact.accounting.check import BudgetSpec  # a run-time name: Typer reads the signature
 from ctxcompact.accounting.tokens import DEFAULT_ENCODING
 from ctxcompact.cli.common import load_all, reports_errors
-from ctxcompact.cli.options import (
-    Counter,
-    Deadline,
-    Encoding,
-    Files,
-    FormatOption,
-    Json,
-    MaxInputBytes,
-    SystemTokens,
-    budget_options,
-    counter_for,
-    option_groups,
-)
+from ctxcompact.cli.groups import budget_options, counter_for, option_groups
 from ctxcompact.cli.streams import streams_for
 from ctxcompact.llm.deadline import DEFAULT_DEADLINE, deadline_in
 from ctxcompact.names import CounterName
 from ctxcompact.status import ExitStatus
 from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
+
+if TYPE_CHECKING:
+    import typer
+
+    from ctxcompact.accounting.check import BudgetSpec
+    from ctxcompact.cli.options import (
+        Counter,
+        Deadline,
+        Encoding,
+        Files,
+        FormatOption,
+        Json,
+        MaxInputBytes,
+        SystemTokens,
+    )
 
 
 @reports_errors
@@ -94,6 +94,6 @@ def check(
 
         streams.report(check_report(results))
     if loaded.failed or any(r.errors for r in results):
-        raise typer.Exit(ExitStatus.BAD_INPUT)
+        raise SystemExit(ExitStatus.BAD_INPUT)
     if any(r.needs_compaction for r in results):
-        raise typer.Exit(ExitStatus.OVER_THRESHOLD)
+        raise SystemExit(ExitStatus.OVER_THRESHOLD)

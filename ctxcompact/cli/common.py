@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import typer
-
 if TYPE_CHECKING:
-    from ctxcompact.cli.options import Format
+    import typer
+
+    from ctxcompact.cli.formats import Format
     from ctxcompact.output.terminal import Terminal
     from ctxcompact.transcripts.io import Transcript
 
@@ -44,12 +45,12 @@ _OFF = frozenset({"", "0", "false", "no", "off"})
 def reports_errors(func: F) -> F:
     """Map core errors to messages and exit codes; keep bugs distinguishable from both.
 
-    The command's ``ctx`` parameter (every command takes one) gives the run's terminal."""
+    The command's ``ctx`` parameter (every command takes one: click's context, or the fast
+    path's :class:`~ctxcompact.cli.fast.Invocation`) gives the run's terminal."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        # The lazily built commands hand click's own Context (typer.Context is a subclass of it).
-        ctx: Any = next((a for a in (*args, *kwargs.values()) if isinstance(a, typer._click.Context)), None)
+        ctx: Any = kwargs.get("ctx", args[0] if args else None)
         try:
             return func(*args, **kwargs)
         except OptionError as exc:  # the core names its options; a user typed their flags
@@ -57,14 +58,12 @@ def reports_errors(func: F) -> F:
         except CtxcompactError as exc:
             raise error(ctx, str(exc), exc.exit_code) from None
         except KeyboardInterrupt:
-            raise typer.Exit(ExitStatus.INTERRUPTED) from None
+            raise SystemExit(ExitStatus.INTERRUPTED) from None
         except BrokenPipeError:
             Streams(terminal_of(ctx)).silence_stdout()
-            raise typer.Exit(ExitStatus.SUCCESS) from None
-        except (typer.Exit, typer.Abort, SystemExit):
-            raise
+            raise SystemExit(ExitStatus.SUCCESS) from None
         except Exception as exc:
-            if traceback_wanted():
+            if traceback_wanted() or _click_signal(exc):
                 raise
             raise error(
                 ctx,
@@ -74,6 +73,13 @@ def reports_errors(func: F) -> F:
             ) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _click_signal(exc: Exception) -> bool:
+    """Whether ``exc`` is click's own exit or abort (``typer.confirm`` refused), to pass on:
+    only possible once typer is loaded."""
+    typer = sys.modules.get("typer")
+    return typer is not None and isinstance(exc, (typer.Exit, typer.Abort))
 
 
 def flag_of(ctx: typer.Context | None, option: str) -> str:
@@ -87,10 +93,10 @@ def flag_of(ctx: typer.Context | None, option: str) -> str:
     return "--" + option.replace("_", "-")
 
 
-def error(ctx: typer.Context | None, message: str, code: ExitStatus) -> typer.Exit:
+def error(ctx: typer.Context | None, message: str, code: ExitStatus) -> SystemExit:
     """The error line on the run's stderr, and the exit that ends the run with ``code``."""
     Streams(terminal_of(ctx)).error(message)
-    return typer.Exit(code)
+    return SystemExit(code)
 
 
 def expand_inputs(

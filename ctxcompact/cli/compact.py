@@ -11,9 +11,6 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import typer
-
-from ctxcompact.accounting.check import BudgetSpec  # a run-time name: Typer reads the signature
 from ctxcompact.cli.common import (
     ensure_writable_dir,
     gather_inputs,
@@ -21,43 +18,8 @@ from ctxcompact.cli.common import (
     reports_errors,
     traceback_wanted,
 )
-from ctxcompact.cli.options import (
-    ArchiveDir,
-    Deadline,
-    Files,
-    Force,
-    FormatOption,
-    FromList,
-    Globs,
-    LocalCounter,
-    MaxInputBytes,
-    Output,
-    Quiet,
-    Shard,
-    StatsJson,
-    SystemTokens,
-    Verbose,
-    budget_options,
-    option_groups,
-)
-from ctxcompact.cli.options.compaction import (
-    FailOnGrowth,
-    FailOver,
-    InPlace,
-    Jobs,
-    LlmConcurrency,
-    OutDir,
-    PathMap,
-    Pin,
-    PinFirst,
-    Report,
-    ReportFormat,
-    Resume,
-    StrategyList,
-    TargetRatio,
-    TargetTokens,
-    TrustSessionCwd,
-    WorkDir,
+from ctxcompact.cli.groups import budget_options, option_groups
+from ctxcompact.cli.strategies import (
     path_map_of,
     pin_options,
     strategy_options,
@@ -70,10 +32,49 @@ from ctxcompact.names import LocalCounterName, OutputFormat, SummarizerName
 from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
 
 if TYPE_CHECKING:
+    import typer
+
+    from ctxcompact.accounting.check import BudgetSpec
     from ctxcompact.batch.files import FileCompaction, FileOptions
     from ctxcompact.batch.inputs import BatchInput
     from ctxcompact.batch.journal import BatchJournal
     from ctxcompact.batch.results import BatchResult, Gates
+    from ctxcompact.cli.options import (
+        ArchiveDir,
+        Deadline,
+        Files,
+        Force,
+        FormatOption,
+        FromList,
+        Globs,
+        LocalCounter,
+        MaxInputBytes,
+        Output,
+        Quiet,
+        Shard,
+        StatsJson,
+        SystemTokens,
+        Verbose,
+    )
+    from ctxcompact.cli.options.compaction import (
+        FailOnGrowth,
+        FailOver,
+        InPlace,
+        Jobs,
+        LlmConcurrency,
+        OutDir,
+        PathMap,
+        Pin,
+        PinFirst,
+        Report,
+        ReportFormat,
+        Resume,
+        StrategyList,
+        TargetRatio,
+        TargetTokens,
+        TrustSessionCwd,
+        WorkDir,
+    )
     from ctxcompact.llm.anthropic_api import AnthropicBatches
 
 #: Where a batch with ``--out-dir`` archives what its rewrites replaced (hidden: never an input).
@@ -439,7 +440,7 @@ def _run_batch(
     streams.write_json_file(report, payload)
     streams.write_json_file(stats_json, payload)
     if status:
-        raise typer.Exit(status)
+        raise SystemExit(status)
 
 
 def _report(

@@ -7,24 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import typer
-
 from ctxcompact.accounting.tokens import DEFAULT_ENCODING
 from ctxcompact.cli.common import load_all, reports_errors
-from ctxcompact.cli.options import (
-    Counter,
-    Deadline,
-    Encoding,
-    Files,
-    FormatOption,
-    Html,
-    Json,
-    MaxInputBytes,
-    Model,
-    ModelsFile,
-    SystemTokens,
-    counter_for,
-)
+from ctxcompact.cli.groups import counter_for
 from ctxcompact.cli.streams import Streams, streams_for
 from ctxcompact.llm.deadline import DEFAULT_DEADLINE, deadline_in
 from ctxcompact.names import BreakdownView as View
@@ -33,7 +18,22 @@ from ctxcompact.status import ExitStatus
 from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES
 
 if TYPE_CHECKING:
+    import typer
+
     from ctxcompact.cli.common import Loaded
+    from ctxcompact.cli.options import (
+        Counter,
+        Deadline,
+        Encoding,
+        Files,
+        FormatOption,
+        Html,
+        Json,
+        MaxInputBytes,
+        Model,
+        ModelsFile,
+        SystemTokens,
+    )
     from ctxcompact.output.timeline import Timeline
 
 
@@ -110,7 +110,7 @@ def count(
             deadline_at=deadline_in(deadline),
         )
     if loaded.failed:
-        raise typer.Exit(ExitStatus.BAD_INPUT)
+        raise SystemExit(ExitStatus.BAD_INPUT)
 
 
 def _print_counts(

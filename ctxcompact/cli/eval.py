@@ -10,6 +10,7 @@ import typer
 
 from ctxcompact.accounting.check import BudgetSpec  # a run-time name: Typer reads the signature
 from ctxcompact.cli.common import ensure_writable_dir, expand_batch_inputs, reports_errors
+from ctxcompact.cli.groups import budget_options, option_groups
 from ctxcompact.cli.options import (
     Deadline,
     Files,
@@ -18,8 +19,6 @@ from ctxcompact.cli.options import (
     Html,
     Json,
     MaxInputBytes,
-    budget_options,
-    option_groups,
 )
 from ctxcompact.cli.options.compaction import (
     Jobs,
@@ -200,7 +199,7 @@ def eval_command(
         if run.skipped:
             streams.note(f"{run.source}: {run.strategy} skipped: {run.skipped}")
     if batch.failed:
-        raise typer.Exit(ExitStatus.BAD_INPUT)
+        raise SystemExit(ExitStatus.BAD_INPUT)
 
 
 def _html(result: EvalResult, judged: JudgeResult | None, *, show_lost: int) -> str:

@@ -21,7 +21,8 @@ import typer
 
 from ctxcompact.cli.common import reports_errors
 from ctxcompact.cli.options import ArchiveDir
-from ctxcompact.cli.options.compaction import Pin, PinFirst, from_flag, pin_options
+from ctxcompact.cli.options.compaction import Pin, PinFirst, from_flag
+from ctxcompact.cli.strategies import pin_options
 from ctxcompact.cli.streams import Streams, streams_for
 from ctxcompact.compaction.strategies.options import FullOptions
 from ctxcompact.errors import CtxcompactError, UsageError
@@ -127,7 +128,7 @@ def hook(
         _answer(streams, event, agent, settings)
     except CtxcompactError as exc:
         streams.error(f"hook {event.value}: {exc}")
-        raise typer.Exit(HOOK_FAILED) from None
+        raise SystemExit(HOOK_FAILED) from None
 
 
 def _answer(streams: Streams, event: HookEventName, agent: AgentName | None, settings: HookSettings) -> None:
@@ -185,7 +186,7 @@ def _install(
                 f"not writing {path} without confirmation (stdin is not a terminal): pass --yes."
             )
         if not typer.confirm(f"Write {path}?", default=False, err=True):
-            raise typer.Exit(ExitStatus.SUCCESS)
+            raise SystemExit(ExitStatus.SUCCESS)
     make_parent_dir(path)
     write_file(path, plan.after.encode("utf-8"))
     what = "removed ctxcompact's hooks from" if uninstall else "installed ctxcompact's hooks in"

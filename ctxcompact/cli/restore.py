@@ -16,8 +16,8 @@ from ctxcompact.cli.options.compaction import (
     ReadTools,
     TrustSessionCwd,
     WorkDir,
-    path_map_of,
 )
+from ctxcompact.cli.strategies import path_map_of
 from ctxcompact.cli.streams import streams_for
 from ctxcompact.compaction.restore import (
     DEFAULT_MAX_FILES,

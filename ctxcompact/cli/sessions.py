@@ -9,13 +9,12 @@ import typer
 
 from ctxcompact.accounting.check import BudgetSpec  # a run-time name: Typer reads the signature
 from ctxcompact.cli.common import reports_errors
+from ctxcompact.cli.groups import budget_options, option_groups
 from ctxcompact.cli.options import (
     ArchiveDir,
     Json,
     MaxInputBytes,
     SystemTokens,
-    budget_options,
-    option_groups,
 )
 from ctxcompact.cli.streams import streams_for
 from ctxcompact.transcripts.io import DEFAULT_MAX_INPUT_BYTES

@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import typer
-
 _UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
 _SIZE = re.compile(r"(?P<number>\d+(?:[.,_]\d+)*)\s*(?P<unit>[kmg]i?)?b?", re.IGNORECASE)
 
@@ -36,27 +34,38 @@ def parse_size(text: str) -> int:
     return round(value)
 
 
+def size_of(value: Any, *, minimum: int = 0) -> int:
+    """A size option's value (an integer as is, else :func:`parse_size`), at least
+    ``minimum``; ValueError saying what is wrong otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    else:
+        try:
+            size = parse_size(str(value))
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not a size (a number, optionally with a unit: 500k, 1.5M, 1MiB)."
+            ) from None
+    if size < minimum:
+        raise ValueError(f"{value!r} is below {minimum:,}.")
+    return size
+
+
 class Size:
-    """A size option's parser (``typer.Option(parser=…)``): an integer, optionally with a
-    unit, at least ``minimum``; anything else is a usage error naming the option."""
+    """A size option's parser (``typer.Option(parser=…)``): :func:`size_of`, a refused value
+    a usage error naming the option."""
 
     def __init__(self, minimum: int = 0) -> None:
         self.minimum = minimum
         self.__name__ = "SIZE"  # the metavar typer shows
 
     def __call__(self, value: Any) -> int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            size = value
-        else:
-            try:
-                size = parse_size(str(value))
-            except ValueError:
-                raise typer.BadParameter(
-                    f"{value!r} is not a size (a number, optionally with a unit: 500k, 1.5M, 1MiB)."
-                ) from None
-        if size < self.minimum:
-            raise typer.BadParameter(f"{value!r} is below {self.minimum:,}.")
-        return size
+        try:
+            return size_of(value, minimum=self.minimum)
+        except ValueError as exc:
+            import typer  # only the Typer app converts a refused size (the fast path hands it over)
+
+            raise typer.BadParameter(str(exc)) from None
 
 
 #: Sizes of 1 and more (a byte limit, a window), and of 0 and more (token and character counts).

@@ -13,12 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import typer
-
 from ctxcompact.output.safe_text import printable
 from ctxcompact.output.terminal import Terminal
 
 if TYPE_CHECKING:
+    import typer
     from rich.console import Console
 
     from ctxcompact.output.table import Block

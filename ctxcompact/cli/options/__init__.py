@@ -1,15 +1,18 @@
-"""Every command-line option, declared once, and the builders that turn a group of them into
-one frozen core value.
+"""Every command-line option, declared once (Typer), and the signature Typer reads.
 
 An option several commands take is one ``Annotated`` alias (``model: Model = None``), so it is
 spelled, typed and explained the same everywhere (pipx's ``add_pip_venv_args``). A group of
-options becomes one core value through a small builder: the budget options a
-:class:`~ctxcompact.accounting.check.BudgetSpec` (:func:`budget_spec`), the pins a
-:class:`~ctxcompact.compaction.pins.PinOptions`, the strategies' own options their options
-objects. This module holds what every command shares; :mod:`ctxcompact.cli.options.compaction`
-``compact``'s groups, where a strategy's options come from its own declaration
-(:func:`ctxcompact.compaction.strategies.base.flag`), so adding a strategy adds its options
-without touching the command line.
+options becomes one core value through a small builder (:mod:`ctxcompact.cli.groups`: the
+budget options a :class:`~ctxcompact.accounting.check.BudgetSpec`; :mod:`ctxcompact.cli.strategies`:
+the pins a :class:`~ctxcompact.compaction.pins.PinOptions`, the strategies' own options their
+options objects). This module holds what every command shares;
+:mod:`ctxcompact.cli.options.compaction` ``compact``'s, where a strategy's options come from its
+own declaration (:func:`ctxcompact.compaction.strategies.base.flag`), so adding a strategy adds
+its options without touching the command line.
+
+The commands import these aliases for type checking only, so that the fast path
+(:mod:`ctxcompact.cli.fast`) runs them without typer: :func:`typer_signature` evaluates their
+annotations here when the Typer app builds a command.
 
 Old spellings kept for scripts (hidden from ``--help``, listed in the README): ``eval
 --strategies`` (now ``--strategy``), ``offload --restore`` (now ``--undo``: ``--restore`` is
@@ -18,36 +21,21 @@ Old spellings kept for scripts (hidden from ``--help``, listed in the README): `
 
 from __future__ import annotations
 
-import functools
+import builtins
+import importlib
 import inspect
 from collections.abc import Callable
-from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ctxcompact.accounting.tokens import DEFAULT_ENCODING
-from ctxcompact.accounting.windows import DEFAULT_RATIO
+from ctxcompact.accounting.check import BudgetSpec as BudgetSpec  # an option group's parameter type
+from ctxcompact.cli.formats import Format
 from ctxcompact.cli.sizes import POSITIVE_SIZE, SIZE
 from ctxcompact.names import CounterName, LocalCounterName
-from ctxcompact.transcripts.dialects import DIALECT_NAMES
-
-if TYPE_CHECKING:
-    from ctxcompact.accounting.check import BudgetSpec
-    from ctxcompact.accounting.tokens import TokenCounter
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-if TYPE_CHECKING:
-
-    class Format(StrEnum):
-        """A registered dialect's name (members made from the registry at run time)."""
-
-else:
-    #: The ``--format`` choices: the registered dialects, in the registry's order.
-    Format = StrEnum("Format", [(name, name) for name in DIALECT_NAMES])
-
 
 # --- inputs ----------------------------------------------------------------------------------
 
@@ -171,26 +159,6 @@ Deadline = Annotated[
 ]
 
 
-def counter_for(
-    name: CounterName | LocalCounterName,
-    *,
-    encoding: str = DEFAULT_ENCODING,
-    model: str | None = None,
-    deadline_at: float | None = None,
-) -> TokenCounter:
-    """The counter ``--counter`` names (``anthropic``: the API's exact count for ``model``,
-    within ``--deadline``)."""
-    from ctxcompact.accounting.tokens import make_counter
-
-    if name is CounterName.anthropic:
-        from ctxcompact.llm.anthropic_api import DEFAULT_COUNT_MODEL, AnthropicTotalCounter
-        from ctxcompact.llm.retry import RequestLimits
-
-        limits = RequestLimits(deadline_at=deadline_at)
-        return AnthropicTotalCounter(model=model or DEFAULT_COUNT_MODEL, limits=limits)  # type: ignore[return-value]
-    return make_counter(name.value, encoding=encoding)
-
-
 # --- the budget (check, compact --auto, sessions): threshold = (window − reserve) × ratio ----
 
 Model = Annotated[
@@ -240,54 +208,54 @@ SystemTokens = Annotated[
 ]
 
 
-def budget_options(
-    model: Model = None,
-    context_window: ContextWindow = None,
-    output_reserve: OutputReserve = None,
-    threshold: Threshold = DEFAULT_RATIO,
-    models_file: ModelsFile = None,
-) -> BudgetSpec:
-    """The budget options (``check``, ``compact``, ``sessions``) as one checked value: a bad
-    one fails before any file is read."""
-    from ctxcompact.accounting.check import BudgetSpec
-    from ctxcompact.accounting.windows import load_registry
+def typer_signature(callback: F) -> F:
+    """``callback`` (a command) given the signature Typer reads: its annotations evaluated
+    (a command imports its options for type checking only, so that the fast path runs it
+    without typer: :mod:`ctxcompact.cli.groups`), the strategies' own options in place of
+    ``**strategy_values`` (``takes_strategy_options``), and each option group's options in
+    place of the group's parameter (``option_groups``)."""
+    own = _evaluated(inspect.unwrap(callback))
+    parameters = list(own.parameters.values())
+    if getattr(callback, "STRATEGY_OPTIONS", False):
+        from ctxcompact.cli.options.compaction import strategy_parameters
 
-    return BudgetSpec(model, context_window, output_reserve, threshold, load_registry(models_file))
-
-
-def option_groups(**builders: Callable[..., Any]) -> Callable[[F], F]:
-    """Fill each named parameter of a command from a group of options: the builder's own
-    parameters (``Annotated`` options) become the command's, and what it returns is the
-    parameter's value — FastAPI's dependencies, for option groups. ``@option_groups(budget=
-    budget_options)`` gives a command ``--model``, ``--context-window``… and one
-    :class:`~ctxcompact.accounting.check.BudgetSpec` as ``budget``."""
-
-    def decorate(command: F) -> F:
-        own = inspect.signature(command, eval_str=True)
-        taken = {name: _parameters(builder) for name, builder in builders.items()}
-        parameters = [
-            q for p in own.parameters.values() for q in (taken[p.name].values() if p.name in taken else (p,))
-        ]
-
-        @functools.wraps(command)
-        def run(*args: Any, **kwargs: Any) -> Any:
-            for name, builder in builders.items():
-                kwargs[name] = builder(**{option: kwargs.pop(option) for option in taken[name]})
-            return command(*args, **kwargs)
-
-        run.__signature__ = own.replace(parameters=parameters)  # type: ignore[attr-defined]
-        return run  # type: ignore[return-value]
-
-    return decorate
+        kept = [p for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        parameters = [*kept, *strategy_parameters()]
+    groups: dict[str, Callable[..., Any]] = getattr(callback, "OPTION_GROUPS", {})
+    parameters = [
+        q
+        for p in parameters
+        for q in (_evaluated(groups[p.name]).parameters.values() if p.name in groups else (p,))
+    ]
+    callback.__signature__ = own.replace(parameters=parameters)  # type: ignore[attr-defined]
+    callback.__annotations__ = {p.name: p.annotation for p in parameters}
+    return callback
 
 
-def _parameters(builder: Callable[..., Any]) -> dict[str, inspect.Parameter]:
-    """A builder's parameters, their annotations evaluated (its return type may be imported
-    for type checking only: start-up)."""
-    namespace = builder.__globals__
-    return {
-        p.name: p.replace(
-            annotation=eval(p.annotation, namespace) if isinstance(p.annotation, str) else p.annotation
-        )
-        for p in inspect.signature(builder).parameters.values()
-    }
+#: Where the names in the commands' annotations are declared, in the order they are looked up
+#: after the command's own module.
+_DECLARATIONS = ("ctxcompact.cli.options", "ctxcompact.cli.options.compaction")
+
+
+class _Declared(dict[str, Any]):
+    """The names a function's annotations use: its own module's, else the declarations'
+    (the strategies' options module is imported only when a name is found there)."""
+
+    def __init__(self, own: dict[str, Any]) -> None:
+        super().__init__()
+        self.own = own
+
+    def __missing__(self, name: str) -> Any:
+        if name in self.own:
+            return self.own[name]
+        if hasattr(builtins, name):
+            raise KeyError(name)  # eval finds it there
+        for module in _DECLARATIONS:
+            names = vars(importlib.import_module(module))
+            if name in names:
+                return names[name]
+        raise KeyError(name)
+
+
+def _evaluated(function: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(function, eval_str=True, locals=_Declared(function.__globals__))

@@ -9,23 +9,19 @@ Apart from :mod:`ctxcompact.cli.options` because it imports the strategy table: 
 from __future__ import annotations
 
 import inspect
-import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 
 from ctxcompact.cli.sizes import SIZE
-from ctxcompact.compaction.pins import PinOptions
-from ctxcompact.compaction.strategies import STRATEGIES, STRATEGY_NAMES
+from ctxcompact.cli.strategies import strategy_flags
+from ctxcompact.compaction.strategies import STRATEGY_NAMES
 from ctxcompact.compaction.strategies.base import Flag, flag_of
 from ctxcompact.compaction.strategies.options import FullOptions
 from ctxcompact.names import OutputFormat
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def from_flag(kind: type[Any], name: str, **override: Any) -> Any:
@@ -187,101 +183,18 @@ Resume = Annotated[
 ]
 
 
-def strategy_steps(text: str | None, *, default: Sequence[str]) -> tuple[str, ...]:
-    """``--strategy a,b``: the names given, in order (checked), else ``default``."""
-    from ctxcompact.compaction.strategies import check_strategy_names
-
-    chosen = text.split(",") if text is not None else default
-    return tuple(str(s) for s in check_strategy_names(s.strip() for s in chosen if s.strip()))
-
-
-def pin_options(pin: Sequence[str] | None, pin_first: bool | None) -> PinOptions:
-    return PinOptions(patterns=tuple(pin or ()), pin_first=pin_first)
-
-
-def path_map_of(specs: Sequence[str] | None) -> tuple[tuple[str, str], ...]:
-    from ctxcompact.compaction.restore import parse_path_map
-
-    return parse_path_map(specs or ())
-
-
-# --- the strategies' own options, from their declarations -----------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _StrategyFlag:
-    """One ``compact`` option a strategy declares: its parameter name, the options type that
-    owns it, its flag, the type typed and the CLI's default."""
-
-    name: str
-    owner: type[Any]
-    flag: Flag
-    typed: Any
-    default: Any
-
-    @property
-    def whole(self) -> bool:
-        """Whether it gives the whole options object (``--rules FILE``), not one field."""
-        return getattr(self.owner, "FROM_FILE", None) is self.flag
-
-    def parameter(self) -> inspect.Parameter:
-        extra = {"case_sensitive": False} if isinstance(self.default, Enum) else {}
-        return inspect.Parameter(
-            self.name,
-            inspect.Parameter.KEYWORD_ONLY,
-            default=self.default,
-            annotation=Annotated[self.typed, _option(self.flag, **extra)],
-        )
-
-
-def _strategy_flags() -> list[_StrategyFlag]:
-    """Every strategy option that declares a flag, and every options type read whole from one
-    (``--rules``), in table order."""
-    out: list[_StrategyFlag] = []
-    for kind in dict.fromkeys(row.options for row in STRATEGIES.values()):
-        whole = getattr(kind, "FROM_FILE", None)
-        if isinstance(whole, Flag):
-            out.append(
-                _StrategyFlag(whole.names[0].lstrip("-").replace("-", "_"), kind, whole, whole.typed, None)
+def strategy_parameters() -> list[inspect.Parameter]:
+    """One keyword parameter per strategy option that declares a flag, typed for Typer: what
+    ``compact``'s ``**strategy_values`` stands for (:func:`~ctxcompact.cli.strategies.takes_strategy_options`)."""
+    out = []
+    for found in strategy_flags():
+        extra = {"case_sensitive": False} if isinstance(found.default, Enum) else {}
+        out.append(
+            inspect.Parameter(
+                found.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=found.default,
+                annotation=Annotated[found.typed, _option(found.flag, **extra)],
             )
-        namespace = vars(sys.modules[kind.__module__])
-        for option in fields(kind):
-            declared = flag_of(option)
-            if declared is None:
-                continue
-            # The field's own type (a string under postponed annotations), unless it types another.
-            typed = declared.typed if declared.typed is not None else eval(str(option.type), namespace)
-            default = option.default if declared.cli_default is ... else declared.cli_default
-            out.append(_StrategyFlag(option.name, kind, declared, typed, default))
+        )
     return out
-
-
-def takes_strategy_options(command: F) -> F:
-    """Give ``command`` (which ends in ``**strategy_options``) one option per strategy option
-    that declares a flag: its signature is what Typer reads."""
-    own = inspect.signature(command, eval_str=True)
-    kept = [p for p in own.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    added = [found.parameter() for found in _strategy_flags()]
-    command.__signature__ = own.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
-    return command
-
-
-def strategy_options(values: dict[str, Any], *, deadline_at: float | None = None) -> tuple[object, ...]:
-    """The options objects the command line configured: every strategy option's value (parsed
-    from what was typed), grouped by the options type that declares it; the summary's requests
-    end by ``deadline_at`` (``--deadline``: the run's clock, not a flag of the strategy's)."""
-    objects: dict[type[Any], Any] = {}
-    changes: dict[type[Any], dict[str, Any]] = {}
-    for found in _strategy_flags():
-        value = values[found.name]
-        if found.whole and value is None:
-            continue  # no --rules: its reader is never loaded
-        parsed = found.flag.parse(value) if found.flag.parse is not None else value
-        if found.whole:
-            objects[found.owner] = parsed
-        else:
-            changes.setdefault(found.owner, {})[found.name] = parsed
-    changes.setdefault(FullOptions, {})["deadline_at"] = deadline_at
-    for kind, given in changes.items():
-        objects[kind] = replace(objects[kind], **given) if kind in objects else kind(**given)
-    return tuple(objects.values())
