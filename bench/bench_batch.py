@@ -12,6 +12,11 @@ offline extractive summarizer (no restore, so no work dir is read). For each, in
                share of the control's, so a machine busy with other work (which slows both)
                is not read as a slow ``--jobs``.
 
+Each configuration's CPU time (user + system, ``os.wait4``; the control's two processes summed)
+is printed beside its wall time: what ``--jobs 2`` spends beyond ``--jobs 1`` next to what two
+bare processes spend beyond it (two processes on two cores slow each other down: shared caches,
+memory bandwidth, the VM's scheduling), so the cost of the workers themselves shows apart.
+
 Target: ``--jobs 2``'s speed-up at least 95 % of the control's, on both batches (best run of
 each). And ``memory``: peak RSS of the small batch at 50 files and at ``--files`` files
 (``--jobs 1``, ``os.wait4``: the largest single process) — flat in the number of files, at most
@@ -26,6 +31,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -70,17 +76,22 @@ def batch(folder: Path, out: Path, jobs: int, *, work: Path, env: dict[str, str]
     return run_once(batch_argv(folder, out, jobs), cwd=work, env=env)
 
 
-def control(halves: tuple[Path, Path], out: Path, *, work: Path, env: dict[str, str]) -> float:
-    """Wall time of two ``--jobs 1`` processes started together, each on one half."""
+def control(halves: tuple[Path, Path], out: Path, *, work: Path, env: dict[str, str]) -> Run:
+    """Two ``--jobs 1`` processes started together, each on one half: the wall time until
+    both ended, their CPU time summed, the larger peak RSS."""
     start = time.perf_counter()
     procs = [
         subprocess.Popen(batch_argv(half, out / half.name, 1), cwd=work, env=env, stdout=subprocess.DEVNULL)
         for half in halves
     ]
+    cpu, rss = 0.0, 0
     for proc in procs:
-        if proc.wait() != 0:
-            raise SystemExit(f"control run failed ({proc.returncode})")
-    return time.perf_counter() - start
+        _, status, usage = os.wait4(proc.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"control run failed ({os.waitstatus_to_exitcode(status)})")
+        cpu += usage.ru_utime + usage.ru_stime
+        rss = max(rss, int(usage.ru_maxrss))
+    return Run(time.perf_counter() - start, rss, b"", cpu)
 
 
 def split(folder: Path, parent: Path) -> tuple[Path, Path]:
@@ -93,20 +104,24 @@ def split(folder: Path, parent: Path) -> tuple[Path, Path]:
     return halves
 
 
-def measure(
-    folder: Path, work: Path, env: dict[str, str], runs: int
-) -> tuple[float, float, float, list[Run]]:
-    """Best wall time of jobs 1, jobs 2 and the control, interleaved; and the jobs-1 runs."""
+def measure(folder: Path, work: Path, env: dict[str, str], runs: int) -> dict[str, list[Run]]:
+    """The runs of jobs 1, jobs 2 and the control, interleaved."""
     halves = split(folder, work)
     batch(halves[0], work / "warm", 1, work=work, env=env)  # warm-up: bytecode, tokenizer cache
-    one: list[Run] = []
-    two: list[Run] = []
-    both: list[float] = []
+    found: dict[str, list[Run]] = {"jobs 1": [], "jobs 2": [], "control": []}
     for _ in range(runs):
-        one.append(batch(folder, work / "out1", 1, work=work, env=env))
-        two.append(batch(folder, work / "out2", 2, work=work, env=env))
-        both.append(control(halves, work / "outc", work=work, env=env))
-    return min(r.seconds for r in one), min(r.seconds for r in two), min(both), one
+        found["jobs 1"].append(batch(folder, work / "out1", 1, work=work, env=env))
+        found["jobs 2"].append(batch(folder, work / "out2", 2, work=work, env=env))
+        found["control"].append(control(halves, work / "outc", work=work, env=env))
+    return found
+
+
+def best(runs: Sequence[Run]) -> float:
+    return min(r.seconds for r in runs)
+
+
+def cpu(runs: Sequence[Run]) -> float:
+    return statistics.median(r.cpu_seconds for r in runs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -129,15 +144,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         ):
             folder = work / name
             make_sessions(folder, count, tokens)
-            t1, t2, tc = measure(folder, work, env, args.runs)[:3]
+            found = measure(folder, work, env, args.runs)
+            t1, t2, tc = (best(found[k]) for k in ("jobs 1", "jobs 2", "control"))
+            c1, c2, cc = (cpu(found[k]) for k in ("jobs 1", "jobs 2", "control"))
             speedup, possible = t1 / t2, t1 / tc
             share = speedup / possible
             passed = share >= SHARE_TARGET
             ok = ok and passed
-            print(f"  {count} sessions of ~{tokens:,} tokens:")
-            print(f"    --jobs 1: {t1:6.2f} s  {count / t1:6.1f} files/s")
-            print(f"    --jobs 2: {t2:6.2f} s  {count / t2:6.1f} files/s  speed-up {speedup:.2f}x")
-            print(f"    control (two processes, half each): {tc:6.2f} s  speed-up {possible:.2f}x")
+            print(f"  {count} sessions of ~{tokens:,} tokens (wall: best run; CPU: median, user + system):")
+            print(f"    --jobs 1: {t1:6.2f} s  {count / t1:6.1f} files/s  CPU {c1:6.2f} s")
+            print(
+                f"    --jobs 2: {t2:6.2f} s  {count / t2:6.1f} files/s  CPU {c2:6.2f} s "
+                f"({c2 / c1 - 1:+.0%})  speed-up {speedup:.2f}x"
+            )
+            print(
+                f"    control (two processes, half each): {tc:6.2f} s  CPU {cc:6.2f} s ({cc / c1 - 1:+.0%})"
+                f"  speed-up {possible:.2f}x"
+            )
             print(
                 f"    --jobs 2 reaches {share:.0%} of the control's speed-up "
                 f"(target >= {SHARE_TARGET:.0%})  {verdict(passed)}"

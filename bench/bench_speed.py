@@ -15,7 +15,9 @@ processes are timed, interleaved, ``--runs`` times each (default 5), after one w
 ``prune``        ``compact --strategy prune``, tiktoken.
 ``clean-tools``  ``compact --strategy clean-tools``, tiktoken.
 ``offload``      ``offload --out-dir NEW_DIR`` (a fresh directory every run: nothing reused).
-``eval``         ``eval FILE --json``: every strategy, offload and auto, scored with probes.
+``eval``         ``eval FILE --json``: every strategy, offload and auto, scored with probes
+                 (its strategies shared out over the cores, ``--jobs``' default).
+``eval-1``       the same with ``--jobs 1``: every strategy in one process (info, no target).
 ``ttok``         ``ttok`` on the joined text, when it is installed (``make bench`` installs the
                  ``bench`` extra); tiktoken's cache is primed with the bundled cl100k file.
 
@@ -38,8 +40,9 @@ hybrid and auto on both variants); eval ≤ 2.5× floor; the one-line transcript
 its floor; peak RSS of each ≤ 1.15× the floor's; ``--version`` ≤ 2.5× and ``count`` on 12 KB
 ≤ 8× the plain interpreter; beside ttok: count ≤ 1.2× ttok and count-fast < ttok.
 
-Usage: ``python bench/bench_speed.py [--runs N] [--sizes 800000,3200000] [--tokens N]``
-(``--tokens`` measures that one size: ``make bench`` passes the same options to every script).
+Usage: ``python bench/bench_speed.py [--runs N] [--sizes 800000,3200000] [--tokens N] [--only NAMES]``
+(``--tokens`` measures that one size: ``make bench`` passes the same options to every script;
+``--only eval,eval-1`` runs those commands beside the floor, ``startup`` the start-up figures).
 """
 
 from __future__ import annotations
@@ -205,6 +208,9 @@ def commands_for(target: Path, workdir: Path, joined: Path, *, fast: bool) -> di
             "tiktoken",
         ),
         "eval": (fixed(*tool, "eval", f, "--json"), "tiktoken"),
+        # The same in one process (its strategies one after another): the CPU time parallel
+        # processes add, and the wall time they save.
+        "eval-1": (fixed(*tool, "eval", f, "--json", "--jobs", "1"), "tiktoken"),
     }
     if fast:
         cmds["count-fast"] = (fixed(*tool, "count", f, "--json"), "bpe-openai")
@@ -216,6 +222,14 @@ def commands_for(target: Path, workdir: Path, joined: Path, *, fast: bool) -> di
 
 #: The commands run on the error-dense variant and the one-line transcript.
 VARIANT_COMMANDS = {"errors": ("floor", "compact", "hybrid", "auto"), "one-line": ("floor", "compact")}
+
+
+def wanted(variant: str, only: frozenset[str] | None) -> bool:
+    """Whether ``--only`` leaves a command of ``variant`` to run (the floor alone is not one)."""
+    if only is None:
+        return True
+    names = VARIANT_COMMANDS.get(variant)
+    return bool(only - {"startup"}) if names is None else bool(only.intersection(names) - {"floor"})
 
 
 def one_line_transcript(chars: int) -> list[dict[str, object]]:
@@ -244,7 +258,13 @@ def one_line_transcript(chars: int) -> list[dict[str, object]]:
 
 
 def measure_size(
-    tokens: int, runs: int, *, fast: bool, workdir: Path, variant: str = "generator"
+    tokens: int,
+    runs: int,
+    *,
+    fast: bool,
+    workdir: Path,
+    variant: str = "generator",
+    only: frozenset[str] | None = None,
 ) -> tuple[dict[str, list[Run]], dict[str, int]]:
     target = workdir / f"t{tokens}-{variant}.json"
     data = (
@@ -259,6 +279,8 @@ def measure_size(
     commands = commands_for(target, workdir, joined, fast=fast and variant == "generator")
     if variant in VARIANT_COMMANDS:
         commands = {k: v for k, v in commands.items() if k in VARIANT_COMMANDS[variant]}
+    if only is not None:
+        commands = {k: v for k, v in commands.items() if k == "floor" or k in only}
     base_env = child_env(workdir)
     base_env.pop("ANTHROPIC_API_KEY", None)
     envs = {name: {**base_env, "CTXCOMPACT_TOKENIZER": tok} for name, (_, tok) in commands.items()}
@@ -325,6 +347,8 @@ def report_size(
     checks: list[tuple[str, bool | None]] = []
 
     def ratio_check(name: str, target: float, what: str) -> None:
+        if name not in results:  # left out by --only
+            return
         r = cpu(results[name]) / floor_cpu
         wall = med(results[name]) / floor_s
         checks.append(
@@ -341,11 +365,16 @@ def report_size(
     ratio_check("count", COUNT_TARGET, "count")
     if fast:
         ratio_check("count-fast", FAST_TARGET, "count (bpe-openai)")
-    else:
+    elif "count" in results:
         checks.append((f"{label} count (bpe-openai) / floor: bpe-openai not installed", None))
     for name in ("prune", "clean-tools", "offload"):
         ratio_check(name, REWRITE_TARGET, name)
     ratio_check("eval", EVAL_TARGET, "eval (every strategy)")
+    if "eval-1" in results:
+        r1, w1 = cpu(results["eval-1"]) / floor_cpu, med(results["eval-1"]) / floor_s
+        print(f"   info  eval --jobs 1 (strategies in one process) / floor = {r1:.2f} CPU, {w1:.2f} wall")
+    if "count" not in results or "files" not in results:  # --only: the rest needs every command
+        return checks
     for name in ("count", "compact", "hybrid", "auto", "prune", "clean-tools", "offload"):
         r = rss(results[name]) / floor_rss
         checks.append(
@@ -417,8 +446,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="token targets, comma-separated"
     )
     parser.add_argument("--tokens", type=int, help="measure this one size instead of --sizes")
+    parser.add_argument(
+        "--only",
+        help="measure only these commands (comma-separated names of the table above, beside the "
+        "floor; 'startup' for the start-up figures): a quicker run of what a change touched",
+    )
     parser.add_argument("--keep", type=Path, help=argparse.SUPPRESS)  # accepted for make bench
     args = parser.parse_args(argv)
+    only = frozenset(n.strip() for n in args.only.split(",") if n.strip()) if args.only else None
     sizes = [args.tokens] if args.tokens else [int(s) for s in args.sizes.split(",") if s]
     fast = fast_installed()
     workdir = Path(tempfile.mkdtemp(prefix="ctxcompact-bench-speed-"))
@@ -430,13 +465,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         checks: list[tuple[str, bool | None]] = []
         for tokens in sizes:
             for variant in ("generator", "errors"):
-                results, info = measure_size(tokens, args.runs, fast=fast, workdir=workdir, variant=variant)
-                checks += report_size(tokens, results, info, fast=fast, variant=variant)
-        results, info = measure_size(
-            ONE_LINE_CHARS, args.runs, fast=fast, workdir=workdir, variant="one-line"
-        )
-        checks += report_size(ONE_LINE_CHARS, results, info, fast=fast, variant="one-line")
-        checks += startup_checks(args.runs, workdir)
+                if wanted(variant, only):
+                    results, info = measure_size(
+                        tokens, args.runs, fast=fast, workdir=workdir, variant=variant, only=only
+                    )
+                    checks += report_size(tokens, results, info, fast=fast, variant=variant)
+        if wanted("one-line", only):
+            results, info = measure_size(
+                ONE_LINE_CHARS, args.runs, fast=fast, workdir=workdir, variant="one-line", only=only
+            )
+            checks += report_size(ONE_LINE_CHARS, results, info, fast=fast, variant="one-line")
+        if only is None or "startup" in only:
+            checks += startup_checks(args.runs, workdir)
         for text, ok in checks:
             print(f"  {'SKIP' if ok is None else verdict(ok)}  {text}")
         return 0 if all(ok is not False for _, ok in checks) else 1

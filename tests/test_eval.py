@@ -134,7 +134,8 @@ def test_target_options_make_auto_what_compact_auto_writes(tmp_path: Path, targe
         [t],
         strategies=["auto"],
         budget=BudgetSpec(context_window=20000),
-        **{target[0][2:].replace("-", "_"): float(target[1]) if "ratio" in target[0] else int(target[1])},
+        target_ratio=float(target[1]) if target[0] == "--target-ratio" else None,
+        target_tokens=int(target[1]) if target[0] == "--target-tokens" else None,
     ).runs
     assert runs[0].tokens_after == written
     cli = run_cli("eval", SESSION, "-s", "auto", *budget)
@@ -181,6 +182,45 @@ def test_jobs_report_what_one_process_reports_in_input_order(tmp_path: Path) -> 
     assert _without_times(two.json()) == _without_times(one.json())
     sources = [run["input"] for run in two.json()["runs"]]
     assert sources == sorted(sources, key=lambda s: Path(s).name)  # input order, not finish order
+
+
+def test_strategies_in_processes_report_what_one_process_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One conversation's strategies shared out over two processes (even on one core): the same
+    # runs in the same order, and auto beside hybrid (the summary's facts read once).
+    import os
+    import time
+    from dataclasses import replace
+
+    from ctxcompact.batch import workers
+
+    monkeypatch.setattr(workers, "default_jobs", lambda: 2)
+    calls = tmp_path / "calls"
+
+    def clock() -> float:  # a slow clock: each process takes some of the strategies
+        with calls.open("a") as out:
+            out.write(f"{os.getpid()}\n")
+        time.sleep(0.02)
+        return 0.0
+
+    transcript = load_transcript(SESSION)
+    one = evaluate_transcripts([transcript], keep_context=False)
+    two = evaluate_transcripts([transcript], keep_context=False, jobs=2, clock=clock)
+    assert len(set(calls.read_text().split())) == 2
+    assert [replace(r, seconds=0.0) for r in two.runs] == [replace(r, seconds=0.0) for r in one.runs]
+    assert [r.strategy for r in two.runs] == list(default_strategies())
+    # The judge needs each run's messages as objects of this process: it runs here.
+    calls.unlink()
+    judged = evaluate_transcripts([transcript], strategies=["full", "prune"], jobs=2, clock=clock)
+    assert set(calls.read_text().split()) == {str(os.getpid())} and judged.runs[0].original
+
+
+def test_one_files_strategies_run_in_jobs_with_the_same_report() -> None:
+    one = run_cli("eval", SESSION, "--jobs", "1", "--json")
+    two = run_cli("eval", SESSION, "--jobs", "2", "--json")
+    assert one.exit_code == two.exit_code == 0, two.stderr
+    assert _without_times(two.json()) == _without_times(one.json())
 
 
 def test_an_unreadable_file_is_reported_and_the_others_evaluated(tmp_path: Path) -> None:

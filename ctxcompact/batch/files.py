@@ -212,7 +212,13 @@ def compact_files(
     jobs = min(jobs, len(todo))
     if jobs > 1:
         run_in_workers(
-            todo, _work, jobs=jobs, llm_concurrency=llm_concurrency, on_start=started, on_done=finished
+            todo,
+            _work,
+            jobs=jobs,
+            llm_concurrency=llm_concurrency,
+            on_start=started,
+            on_done=finished,
+            warm_up=functools.partial(_warm_up, options),
         )
     else:
         counter = counter or make_counter(options.counter)
@@ -267,6 +273,23 @@ class _Task:
 @functools.cache
 def _worker_counter(name: LocalCounterName) -> TokenCounter:
     return make_counter(name)
+
+
+def _warm_up(options: FileOptions) -> None:
+    """Load here, once, what every worker would otherwise load for itself, before they are
+    forked (they inherit it): the counter with its tokenizer, the code of the strategies the
+    options run, and the offline summarizer. ~0.13 s a worker on this project's machine: with
+    ``--jobs 2`` a batch paid it twice instead of once."""
+    from ctxcompact.compaction.strategies import AUTO_STRATEGIES, LazyRun, strategy_for
+    from ctxcompact.names import SummarizerName
+
+    _worker_counter(options.counter).count_batch(["warm up"])
+    for step in (*options.compact.strategies, *(AUTO_STRATEGIES if options.auto else ())):
+        run = strategy_for(step).run
+        if isinstance(run, LazyRun):
+            run.load()
+    if options.compact.full.summarizer == SummarizerName.extractive:
+        options.compact.full.make_summarizer()
 
 
 def _work(task: _Task) -> tuple[BatchItem, tuple[str, ...]]:

@@ -86,8 +86,9 @@ class EvalBatch:
 OnDone = Callable[[int, InputOutcome], None]
 
 
-def evaluate_input(path: str | None, settings: EvalSettings) -> InputOutcome:
-    """Read one transcript (``None``: stdin) and evaluate every strategy on it."""
+def evaluate_input(path: str | None, settings: EvalSettings, *, jobs: int = 1) -> InputOutcome:
+    """Read one transcript (``None``: stdin) and evaluate every strategy on it, its
+    strategies in up to ``jobs`` processes (:func:`~ctxcompact.evaluation.run.run_strategies`)."""
     from ctxcompact.transcripts.io import load_transcript
 
     try:
@@ -104,10 +105,10 @@ def evaluate_input(path: str | None, settings: EvalSettings) -> InputOutcome:
         budget=settings.budget,
         target_tokens=settings.target_tokens,
         target_ratio=settings.target_ratio,
+        jobs=jobs,
+        keep_context=settings.keep_context,
     )
-    if settings.keep_context:
-        return InputOutcome(runs=result.runs)
-    return InputOutcome(runs=tuple(replace(r, original=(), messages=(), replaced=()) for r in result.runs))
+    return InputOutcome(runs=result.runs)
 
 
 def _evaluate_task(task: tuple[str | None, EvalSettings]) -> InputOutcome:
@@ -122,7 +123,7 @@ def evaluate_inputs(
     on_done: OnDone | None = None,
 ) -> EvalBatch:
     """Every input evaluated, in ``jobs`` worker processes when there are several files
-    (stdin is always read here). Inputs that cannot be read are in ``errors`` (see
+    (stdin is always read here); else each input's strategies share them out. Inputs that cannot be read are in ``errors`` (see
     :meth:`EvalBatch.fatal_error`); unknown strategies raise a usage error before any work."""
     settings = replace(settings, strategies=check_eval_strategies(settings.strategies))
     outcomes: dict[int, InputOutcome] = {}
@@ -139,9 +140,9 @@ def evaluate_inputs(
         run_in_workers(
             tasks, _evaluate_task, jobs=min(jobs, len(paths)), on_start=lambda _: None, on_done=done
         )
-    else:
+    else:  # one input (or stdin): its strategies are what runs in parallel
         for i, path in enumerate(paths):
-            done(i, evaluate_input(path, settings))
+            done(i, evaluate_input(path, settings, jobs=jobs))
     ordered = [outcomes[i] for i in range(len(paths))]
     errors = tuple(o.error for o in ordered if o.error)
     runs = tuple(run for o in ordered for run in o.runs)

@@ -16,6 +16,10 @@ the summary is ``extractive`` unless the caller names another summarizer, so an 
 needs no API key. A strategy that cannot run (a summarizer without its key) is reported as
 skipped with the reason, not as a failure of the whole run.
 
+*In parallel*: with ``jobs`` and without the runs' messages (``keep_context``), a
+conversation's strategies are shared out over forked processes once it is read, counted and
+probed (:func:`run_strategies`); the runs are the same, in the same order.
+
 *The budget* (:class:`BudgetSpec`: ``--model``, ``--context-window``, ``--output-reserve``,
 ``--threshold``, ``--models-file``, as ``compact`` takes them) is worked out per conversation
 as ``compact`` does, and every strategy runs with it, so a row is what ``compact -w N
@@ -28,7 +32,8 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from ctxcompact.accounting.check import BudgetSpec, conversation_model, measure, measure_total
@@ -148,13 +153,18 @@ def evaluate_transcripts(
     counter: TokenCounter | None = None,
     clock: Callable[[], float] = time.perf_counter,
     deadline_at: float | None = None,
+    jobs: int = 1,
+    keep_context: bool = True,
 ) -> EvalResult:
     """Every strategy on the first ``max_conversations`` conversations of each transcript.
 
     ``work_dir``: where ``full`` restores files from (default: an empty temporary directory,
     so nothing of the local disk leaks into a score). ``budget``: see the module docstring;
     ``target_tokens`` / ``target_ratio``: the size a run with a budget aims at, as ``compact``'s
-    options of those names.
+    options of those names. ``keep_context``: each run keeps the conversation's messages, its
+    compacted context and the messages it replaced (``eval --judge`` reads them), else the
+    figures only. ``jobs``: the processes a conversation's strategies may run in, at most one
+    per core this process may use (:func:`run_strategies`; without ``keep_context`` only).
     """
     names = check_eval_strategies(strategies or default_strategies())
     runs: list[StrategyRun] = []
@@ -170,24 +180,54 @@ def evaluate_transcripts(
                     # One cache for the conversation's strategies: each block is encoded once.
                     shared = shared_cache(counter)
                     measure_total(conv, shared)  # before the clock: no strategy is charged for it
-                    for name in names:
-                        runs.append(
-                            evaluate_strategy(
-                                conv,
-                                name,
-                                source=source,
-                                summarizer=summarizer,
-                                work_dir=root,
-                                budget=budget,
-                                target_tokens=target_tokens,
-                                target_ratio=target_ratio,
-                                counter=shared,
-                                clock=clock,
-                                deadline_at=deadline_at,
-                                probes=probes,
-                            )
-                        )
+
+                    run = partial(
+                        evaluate_strategy,
+                        conv,
+                        source=source,
+                        summarizer=summarizer,
+                        work_dir=root,
+                        budget=budget,
+                        target_tokens=target_tokens,
+                        target_ratio=target_ratio,
+                        counter=shared,
+                        clock=clock,
+                        deadline_at=deadline_at,
+                        probes=probes,
+                    )
+                    if keep_context:
+                        runs += run_strategies(names, run, jobs=1)
+                    else:
+                        runs += run_strategies(names, partial(_figures_only, run), jobs=jobs)
     return EvalResult(names, tuple(runs))
+
+
+#: The strategies by their cost in ``eval``, costliest first (measured on the bench's
+#: generated sessions): :func:`run_strategies` starts them in this order, so no process is
+#: left with a long one at the end. A wrong order costs wall time, never a different result.
+COSTLIEST_FIRST = ("hybrid", AUTO, "prune", OFFLOAD, "key-messages", "full", "clean-tools", "selective")
+
+
+def run_strategies(
+    names: Sequence[str], run: Callable[[str], StrategyRun], *, jobs: int
+) -> list[StrategyRun]:
+    """``[run(name) for name in names]``, in up to ``jobs`` processes where this process may
+    use that many cores (:func:`ctxcompact.batch.workers.share_out`: forked after the
+    conversation was read, counted and probed, so none of that is done again). ``auto`` runs
+    in the same process as the strategies it runs (:data:`AUTO_STRATEGIES`), after them: the
+    summary's facts of the part they both summarize are read once. The results are the same,
+    in the same order, whatever ``jobs`` is (their ``seconds`` aside)."""
+    from ctxcompact.batch.workers import default_jobs, share_out
+
+    partners = [n for n in names if n in AUTO_STRATEGIES] if AUTO in names else []
+    units = [[n] for n in names if n not in partners and n != AUTO]
+    if AUTO in names:
+        units.append([*partners, AUTO])
+    rank = {name: i for i, name in enumerate(COSTLIEST_FIRST)}
+    units.sort(key=lambda u: min(rank.get(n, len(rank)) for n in u))
+    done = share_out(units, lambda unit: [run(n) for n in unit], processes=min(jobs, default_jobs()))
+    by_name = {r.strategy: r for batch in done for r in batch}
+    return [by_name[n] for n in names]
 
 
 def evaluate_strategy(
@@ -259,6 +299,11 @@ def conversation_probes(conversation: Conversation) -> tuple[Probe, ...]:
     return extract_probes(messages[head:])
 
 
+def _figures_only(run: Callable[[str], StrategyRun], name: str) -> StrategyRun:
+    """``run(name)`` without its messages (nothing but the figures travels between processes)."""
+    return replace(run(name), original=(), messages=(), replaced=())
+
+
 def _offload(conversation: Conversation, counter: TokenCounter) -> tuple[int, int, Sequence[Message]]:
     """``offload`` measured as the compaction pipeline measures a strategy: the context size
     before, and the same size of the rewrite (:meth:`ContextSize.resized`); its files kept in
@@ -266,7 +311,9 @@ def _offload(conversation: Conversation, counter: TokenCounter) -> tuple[int, in
     from ctxcompact.offload.store import MemoryWriter
     from ctxcompact.offload.tool_results import offload_tool_results
 
-    size = context_size(conversation, measure(conversation, counter), model=conversation_model(conversation))
+    size = context_size(
+        conversation, measure(conversation, counter, previews=False), model=conversation_model(conversation)
+    )
     result = offload_tool_results(
         conversation.messages, out_dir=OFFLOAD, writer=MemoryWriter(), measure_tokens=False
     )
