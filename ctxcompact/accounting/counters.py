@@ -44,7 +44,6 @@ from ctxcompact.errors import InputError
 
 DEFAULT_ENCODING = "cl100k_base"
 TOKENIZER_ENV = "CTXCOMPACT_TOKENIZER"
-CACHE_ENV = "CTXCOMPACT_CACHE_DIR"
 
 #: tiktoken's thread pool only where it wins. Measured on a 2-core machine (tiktoken 0.14,
 #: ``encode_ordinary_batch(num_threads=2)`` / a plain ``encode_ordinary`` loop over 4 MB of
@@ -509,13 +508,13 @@ def load_rank_table() -> Any | None:
 
 
 def _write_cache(path: Path, data: bytes) -> None:
-    """``data`` to ``path`` through a temporary file and a rename: a concurrent reader sees the
-    old file or the whole new one. An unwritable directory is no error (the cache is skipped)."""
+    """``data`` to ``path`` through a temporary file and a rename (a concurrent reader sees the
+    old file or the whole new one); an unwritable directory is no error (the cache is skipped)."""
+    from ctxcompact.transcripts.fileio import write_atomic
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        write_atomic(path, data)
     except OSError:
         pass
 
@@ -539,7 +538,6 @@ def _cache_file(bundled: Path, kind: str = "marshal") -> Path | None:
         stat = bundled.stat()
     except OSError:
         return None
-    base = os.environ.get(CACHE_ENV) or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "ctxcompact"
-    )
-    return Path(base) / f"cl100k_base-{stat.st_size}-{stat.st_mtime_ns}-v1.{kind}"
+    from ctxcompact.config import cache_dir
+
+    return cache_dir() / f"cl100k_base-{stat.st_size}-{stat.st_mtime_ns}-v1.{kind}"
