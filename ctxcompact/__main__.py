@@ -2,8 +2,9 @@
 
 ``--version`` is answered here, before the command line (typer, every command module) is
 imported: it is what scripts and shells call to probe the tool, and it should cost little
-more than starting Python. ``count``, ``check`` and ``compact`` try the fast path
-(:mod:`ctxcompact.cli.fast`: no typer) before the Typer app.
+more than starting Python. A command compiles each dataclass method once per cache
+(:mod:`ctxcompact.cli.dataclass_cache`), and ``count``, ``check`` and ``compact``
+try the fast path (:mod:`ctxcompact.cli.fast`: no typer) before the Typer app.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ def main() -> None:
         except BrokenPipeError:  # `ctxcompact --version | true`: exit quietly
             pass
         return
+    from ctxcompact.cli.dataclass_cache import install_dataclass_cache
+
+    install_dataclass_cache()
     from ctxcompact.cli import FAST_COMMANDS
 
     if sys.argv[1:2] and sys.argv[1] in FAST_COMMANDS:

@@ -23,6 +23,8 @@ from typing import Any
 
 from ctxcompact.errors import InputError
 
+#: Overrides where the caches live (else ``$XDG_CACHE_HOME/ctxcompact``, ``~/.cache/ctxcompact``).
+CACHE_ENV = "CTXCOMPACT_CACHE_DIR"
 CONFIG_NAME = "ctxcompact.toml"
 PYPROJECT = "pyproject.toml"
 ENV_PREFIX = "CTXCOMPACT_"
@@ -103,6 +105,17 @@ def effective_settings(config: Config, specs: Sequence[OptionSpec]) -> list[Effe
         ),
         key=lambda e: (e.key, e.commands),
     )
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where ctxcompact keeps what it can always rebuild (the judge's replies, compiled
+    dataclass methods): ``$CTXCOMPACT_CACHE_DIR``, else ``$XDG_CACHE_HOME/ctxcompact``, else
+    ``~/.cache/ctxcompact``."""
+    env = os.environ if environ is None else environ
+    base = env.get(CACHE_ENV) or os.path.join(
+        env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "ctxcompact"
+    )
+    return Path(base)
 
 
 def find_config_file(start: Path) -> Path | None:

@@ -10,12 +10,12 @@ The default directory is ``$CTXCOMPACT_CACHE_DIR/judge``, else
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from ctxcompact.config import cache_dir
 from ctxcompact.errors import UsageError
 from ctxcompact.transcripts.fileio import write_atomic
 
@@ -23,11 +23,7 @@ _KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
-    environ = os.environ if env is None else env
-    base = environ.get("CTXCOMPACT_CACHE_DIR") or os.path.join(
-        environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "ctxcompact"
-    )
-    return Path(base) / "judge"
+    return cache_dir(env) / "judge"
 
 
 class JudgeCache:

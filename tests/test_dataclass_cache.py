@@ -1,0 +1,75 @@
+"""The command line's caches: where they live, and the dataclass methods compiled once."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLES
+
+from ctxcompact.cli.dataclass_cache import DATACLASS_CACHE, CompiledMethods
+from ctxcompact.config import cache_dir
+
+
+def test_the_cache_dir_is_the_variable_else_xdg_else_home() -> None:
+    assert cache_dir({"CTXCOMPACT_CACHE_DIR": "/c", "XDG_CACHE_HOME": "/x"}) == Path("/c")
+    assert cache_dir({"XDG_CACHE_HOME": "/x"}) == Path("/x/ctxcompact")
+    assert cache_dir({}) == Path(os.path.expanduser("~")) / ".cache" / "ctxcompact"
+
+
+def _define() -> type:
+    @dataclasses.dataclass(frozen=True, slots=True, order=True)
+    class Point:
+        x: int
+        y: list[int] = dataclasses.field(default_factory=list, compare=False)
+        label: str = "p"
+
+    return Point
+
+
+def _behaviour(kind: type) -> tuple[object, ...]:
+    a, b = kind(1, [2]), kind(1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.x = 3  # type: ignore[attr-defined]
+    return (repr(a), a == b, hash(a) == hash(b), a < kind(2), b.y, dataclasses.astuple(a))
+
+
+def test_cached_methods_behave_as_compiled_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = _behaviour(_define())
+    path = tmp_path / DATACLASS_CACHE
+    first = CompiledMethods(path)
+    monkeypatch.setattr(dataclasses, "exec", first.exec, raising=False)
+    assert _behaviour(_define()) == expected and first.added >= 5
+    first.save()
+    again = CompiledMethods(path)  # a later run: every text already compiled
+    monkeypatch.setattr(dataclasses, "exec", again.exec, raising=False)
+    assert _behaviour(_define()) == expected and again.added == 0 and again.codes.keys() == first.codes.keys()
+
+
+@pytest.mark.parametrize("content", [b"", b"not marshal", b"\xe9[]"])
+def test_a_damaged_cache_file_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes
+) -> None:
+    path = tmp_path / DATACLASS_CACHE
+    path.write_bytes(content)
+    methods = CompiledMethods(path)
+    monkeypatch.setattr(dataclasses, "exec", methods.exec, raising=False)
+    assert _behaviour(_define()) == _behaviour(_define()) and methods.added >= 5
+    methods.save()
+    assert CompiledMethods(path).codes.keys() == methods.codes.keys()
+
+
+def test_the_command_line_fills_the_cache_once_and_prints_the_same(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    env["CTXCOMPACT_CACHE_DIR"] = str(tmp_path)
+    argv = [sys.executable, "-m", "ctxcompact", "count", str(SAMPLES / "anthropic-session.json"), "--json"]
+    first = subprocess.run(argv, capture_output=True, timeout=60, env=env, cwd=tmp_path)
+    cache = tmp_path / DATACLASS_CACHE
+    written = cache.stat().st_mtime_ns
+    second = subprocess.run(argv, capture_output=True, timeout=60, env=env, cwd=tmp_path)
+    assert first.returncode == second.returncode == 0 and first.stdout == second.stdout
+    assert cache.stat().st_mtime_ns == written  # nothing new to compile: not rewritten
