@@ -306,6 +306,20 @@ def test_retention_check_reports_paths_errors_and_last_request(tmp_path: Path) -
     )
     assert result.stats.retention is not None
     assert result.stats.retention.summary_line() == "paths 0/1, errors 0/1, last request no"
+    assert any("last user request" in w for w in result.stats.warnings)
+    # A caller that scores the result itself (eval) skips the check: same result, no report.
+    unchecked = compact_conversation(
+        _conversation(_tool_session()),
+        options=_options(tmp_path, restore=False),
+        summarizer=bad,
+        counter=EstimateCounter(),
+        retention=False,
+    )
+    assert unchecked.stats.retention is None
+    assert not any("last user request" in w for w in unchecked.stats.warnings)
+    assert [(m.role, m.content) for m in unchecked.conversation.messages] == [
+        (m.role, m.content) for m in result.conversation.messages
+    ]
 
 
 def test_stats_json_has_the_seed_fields(tmp_path: Path) -> None:

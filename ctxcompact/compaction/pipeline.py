@@ -142,6 +142,7 @@ def compact_conversation(
     reader: FileReader | None = None,
     counter: TokenCounter | None = None,
     system_tokens: int | None = None,
+    retention: bool = True,
 ) -> CompactResult:
     """Compact one conversation (see the module docstring for the steps).
 
@@ -149,7 +150,9 @@ def compact_conversation(
     strategies run from the table (:data:`ctxcompact.compaction.strategies.STRATEGIES`), each with its own
     options from ``options`` and one shared :class:`~ctxcompact.compaction.strategies.StrategyContext`.
     ``summarizer`` overrides the one ``options.full`` names (tests inject fakes; agent loops
-    inject their own). ``auto`` decides as ``check`` does. Never mutates ``conversation``.
+    inject their own). ``auto`` decides as ``check`` does. ``retention=False`` skips the
+    retention check (``stats.retention`` is None, no warning of a lost last request): for a
+    caller that scores the result itself, as ``eval`` does. Never mutates ``conversation``.
     """
     options, started = options or CompactOptions(), monotonic()
     # One cache for the run: the before and after figures and the strategies share it, so
@@ -193,14 +196,19 @@ def compact_conversation(
     if threshold is not None and after >= threshold:
         warnings.append(f"still over the threshold after compaction ({after:,} ≥ {threshold:,} tokens)")
 
-    replaced, retention, archive_path = _check_and_archive(
-        conversation, messages, options, dry_run=dry_run or layout is not None, warnings=warnings
+    replaced, report_of_retention, archive_path = _check_and_archive(
+        conversation,
+        messages,
+        options,
+        dry_run=dry_run or layout is not None,
+        retention=retention,
+        warnings=warnings,
     )
     stats = replace(
         _counters(result, messages, replaced, strategy=label, before=before, after=after),
         archive_path=archive_path,
         appended=layout is not None,
-        retention=retention,
+        retention=report_of_retention,
         threshold=threshold,
         reason="dry run: nothing written" if dry_run else "compacted",
         warnings=tuple(warnings),
@@ -242,15 +250,21 @@ def _check_and_archive(
     options: CompactOptions,
     *,
     dry_run: bool,
+    retention: bool,
     warnings: list[str],
 ) -> tuple[tuple[Message, ...], RetentionReport | None, str | None]:
-    """The messages a rewrite replaced, the retention check of what replaced them, and where
-    their raw records were archived (before anything is emitted; not on a dry run)."""
+    """The messages a rewrite replaced, the retention check of what replaced them (unless not
+    asked for), and where their raw records were archived (before anything is emitted; not on
+    a dry run)."""
     kept = {id(m) for m in messages}
     replaced = tuple(m for m in conversation.messages if id(m) not in kept)
-    replacement = "\n".join(text_of(m, include_tool_results=True) for m in messages if m.is_new or m.changed)
-    retention = check_retention(replaced, replacement) if replaced else None
-    if retention is not None and retention.last_request is False:
+    checked = None
+    if replaced and retention:
+        replacement = "\n".join(
+            text_of(m, include_tool_results=True) for m in messages if m.is_new or m.changed
+        )
+        checked = check_retention(replaced, replacement)
+    if checked is not None and checked.last_request is False:
         warnings.append(
             "the retention check did not find the last user request in the result: read the summary"
         )
@@ -259,7 +273,7 @@ def _check_and_archive(
         archive_path = str(
             write_archive(replaced, dialect=conversation.dialect, archive_dir=options.resolved_archive_dir)
         )
-    return replaced, retention, archive_path
+    return replaced, checked, archive_path
 
 
 def _context(

@@ -265,8 +265,14 @@ def evaluate_strategy(
                 target_tokens=target_tokens,
                 target_ratio=target_ratio,
             )
-            result = compact_conversation(
-                conversation, options=options, budget=limits, auto=auto, dry_run=True, counter=counter
+            result = compact_conversation(  # eval scores its own probes: no retention check
+                conversation,
+                options=options,
+                budget=limits,
+                auto=auto,
+                dry_run=True,
+                counter=counter,
+                retention=False,
             )
             before, after = result.stats.original_tokens, result.stats.compacted_tokens
             messages = result.conversation.messages
