@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -310,10 +311,9 @@ def test_retention_check_reports_paths_errors_and_last_request(tmp_path: Path) -
     # A caller that scores the result itself (eval) skips the check: same result, no report.
     unchecked = compact_conversation(
         _conversation(_tool_session()),
-        options=_options(tmp_path, restore=False),
+        options=replace(_options(tmp_path, restore=False), check_retention=False),
         summarizer=bad,
         counter=EstimateCounter(),
-        retention=False,
     )
     assert unchecked.stats.retention is None
     assert not any("last user request" in w for w in unchecked.stats.warnings)

@@ -66,6 +66,10 @@ class CompactOptions:
     #: default :data:`DEFAULT_TARGET_RATIO`).
     target_tokens: int | None = None
     target_ratio: float | None = None
+    #: Check what the result kept of the replaced messages (``stats.retention``: paths, error
+    #: lines, instructions, the last request; a warning when the last request is gone). False
+    #: for a caller that scores the result itself, as ``eval`` does.
+    check_retention: bool = True
 
     def __post_init__(self) -> None:
         check_strategy_names(self.strategies)

@@ -142,7 +142,6 @@ def compact_conversation(
     reader: FileReader | None = None,
     counter: TokenCounter | None = None,
     system_tokens: int | None = None,
-    retention: bool = True,
 ) -> CompactResult:
     """Compact one conversation (see the module docstring for the steps).
 
@@ -150,9 +149,7 @@ def compact_conversation(
     strategies run from the table (:data:`ctxcompact.compaction.strategies.STRATEGIES`), each with its own
     options from ``options`` and one shared :class:`~ctxcompact.compaction.strategies.StrategyContext`.
     ``summarizer`` overrides the one ``options.full`` names (tests inject fakes; agent loops
-    inject their own). ``auto`` decides as ``check`` does. ``retention=False`` skips the
-    retention check (``stats.retention`` is None, no warning of a lost last request): for a
-    caller that scores the result itself, as ``eval`` does. Never mutates ``conversation``.
+    inject their own). ``auto`` decides as ``check`` does. Never mutates ``conversation``.
     """
     options, started = options or CompactOptions(), monotonic()
     # One cache for the run: the before and after figures and the strategies share it, so
@@ -196,19 +193,14 @@ def compact_conversation(
     if threshold is not None and after >= threshold:
         warnings.append(f"still over the threshold after compaction ({after:,} ≥ {threshold:,} tokens)")
 
-    replaced, report_of_retention, archive_path = _check_and_archive(
-        conversation,
-        messages,
-        options,
-        dry_run=dry_run or layout is not None,
-        retention=retention,
-        warnings=warnings,
+    replaced, retention, archive_path = _check_and_archive(
+        conversation, messages, options, dry_run=dry_run or layout is not None, warnings=warnings
     )
     stats = replace(
         _counters(result, messages, replaced, strategy=label, before=before, after=after),
         archive_path=archive_path,
         appended=layout is not None,
-        retention=report_of_retention,
+        retention=retention,
         threshold=threshold,
         reason="dry run: nothing written" if dry_run else "compacted",
         warnings=tuple(warnings),
@@ -250,16 +242,15 @@ def _check_and_archive(
     options: CompactOptions,
     *,
     dry_run: bool,
-    retention: bool,
     warnings: list[str],
 ) -> tuple[tuple[Message, ...], RetentionReport | None, str | None]:
-    """The messages a rewrite replaced, the retention check of what replaced them (unless not
-    asked for), and where their raw records were archived (before anything is emitted; not on
-    a dry run)."""
+    """The messages a rewrite replaced, the retention check of what replaced them (unless the
+    options say not to), and where their raw records were archived (before anything is
+    emitted; not on a dry run)."""
     kept = {id(m) for m in messages}
     replaced = tuple(m for m in conversation.messages if id(m) not in kept)
     checked = None
-    if replaced and retention:
+    if replaced and options.check_retention:
         replacement = "\n".join(
             text_of(m, include_tool_results=True) for m in messages if m.is_new or m.changed
         )

@@ -264,15 +264,10 @@ def evaluate_strategy(
                 deadline_at=deadline_at,
                 target_tokens=target_tokens,
                 target_ratio=target_ratio,
+                check_retention=False,  # eval scores the result with its own probes
             )
-            result = compact_conversation(  # eval scores its own probes: no retention check
-                conversation,
-                options=options,
-                budget=limits,
-                auto=auto,
-                dry_run=True,
-                counter=counter,
-                retention=False,
+            result = compact_conversation(
+                conversation, options=options, budget=limits, auto=auto, dry_run=True, counter=counter
             )
             before, after = result.stats.original_tokens, result.stats.compacted_tokens
             messages = result.conversation.messages
