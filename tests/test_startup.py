@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -80,6 +81,37 @@ def test_a_command_imports_only_what_it_uses(
     )
     assert printed in proc.stdout
     assert proc.stderr.strip().splitlines()[-1] == "LOADED []"
+
+
+@pytest.mark.parametrize("tokenizer", ["auto", "tiktoken"])
+def test_a_small_count_loads_no_tokenizer(tmp_path: Path, tokenizer: str) -> None:
+    """A small input is counted from the cached rank table (accounting/cl100k.py): neither
+    tiktoken (its import and its Rust tables) nor bpe-openai's module is loaded. The first run
+    builds the table; the second is what every later run costs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    env |= {"CTXCOMPACT_CACHE_DIR": str(tmp_path / "cache"), "CTXCOMPACT_TOKENIZER": tokenizer}
+    sample = tmp_path / "small.json"  # ~6 KB, under either budget (LAZY_TOKENS)
+    turns = [
+        ("user", "Why does the build fail? It's the 2nd time — héllo 中文 😀\n" * 20),
+        ("assistant", "Let me look.\n" * 200),
+    ]
+    sample.write_text(json.dumps([{"role": role, "content": text} for role, text in turns]), encoding="utf-8")
+    probe = COMMAND_PROBE.replace(
+        '"ctxcompact.llm.retry")', '"ctxcompact.llm.retry", "tiktoken", "bpe_openai._bindings")'
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", probe, "count", str(sample), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            cwd=tmp_path,
+        )
+        for _ in range(2)
+    ]
+    assert runs[0].stdout == runs[1].stdout and '"total"' in runs[1].stdout
+    assert runs[1].stderr.strip().splitlines()[-1] == "LOADED []"
 
 
 def test_help_and_errors_of_the_parser_still_come_from_the_typer_app(tmp_path: Path) -> None:

