@@ -497,7 +497,7 @@ def load_rank_table() -> Any | None:
     if cache is None:
         return None
     try:
-        table = cl100k.RankTable(cache.read_bytes())
+        table = cl100k.RankTable.read(cache)
         if table.ranks == _CL100K_RANKS:
             return table
     except (OSError, ValueError):
