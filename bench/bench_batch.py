@@ -17,8 +17,13 @@ is printed beside its wall time: what ``--jobs 2`` spends beyond ``--jobs 1`` ne
 bare processes spend beyond it (two processes on two cores slow each other down: shared caches,
 memory bandwidth, the VM's scheduling), so the cost of the workers themselves shows apart.
 
-Target: ``--jobs 2``'s speed-up at least 95 % of the control's, on both batches (best run of
-each). And ``memory``: peak RSS of the small batch at 50 files and at ``--files`` files
+Target: ``--jobs 2``'s speed-up at least 95 % of the control's, on both batches: in each round
+``--jobs 2`` and the control run back to back (in turns first), the share is the control's
+wall time over ``--jobs 2``'s (both speed-ups are of the same ``--jobs 1``), and the verdict is
+on the median of the rounds (the best runs are printed too). When the control's own speed-up
+is under 1.3× the machine had no two free cores: the bench says so and gives no verdict, so
+the exit status is 1 only when ``--jobs`` falls short on a machine that could run two
+processes at once (or memory grows). And ``memory``: peak RSS of the small batch at 50 files and at ``--files`` files
 (``--jobs 1``, ``os.wait4``: the largest single process) — flat in the number of files, at most
 1.25×.
 
@@ -46,6 +51,8 @@ from bench_count import Run, child_env, ctxcompact_argv, peak, run_once, verdict
 from gen_transcript import generate  # noqa: E402
 
 SHARE_TARGET = 0.95
+#: The control's speed-up under which two cores were not free: no verdict on --jobs.
+CONTROL_MIN = 1.3
 MEMORY_FLAT_TARGET = 1.25
 
 
@@ -109,11 +116,26 @@ def measure(folder: Path, work: Path, env: dict[str, str], runs: int) -> dict[st
     halves = split(folder, work)
     batch(halves[0], work / "warm", 1, work=work, env=env)  # warm-up: bytecode, tokenizer cache
     found: dict[str, list[Run]] = {"jobs 1": [], "jobs 2": [], "control": []}
-    for _ in range(runs):
+    for i in range(runs):
         found["jobs 1"].append(batch(folder, work / "out1", 1, work=work, env=env))
-        found["jobs 2"].append(batch(folder, work / "out2", 2, work=work, env=env))
-        found["control"].append(control(halves, work / "outc", work=work, env=env))
+        # --jobs 2 and the control back to back, in turns first: a load that comes or goes
+        # between them does not favour either.
+        pair = [
+            lambda: found["jobs 2"].append(batch(folder, work / "out2", 2, work=work, env=env)),
+            lambda: found["control"].append(control(halves, work / "outc", work=work, env=env)),
+        ]
+        for run in pair if i % 2 == 0 else pair[::-1]:
+            run()
     return found
+
+
+def share_of_control(found: dict[str, list[Run]]) -> float:
+    """``--jobs 2``'s speed-up over the control's in each round — the control's wall time
+    over ``--jobs 2``'s, since both speed-ups are of the same ``--jobs 1`` — the median of the
+    rounds: two runs minutes apart on a shared machine are not compared."""
+    return statistics.median(
+        c.seconds / j.seconds for j, c in zip(found["jobs 2"], found["control"], strict=True)
+    )
 
 
 def best(runs: Sequence[Run]) -> float:
@@ -137,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         work = Path(tmp)
         env = child_env(work)
         env["XDG_STATE_HOME"] = str(work / "state")
-        print(f"batches compacted with the extractive summarizer, best of {args.runs} interleaved runs")
+        print(f"batches compacted with the extractive summarizer, {args.runs} interleaved rounds")
         for name, count, tokens in (
             ("small", args.files, args.tokens),
             ("large", args.large_files, args.large_tokens),
@@ -148,8 +170,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             t1, t2, tc = (best(found[k]) for k in ("jobs 1", "jobs 2", "control"))
             c1, c2, cc = (cpu(found[k]) for k in ("jobs 1", "jobs 2", "control"))
             speedup, possible = t1 / t2, t1 / tc
-            share = speedup / possible
-            passed = share >= SHARE_TARGET
+            share = share_of_control(found)
+            # Two cores this machine did not have to give (others' work on them) make the
+            # comparison meaningless: said so, and not counted as a failure of the code.
+            free = possible >= CONTROL_MIN
+            passed = share >= SHARE_TARGET or not free
             ok = ok and passed
             print(f"  {count} sessions of ~{tokens:,} tokens (wall: best run; CPU: median, user + system):")
             print(f"    --jobs 1: {t1:6.2f} s  {count / t1:6.1f} files/s  CPU {c1:6.2f} s")
@@ -162,9 +187,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"  speed-up {possible:.2f}x"
             )
             print(
-                f"    --jobs 2 reaches {share:.0%} of the control's speed-up "
-                f"(target >= {SHARE_TARGET:.0%})  {verdict(passed)}"
+                f"    --jobs 2 reaches {share:.0%} of the control's speed-up (median of the rounds; "
+                f"target >= {SHARE_TARGET:.0%})  {verdict(passed) if free else 'SKIP'}"
             )
+            if not free:
+                print(
+                    f"    SKIP: the control's speed-up is {possible:.2f}x (< {CONTROL_MIN}x): the machine "
+                    "did not have two free cores during the runs (see `uptime`), so no verdict"
+                )
         small = work / "small"
         few_dir = work / "few"
         few_dir.mkdir()

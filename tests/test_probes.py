@@ -235,3 +235,32 @@ def test_a_probe_that_runs_across_two_messages_is_found_where_they_meet() -> Non
     ]
     report = ProbeSet(probes).score(messages)
     assert [p.text for p in report.lost] == ["was x"]
+
+
+# Text where normalising and word-splitting can go wrong: quotes, backslashes, every kind of
+# white space (Unicode's too), digits and underscores inside words, CJK and kana (and the
+# kana middle dot, which is in the range but no letter), letters whose lower case grows.
+_TRICKY = st.text(
+    st.sampled_from(
+        list("abcdEFGH xyz_019\\\"'`‘’“”«»\t\n\r\x0b\x0c\x1c\u00a0\u2003\u3000中文字・ーかナéßİ")
+    ),
+    max_size=60,
+)
+
+
+@given(_TRICKY)
+def test_normalise_is_its_definition(value: str) -> None:
+    import re
+
+    quotes = re.compile(r"[\"'`‘’“”«»]")
+    defined = re.sub(r"\s+", " ", quotes.sub("", value.replace("\\", "/")).lower()).strip()
+    assert normalise(value) == defined
+
+
+@given(st.one_of(_TRICKY, st.text(max_size=60)))
+def test_words_are_the_word_pattern_s_matches(value: str) -> None:
+    # ASCII text takes a faster pattern; the words are the same.
+    from ctxcompact.evaluation.probes import _WORD, words
+
+    assert words(value) == _WORD.findall(value)
+    assert words(normalise(value)) == _WORD.findall(normalise(value))

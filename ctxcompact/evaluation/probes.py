@@ -74,10 +74,11 @@ TASK_SENTENCES = 3
 CHANGE_CHARS = 60
 
 _QUOTES = re.compile(r"[\"'`‘’“”«»]")
-_SPACE = re.compile(r"\s+")
 _IDENT = re.compile(r"`([A-Za-z_][\w.:/-]{2,60}(?:\(\))?|[a-z][\w-]* [\w.-]+(?: [\w.-]+)?)`")
 _URL = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
 _WORD = re.compile(r"[^\W\d_]{4,}|[\u3040-\u30ff\u3400-\u9fff]")
+#: :data:`_WORD` in ASCII text, where it can only be this (2.5x faster in CPython's engine).
+_ASCII_WORD = re.compile(r"[A-Za-z]{4,}")
 _TIMING = re.compile(r"\s*\bin [\d.]+s\b.*$")
 _CODE_TOKEN = re.compile(r"\w+")
 _NAMES = re.compile(r"`[^`\n]{2,80}`|\b\d+(?:[.,]\d+)*\b")
@@ -137,7 +138,12 @@ class ProbeReport:
 
 def normalise(text: str) -> str:
     """Lower case, no quotes or backticks, ``\\`` as ``/``, white space runs as one space."""
-    return _SPACE.sub(" ", _QUOTES.sub("", text.replace("\\", "/")).lower()).strip()
+    return " ".join(_QUOTES.sub("", text.replace("\\", "/")).lower().split())  # split: at \s+, 3x faster
+
+
+def words(text: str) -> list[str]:
+    """The distinctive words of ``text`` (4+ letters, or each CJK character), in order."""
+    return (_ASCII_WORD if text.isascii() else _WORD).findall(text)
 
 
 def extract_probes(messages: Sequence[Message]) -> tuple[Probe, ...]:
@@ -302,7 +308,7 @@ class ProbeSet:
         self._longest = max(map(len, distinct), default=0)
         #: The words a sentence probe may be kept by (its coverage of them, module docstring).
         self._wanted = [
-            set(_WORD.findall(n)) if p.kind in SENTENCE_KINDS else set()
+            set(words(n)) if p.kind in SENTENCE_KINDS else set()
             for p, n in zip(self.probes, self.needles, strict=True)
         ]
         self._all_wanted = set().union(*self._wanted)
@@ -312,7 +318,7 @@ class ProbeSet:
     def score_text(self, context: str, *, restored: Iterable[str] = ()) -> ProbeReport:
         """The probes kept in ``context``, a text."""
         haystack = normalise(context)
-        return self._report(self._find(haystack), set(_WORD.findall(haystack)), restored)
+        return self._report(self._find(haystack), set(words(haystack)), restored)
 
     def score(self, messages: Sequence[Message], *, restored: Iterable[str] = ()) -> ProbeReport:
         """The probes kept in ``messages`` (``score_text(context_text(messages))``)."""
@@ -341,7 +347,7 @@ class ProbeSet:
         known = self._messages.get(id(message))
         if known is None or known[0] is not message:
             text = normalise(context_text([message]))
-            present = frozenset(self._all_wanted.intersection(_WORD.findall(text))) if text else frozenset()
+            present = frozenset(self._all_wanted.intersection(words(text))) if text else frozenset()
             known = (message, text, frozenset(self._find(text)), present)
             self._messages[id(message)] = known
         return known
