@@ -145,10 +145,10 @@ _ERROR_TEXT_PARTS = [
 def test_error_detection_looks_only_where_an_error_word_is_and_answers_as_the_regexes(
     parts: list[str],
 ) -> None:
-    """Tracebacks and error names are looked for at the lines holding "Error", "Exception" or
-    the traceback header (substring scans), with the regexes' own answers."""
+    """Tracebacks are looked for where lines start and error names at the lines holding
+    "Error" or "Exception" (substring scans), with the regexes' own answers."""
     text = "".join(parts)
-    assert retention._has_traceback(text) == bool(retention._TRACEBACK.search(text))
+    assert retention._has_traceback(text) == bool(retention._TRACEBACK.pattern.search(text))
     names = retention._ERROR_NAME.findall(text)
     first_line = next((line.strip()[:40] for line in text.splitlines() if line.strip()), "")
     assert error_signature(text) == (names[-1] if names else first_line)

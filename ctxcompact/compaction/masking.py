@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ctxcompact.compaction.scan import lines_of
 from ctxcompact.ir import Block, tool_result_text
 from ctxcompact.markers import is_prune_placeholder
 
@@ -101,10 +102,12 @@ def outcome_of(result: Block) -> str:
     """``ok: <first line>`` or ``error: <first line>`` of a tool result (``empty`` when it
     holds nothing)."""
     text = tool_result_text(result)
-    code = _RETURNCODE.search(text[:2_000])
+    head = text[:2_000]
+    # Each alternative holds "<returncode>" or "xit": looked up before the regex scans it all.
+    code = _RETURNCODE.search(head) if "<returncode>" in head or "xit" in head else None
     status = next((int(g) for g in code.groups() if g is not None), 0) if code else 0
     failed = bool(result.get("is_error")) or status != 0
-    first = next((line for line in text.splitlines() if line.strip() and not _FRAMING.match(line)), "")
+    first = next((line for line in lines_of(text) if line.strip() and not _FRAMING.match(line)), "")
     label = ("error" if failed else "ok") + (f" (exit {status})" if status else "")
     return f"{label}: {_clip(first, _OUTCOME_CHARS)}" if first else (label if failed else "ok, empty")
 

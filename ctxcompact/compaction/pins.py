@@ -78,7 +78,7 @@ DEFAULT_PINS = PinOptions()
 def _records(message: Message) -> Iterable[Mapping[str, object]]:
     if message.source is None:
         return ()
-    return (r for r in message.source.records if isinstance(r, Mapping))
+    return (r for r in message.source.records if type(r) is dict or isinstance(r, Mapping))
 
 
 def has_pin_marker(message: Message) -> bool:
@@ -88,7 +88,8 @@ def has_pin_marker(message: Message) -> bool:
         if record.get(PIN_FIELD) is True:
             return True
         inner = record.get("message")
-        if isinstance(inner, Mapping) and inner.get(PIN_FIELD) is True:
+        # type() first: a dict (every parsed record) skips the Mapping ABC's slower check.
+        if (type(inner) is dict or isinstance(inner, Mapping)) and inner.get(PIN_FIELD) is True:
             return True
     return False
 
@@ -164,10 +165,18 @@ def summary_indices(messages: Sequence[Message]) -> frozenset[int]:
 def widen_to_blocks(messages: Sequence[Message], indices: Iterable[int]) -> frozenset[int]:
     """``indices`` plus every message of a tool interaction block any of them is in."""
     out = set(indices)
+    if not any(_may_be_in_a_block(messages[i]) for i in out if 0 <= i < len(messages)):
+        return frozenset(out)  # no block to find (a pinned task, most often, or nothing)
     for span in tool_interaction_blocks(messages):
         if any(i in span for i in out):
             out.update(range(span.start, span.end))
     return frozenset(out)
+
+
+def _may_be_in_a_block(message: Message) -> bool:
+    """A tool interaction block is an assistant message with tool uses and the messages of
+    their results: a message with neither kind of block is in none."""
+    return any(block.get("type") in ("tool_use", "tool_result") for block in message.content)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,13 +24,13 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ctxcompact.compaction.scan import LinePattern, lines_of
 from ctxcompact.ir import Message, has_user_text, text_of, tool_result_text
 from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES
 
 PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
 _ERROR_NAME = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception))\b")
-_TRACEBACK = re.compile(r"^(Traceback \(most recent call last\)|\w*(Error|Exception)\b.*)$", re.M)
-_TRACEBACK_WORDS = ("Error", "Exception", "Traceback (most recent call last)")
+_TRACEBACK = LinePattern(r"^(Traceback \(most recent call last\)|\w*(Error|Exception)\b.*)$")
 _WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 _INSTRUCTION = re.compile(
@@ -86,28 +86,17 @@ def collect_errors(messages: Iterable[Message]) -> list[str]:
 
 
 def _has_traceback(text: str) -> bool:
-    """``_TRACEBACK.search(text)``, tried only at the starts of lines that hold one of the
-    words each of its matches needs ("Error", "Exception", the traceback header): one
-    substring scan per word instead of a regex over all of a tool's output."""
-    tried: set[int] = set()
-    for word in _TRACEBACK_WORDS:
-        at = text.find(word)
-        while at >= 0:
-            start = text.rfind("\n", 0, at) + 1
-            if start not in tried:
-                tried.add(start)
-                if _TRACEBACK.match(text, start):
-                    return True
-            end = text.find("\n", at)
-            at = -1 if end < 0 else text.find(word, end)
-    return False
+    """A line that is a traceback's header or opens with an exception's name: tried where
+    lines start (:class:`~ctxcompact.compaction.scan.LinePattern`), not at every position of
+    a tool's output."""
+    return _TRACEBACK.search(text)
 
 
 def error_signature(text: str) -> str:
     name = _last_error_name(text)
     if name:
         return name  # the raised exception is the last one named in a traceback
-    for line in text.splitlines():
+    for line in lines_of(text):
         if line.strip():
             return line.strip()[:40]
     return ""

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import accumulate
 from typing import Any, cast
 
 from ctxcompact.accounting.tokens import block_tokens
@@ -53,7 +54,7 @@ from ctxcompact.compaction.strategies.options import HybridOptions as HybridOpti
 from ctxcompact.compaction.strategies.pipeline import PipelineOptions, run_pipeline
 from ctxcompact.compaction.strategies.previews import preview_tool_input
 from ctxcompact.compaction.strategies.prune import THINKING_TYPES, PruneDetails, prune_tool_outputs, run_prune
-from ctxcompact.ir import Block, Message, leading_system_count, live_start, tool_pairs, turn_starts
+from ctxcompact.ir import Block, Message, ToolPair, leading_system_count, live_start, tool_pairs, turn_starts
 
 #: The newest assistant turns kept verbatim, tool pairs whole, before anything older is kept.
 RECENT_TURNS = 3
@@ -141,12 +142,13 @@ def mask_to_budget(messages: Sequence[Message], options: object, context: Strate
     plan = _Plan(list(thinned), message_tokens(thinned, counter))
     guard = protected_part(messages, context.pins)
     keep = guard.pins | guard.summaries | frozenset(range(guard.head)) | frozenset(range(live, len(messages)))
-    _mask(plan, end=recent, budget=budget, keep=keep, context=context)
+    pairs = tool_pairs(plan.messages)  # masking keeps every block where it is: found once
+    _mask(plan, pairs, end=recent, budget=budget, keep=keep, context=context)
     floor = _summary_floor(budget)
     if sum(plan.sizes[recent:]) + floor > budget:
         # Even a summary of everything older would not make room: the newest turns' results
         # are masked too (oldest first), never the live part.
-        _mask(plan, end=live, budget=budget - floor, keep=keep, context=context, counted_from=recent)
+        _mask(plan, pairs, end=live, budget=budget - floor, keep=keep, context=context, counted_from=recent)
     changed = plan.masked > 0 or thinking > 0
     details = MaskDetails(budget, plan.masked, thinking, recent, live)
     return StrategyResult(tuple(plan.messages) if changed else tuple(messages), changed, details)
@@ -177,6 +179,7 @@ def _drop_old_thinking(
 
 def _mask(
     plan: _Plan,
+    pairs: Sequence[ToolPair],
     *,
     end: int,
     budget: int,
@@ -184,30 +187,33 @@ def _mask(
     context: StrategyContext,
     counted_from: int = 0,
 ) -> None:
-    """Mask the results of tool pairs before ``end`` (none in ``keep``), oldest first, until
-    the plan from ``counted_from`` on counts at most ``budget``; a masked call's oversized
-    input becomes a preview."""
+    """Mask the results of ``pairs`` (the plan's tool pairs) before ``end`` (none in
+    ``keep``), oldest first, until the plan from ``counted_from`` on counts at most
+    ``budget``; a masked call's oversized input becomes a preview."""
     counter = context.counter
     total = sum(plan.sizes[counted_from:])  # kept as masks change it: one sum, not one per pair
-    for pair in tool_pairs(plan.messages):
+    for pair in pairs:
         if total <= budget:
             return
         indices = [pair.use[0], *(i for i, _ in pair.results)]
         if max(indices) >= end or any(i in keep for i in indices) or not pair.results:
             continue
         use = plan.messages[pair.use[0]].content[pair.use[1]]
-        changes: dict[tuple[int, int], Block] = {}
-        for i, j in pair.results:
-            block = plan.messages[i].content[j]
-            if is_stub(block.get("content")):
-                continue
-            [tokens] = block_tokens([block], counter)
-            stub = masked_result(
-                block, stub_text(pair.name, use.get("arguments", use.get("input")), block, tokens)
-            )
-            if block_tokens([stub], counter)[0] < tokens:
-                changes[(i, j)] = stub
-        [input_tokens] = block_tokens([use], counter)
+        shown = use.get("arguments", use.get("input"))
+        results = [(pos, plan.messages[pos[0]].content[pos[1]]) for pos in pair.results]
+        results = [(pos, block) for pos, block in results if not is_stub(block.get("content"))]
+        # Two counter calls a pair (the results, then their stubs and the input), not 2n + 1.
+        result_tokens = block_tokens([block for _, block in results], counter)
+        stubs = [
+            masked_result(block, stub_text(pair.name, shown, block, tokens))
+            for (_, block), tokens in zip(results, result_tokens, strict=True)
+        ]
+        *stub_tokens, input_tokens = block_tokens([*stubs, use], counter)
+        changes: dict[tuple[int, int], Block] = {
+            pos: stub
+            for (pos, _), stub, old, new in zip(results, stubs, result_tokens, stub_tokens, strict=True)
+            if new < old
+        }
         if changes and input_tokens > INPUT_PREVIEW_OVER:
             changes[pair.use] = preview_tool_input(use, input_tokens, INPUT_PREVIEW_TOKENS, counter)
         if changes:
@@ -249,8 +255,15 @@ def summarize_oldest(
     pinned = protected_part(messages, context.pins).pins
     floor = _summary_floor(budget)
 
-    def kept(cut: int) -> int:  # the rest, and the pins the summary leaves in place
-        return sum(sizes[cut:]) + sum(sizes[i] for i in pinned if head <= i < cut)
+    # kept(cut): the rest, and the pins the summary leaves in place — from running totals
+    # (a sum per candidate cut made the search quadratic in the turns).
+    rest = list(accumulate(reversed(sizes), initial=0))[::-1]  # rest[i] = sum(sizes[i:])
+    pins = list(
+        accumulate((sizes[i] if i in pinned and i >= head else 0 for i in range(len(sizes))), initial=0)
+    )
+
+    def kept(cut: int) -> int:
+        return rest[cut] + pins[cut]
 
     # A turn boundary before the live part (never past the last turn: the agent's last words
     # stay), or the live part itself when there is one.

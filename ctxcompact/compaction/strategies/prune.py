@@ -187,6 +187,11 @@ def _clear_tool_uses(
     counter: TokenCounter,
 ) -> tuple[dict[tuple[int, int], Block | None], int, int]:
     """The blocks to replace, the tokens that frees, and how many tool uses are cleared."""
+    # Each tool use is one pair: when all of them are among the newest kept, there is nothing
+    # to clear and no pair to find (hybrid asks for thinking alone so).
+    uses = sum(1 for m in messages if m.role == "assistant" for b in m.content if b.get("type") == "tool_use")
+    if keep >= uses:
+        return {}, 0, 0
     pairs = tool_pairs(messages)
     eligible = [
         p

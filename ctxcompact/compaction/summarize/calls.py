@@ -39,14 +39,20 @@ _SED_EDIT = re.compile(r"\bsed\s+(?:-\w+\s+)*-i\S*\s+(?:-e\s+)?('[^']*'|\"[^\"]*
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add) File: (.+)$")
 
 
+#: The input fields a call's label shows, the first one that holds something.
+_LABEL_FIELDS = (*PATH_FIELDS, "command", "cmd", "pattern", "query", "url", "description", "subject")
+
+
 def call_label(block: Block, *, words: int = 12) -> str:
     name = str(block.get("name") or "tool")
     tool_input = block.get("input")
     arg = ""
     if isinstance(tool_input, Mapping):
-        for key in (*PATH_FIELDS, "command", "cmd", "pattern", "query", "url", "description", "subject"):
+        for key in _LABEL_FIELDS:
             value = tool_input.get(key)
-            if isinstance(value, str) and value.strip():
+            if value is None:
+                continue
+            if isinstance(value, str) and value and not value.isspace():  # no copy of a long command
                 arg = value
                 break
             if isinstance(value, list) and value and all(isinstance(v, str) for v in value):

@@ -42,9 +42,10 @@ from ctxcompact.compaction.summarize.statements import (
     USER_RULE as USER_RULE,
 )
 from ctxcompact.compaction.summarize.statements import (
-    conclusions,
+    conclusions_among,
     instructions,
     intents,
+    intents_among,
     prose,
     sentences,
     texts,
@@ -114,6 +115,8 @@ class Action:
     call: Block | None = None
     result: Block | None = None
     broke: bool = False
+    #: What :func:`.outcomes.failure_lines` read of a failed result.
+    failure: tuple[str, ...] = ()
     test: TestRun | None = None
     shown: tuple[str, ...] = ()
 
@@ -261,6 +264,7 @@ class _Reader:
                     action.call,
                     tool_result_text(action.result),
                     broke=action.broke,
+                    failure=action.failure,
                     test=action.test,
                     said=self.later.said_after(action.result_index),
                 )
@@ -345,15 +349,21 @@ class _Reader:
                     self._request(Request(index, said, via=f"rejecting {label}"))
                 continue
             broke = failed(block, body, flags_reported=self.later.flags_reported)
+            # Read once, for the error note, a test run's status and the last calls' lines.
+            lines = tuple(failure_lines(body)) if broke else ()
             if call is not None:
                 commands = command_texts(call.get("input"))
-                run = read_tests(index, commands[0], body, command_failed=broke) if commands else None
+                run = (
+                    read_tests(index, commands[0], body, command_failed=broke, failure=lines)
+                    if commands
+                    else None
+                )
                 if run is not None:
                     facts.tests.append(run)
                     if action is not None:
                         action.test = run
             if action is not None:
-                action.broke = broke
+                action.broke, action.failure = broke, lines
             self.unseen.append((label, body))
             ops = self.pending_ops.pop(tool_id, None)
             changes = self.pending_changes.pop(tool_id, None)
@@ -368,7 +378,6 @@ class _Reader:
                     action.outcome = f"still running (session {running.group(1)})" if running else "ok"
                 continue
             facts.failed[name] += 1
-            lines = tuple(failure_lines(body))
             facts.errors.append(
                 ErrorNote(index, label, lines, self.later.outcome(index, call, name, self._failed))
             )
@@ -397,8 +406,9 @@ class _Reader:
             if self.turn_text:
                 self.turn_notes.append(self.turn_text)
             self.turn_text = text
-            self._add_conclusions(text)
-            self._add_findings(index, text)
+            said = sentences(prose(text))  # one split, for each reader of its sentences
+            self._add_conclusions(said)
+            self._add_findings(index, text, said)
             self._add_concepts(text)
         for block in message.content:
             if block.get("type") != "tool_use":
@@ -417,21 +427,22 @@ class _Reader:
             self.pending_ops[tool_id] = list(tool_file_ops(name, block.get("input")))
             self.pending_changes[tool_id] = list(changes_of(index, block))
 
-    def _add_conclusions(self, text: str) -> None:
-        for sentence in conclusions(text):
+    def _add_conclusions(self, said: list[str]) -> None:
+        for sentence in conclusions_among(said):
             if sentence not in self.listed_conclusions:
                 self.listed_conclusions.add(sentence)
                 self.facts.conclusions.append(sentence)
 
-    def _add_findings(self, index: int, text: str) -> None:
+    def _add_findings(self, index: int, text: str, said: list[str]) -> None:
         """The agent's sentences naming, in backticks, something the results it just read
-        hold, with those result lines (each result is searched once per name, linear)."""
+        hold, with those result lines (each result is searched once per name, linear);
+        ``said``: the sentences of ``text``'s prose."""
         seen, self.unseen = self.unseen, []
         names = names_in(text) if seen else []
         if not names:
             return
-        said = [s for s in sentences(prose(text)) if "`" in s]
-        plans = set(intents(text))
+        plans = set(intents_among(said))
+        said = [s for s in said if "`" in s]
         for label, body in seen:
             output = output_of(body)
             for name, line in referred_lines(output, names, limit=FINDING_LINES):

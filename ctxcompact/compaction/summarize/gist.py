@@ -102,16 +102,25 @@ def diff_lines(old: str | None, new: str) -> list[str]:
 
 
 def shown_lines(
-    call: Block | None, body: str, *, broke: bool, test: TestRun | None, said: str
+    call: Block | None,
+    body: str,
+    *,
+    broke: bool,
+    test: TestRun | None,
+    said: str,
+    failure: Sequence[str] = (),
 ) -> tuple[str, ...]:
     """The lines worth carrying of one call's result (see the module docstring), each cut to
-    :data:`LINE_WORDS` words, at most :data:`MAX_LINES`."""
+    :data:`LINE_WORDS` words, at most :data:`MAX_LINES`. ``failure``: the result's
+    :func:`.outcomes.failure_lines` when the caller has read them already."""
     picked: dict[str, None] = {}
 
     def add(lines: Sequence[str]) -> None:
         for line in lines:
+            if len(picked) >= MAX_LINES:
+                return  # full: the rest of a long list is not clipped for nothing
             line = clip_words(line, LINE_WORDS)
-            if line and len(picked) < MAX_LINES:
+            if line:
                 picked.setdefault(line, None)
 
     if call is not None and not broke:
@@ -121,7 +130,7 @@ def shown_lines(
             add(change)
     output = output_of(body)
     if broke:
-        add(failure_lines(body))
+        add(failure or failure_lines(body))
     if test is not None:
         add([s for s in (test.summary, *test.failures) if s])
     add([line for _name, line in referred_lines(output, names_in(said))])

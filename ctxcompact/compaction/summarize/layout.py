@@ -74,7 +74,9 @@ def words(text: str) -> int:
 
 def clip_words(text: str, limit: int) -> str:
     """``text`` on one line, cut to ``limit`` words with an ellipsis."""
-    tokens = text.split()
+    # Split off the first words only (the rest, when there is any, is one last piece): a
+    # label of a call whose command holds a whole file does not split the file into words.
+    tokens = text.split(None, max(limit, 1))
     if len(tokens) <= limit:
         return " ".join(tokens)
     return " ".join(tokens[: max(limit - 1, 1)]) + " …"

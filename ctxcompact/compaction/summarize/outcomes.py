@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ctxcompact.compaction.scan import LinePattern, lowered_pattern
 from ctxcompact.ir import Block
 
 #: The end of an output where a harness's frame is looked for.
@@ -36,12 +38,24 @@ FRAME_TAIL_CHARS = 600
 TAIL_LINES = 3
 TEST_FAILURES_SHOWN = 3
 
-_ERROR_LINE = re.compile(
-    r"^\s*(?:E\s+)?(?:Traceback \(most recent call last\)|[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b:|"
+#: An error line (case-insensitive): what starts it (:data:`_ERROR_HEAD`), or what may stand
+#: anywhere in it (:data:`_ERROR_ANYWHERE`).
+_ERROR_HEAD = (
+    r"\s*(?:E\s+)?(?:Traceback \(most recent call last\)|[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b:|"
     r"(?:error|fatal|panic)(?:\[\w+\])?:|(?:FAILED|ERROR)\s+\S+::|FAILED \()"
-    r"|\b\d+ failed\b|\bexit (?:code|status):? *[1-9]\d*\b|<tool_use_error>",
-    re.IGNORECASE,
 )
+_ERROR_ANYWHERE = r"\b\d+ failed\b|\bexit (?:code|status):? *[1-9]\d*\b|<tool_use_error>"
+_ERROR_LINE = re.compile(f"^{_ERROR_HEAD}|{_ERROR_ANYWHERE}", re.IGNORECASE)
+#: The two parts for a lowered ASCII line (:mod:`ctxcompact.compaction.scan`), and the
+#: words each alternative of the second needs: a line without one is not searched for it.
+_ERROR_HEAD_LOWERED = lowered_pattern(_ERROR_HEAD)
+_ERROR_ANYWHERE_LOWERED = lowered_pattern(_ERROR_ANYWHERE)
+_ERROR_ANYWHERE_WORDS = ("failed", "exit", "<tool_use_error>")
+#: The line-start part over a whole lowered text: its spaces kept on the line (``\s`` would
+#: cross line breaks), tried at the text's start and after each line break.
+_ERROR_HEAD_ON_LINE = _ERROR_HEAD.replace(r"\s", r"[^\S\n]")
+_ERROR_HEAD_FIRST_LINE = lowered_pattern(_ERROR_HEAD_ON_LINE)
+_ERROR_HEAD_AFTER_BREAK = lowered_pattern(f"\n{_ERROR_HEAD_ON_LINE}")
 #: Every match of :data:`_ERROR_LINE` holds one of these words (in any case): a line without
 #: one is not searched (found by substring scans of the lowered text, not by a regex).
 _ERROR_WORDS = ("traceback", "error", "exception", "exit", "fatal", "panic", "failed")
@@ -63,6 +77,8 @@ _FRAME_HEAD = re.compile(
 _FRAME_TAIL = re.compile(
     r"\n?(?:</output>|\[exit code: -?\d+\]|\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n(?:bash-\$)?)\s*\Z"
 )
+#: One of these is in every match of :data:`_FRAME_TAIL` (looked up before the regex scans).
+_FRAME_TAIL_WORDS = ("</output>", "[exit code: ", "(Open file: ")
 
 TEST_COMMAND = re.compile(
     r"\b(?:py\.?test|tox|nox|unittest|runtests\.py|manage\.py\s+test|go\s+test|cargo\s+(?:test|nextest)|"
@@ -71,17 +87,14 @@ TEST_COMMAND = re.compile(
     r"mise\s+run\s+test|just\s+test)\b"
 )
 #: Summary lines of test runners, and the failing tests they name.
-_TEST_SUMMARY = re.compile(
+_TEST_SUMMARY = LinePattern(
     r"^[ =]*((?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?)[, ]*)+)(?:in [\d.]+s)?[ =]*$"
     r"|^(Ran \d+ tests? in [\d.]+s)$|^(OK(?: \(.*\))?|FAILED \(.*\))$"
     r"|^(Tests?:\s+.*\d+ (?:passed|failed|total).*)$|^(Test Files\s+.*)$"
     r"|^(test result: (?:ok|FAILED)\..*)$|^((?:ok|FAIL)\s+\S+\s+[\d.]+s)$|^(PASS|FAIL)$"
     r"|^\s*(\d+ passing.*|\d+ failing.*)$|^(\d+ examples?, \d+ failures?.*)$",
-    re.MULTILINE,
 )
-_TEST_FAILED_NAME = re.compile(
-    r"^(?:FAILED|ERROR) (\S+)|^--- FAIL: (\S+)|^FAIL:? (\S+(?: \(.*\))?)$", re.MULTILINE
-)
+_TEST_FAILED_NAME = LinePattern(r"^(?:FAILED|ERROR) (\S+)|^--- FAIL: (\S+)|^FAIL:? (\S+(?: \(.*\))?)$")
 _FAILING = re.compile(
     r"\b[1-9]\d* (?:failed|errors?|failing|failures?)\b|\bFAILED\b|^FAIL\b|test result: FAILED", re.MULTILINE
 )
@@ -89,10 +102,13 @@ _FAILING = re.compile(
 
 def exit_status(text: str) -> int | None:
     """The command's exit status where a harness prints it (see the module docstring)."""
-    head = _EXIT_HEAD.search(text[:400])
+    # Each pattern needs a word the look-up finds faster than the regex fails (it runs once
+    # per error line of a failed output).
+    start, end = text[:400], text[-200:]
+    head = _EXIT_HEAD.search(start) if "xit" in start or "<returncode>" in start else None
     if head:
         return int(next(g for g in head.groups() if g is not None))
-    tail = _EXIT_TAIL.search(text[-200:])
+    tail = _EXIT_TAIL.search(end) if "exit" in end else None
     if tail:
         return int(next(g for g in tail.groups() if g is not None))
     return None
@@ -108,7 +124,20 @@ def failed(result: Block, text: str, *, flags_reported: bool) -> bool:
     if flags_reported:
         return False
     tail = [line for line in text[-2000:].splitlines() if line.strip()][-TAIL_LINES:]
-    return any(_ERROR_LINE.search(line) for line in tail)
+    return any(is_error_line(line) for line in tail)
+
+
+def is_error_line(line: str) -> bool:
+    """Whether :data:`_ERROR_LINE` matches ``line`` (one line: no line break in it). An ASCII
+    line is lowered once and matched at its start, then searched only if it holds a word the
+    rest needs: a regex scan of every position of every line was most of a summary's time on
+    error-dense transcripts."""
+    if not line.isascii():
+        return _ERROR_LINE.search(line) is not None
+    low = line.lower()
+    return _ERROR_HEAD_LOWERED.match(low) is not None or (
+        any(word in low for word in _ERROR_ANYWHERE_WORDS) and _ERROR_ANYWHERE_LOWERED.search(low) is not None
+    )
 
 
 def output_of(text: str) -> str:
@@ -119,14 +148,23 @@ def output_of(text: str) -> str:
     head = _FRAME_HEAD.match(text)
     if head:
         text = text[head.end() :]
-    tail = _FRAME_TAIL.search(text[-FRAME_TAIL_CHARS:])
-    if tail:
-        text = (
-            text[: len(text) - FRAME_TAIL_CHARS + tail.start()]
-            if len(text) > FRAME_TAIL_CHARS
-            else text[: tail.start()]
-        )
+    end = text[-FRAME_TAIL_CHARS:]
+    tail = _frame_tail_start(end)
+    if tail is not None:
+        text = text[: len(text) - FRAME_TAIL_CHARS + tail] if len(text) > FRAME_TAIL_CHARS else text[:tail]
     return text
+
+
+def _frame_tail_start(end: str) -> int | None:
+    """Where ``_FRAME_TAIL.search(end)`` matches: tried only where one of its words starts (or
+    at the line break just before it), leftmost first — not at each of the 600 positions."""
+    starts: set[int] = set()
+    for word in _FRAME_TAIL_WORDS:
+        at = end.find(word)
+        while at >= 0:
+            starts.update((at - 1, at) if at and end[at - 1] == "\n" else (at,))
+            at = end.find(word, at + 1)
+    return next((at for at in sorted(starts) if _FRAME_TAIL.match(end, at)), None)
 
 
 def last_output_line(text: str) -> str:
@@ -151,14 +189,46 @@ def error_lines(text: str) -> list[str]:
     """The error lines of a tool output (each once, in order; a bare ``Traceback`` header only
     when nothing more informative is there): the lines :data:`_ERROR_LINE` matches."""
     found: dict[str, None] = {}  # ordered, and a look-up per line (a list made it quadratic)
-    for line in _candidate_lines(text):
-        if _ERROR_LINE.search(line):
-            line = _PYTEST_E.sub("", line).strip(" =")
-            line = line.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
-            if line:
-                found.setdefault(line, None)
+    if any(c in text for c in _OTHER_LINE_BREAKS):
+        text = "\n".join(text.splitlines())  # the same lines, now cut at "\n" alone
+    if text.isascii():
+        matching: Iterable[str] = _ascii_error_lines(text)
+    else:
+        matching = (line for line in _candidate_lines(text) if is_error_line(line))
+    for line in matching:
+        line = _PYTEST_E.sub("", line).strip(" =")
+        line = line.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
+        if line:
+            found.setdefault(line, None)
     informative = [line for line in found if not line.startswith("Traceback")]
     return informative or list(found)
+
+
+def _ascii_error_lines(text: str) -> list[str]:
+    """The lines of an ASCII ``text`` cut at ``"\\n"`` alone that :data:`_ERROR_LINE` matches,
+    in order, found in the lowered text (:mod:`ctxcompact.compaction.scan`): the start of an
+    error line by one scan of the engine from line break to line break (the line-start part
+    with its spaces kept on the line), the rest searched only on the lines holding a word it
+    needs. Linear, and cheap per line however many lines hold an error."""
+    low = text.lower()
+    starts = [0] if _ERROR_HEAD_FIRST_LINE.match(low) else []
+    starts += [m.start() + 1 for m in _ERROR_HEAD_AFTER_BREAK.finditer(low)]
+    head = set(starts)
+    for word in _ERROR_ANYWHERE_WORDS:
+        at = low.find(word)
+        while at >= 0:
+            start = low.rfind("\n", 0, at) + 1
+            end = low.find("\n", at)
+            end = len(low) if end < 0 else end
+            if start not in head and _ERROR_ANYWHERE_LOWERED.search(low, start, end):
+                head.add(start)
+                starts.append(start)
+            at = low.find(word, end)
+    lines = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        lines.append(text[start:] if end < 0 else text[start:end])
+    return lines
 
 
 def _candidate_lines(text: str) -> list[str]:
@@ -237,14 +307,17 @@ class TestRun:
     failures: tuple[str, ...] = ()
 
 
-def read_tests(index: int, command: str, text: str, *, command_failed: bool) -> TestRun | None:
-    """The test status of a test command's output; ``None`` when ``command`` runs no tests."""
+def read_tests(
+    index: int, command: str, text: str, *, command_failed: bool, failure: Sequence[str] = ()
+) -> TestRun | None:
+    """The test status of a test command's output; ``None`` when ``command`` runs no tests.
+    ``failure``: the output's :func:`failure_lines` when the caller has read them already."""
     if not TEST_COMMAND.search(command):
         return None
-    summaries = [next(g for g in m.groups() if g) for m in _TEST_SUMMARY.finditer(text)]
+    summaries = [next(g for g in groups if g) for groups in _TEST_SUMMARY.groups_of(text)]
     found: dict[str, None] = {}
-    for match in _TEST_FAILED_NAME.finditer(text):
-        found.setdefault(next(g for g in match.groups() if g), None)
+    for groups in _TEST_FAILED_NAME.groups_of(text):
+        found.setdefault(next(g for g in groups if g), None)
     names = list(found)
     failing = bool(names) or any(_FAILING.search(s) for s in summaries)
     if failing or (command_failed and not summaries):
@@ -255,5 +328,7 @@ def read_tests(index: int, command: str, text: str, *, command_failed: bool) -> 
         status = "unknown"
     summary = "; ".join(s.strip(" =") for s in summaries[-2:])
     if not summary:
-        summary = "; ".join(failure_lines(text)[:2]) if command_failed else last_output_line(text)
+        summary = (
+            "; ".join((failure or failure_lines(text))[:2]) if command_failed else last_output_line(text)
+        )
     return TestRun(index, command, status, summary, tuple(names[:TEST_FAILURES_SHOWN]))

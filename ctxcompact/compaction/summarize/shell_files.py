@@ -98,6 +98,8 @@ def command_texts(tool_input: Any) -> list[str]:
     out: list[str] = []
     for key in COMMAND_FIELDS:
         value = tool_input.get(key)
+        if value is None:  # most fields of most inputs: no type checks for them
+            continue
         if isinstance(value, str):
             out.append(value)
         elif isinstance(value, list) and all(isinstance(v, str) for v in value):

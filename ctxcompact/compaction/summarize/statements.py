@@ -17,16 +17,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ctxcompact.compaction.scan import Caseless
 from ctxcompact.ir import Block
 
 #: A user sentence with one of these words is an instruction or constraint (English, Chinese).
-USER_RULE = re.compile(
+USER_RULE = Caseless(
     r"\b(must|mustn't|should|shouldn't|don't|do not|never|always|need to|needs to|have to|has to|"
     r"make sure|ensure|avoid|prefer|required|only|not acceptable|important|critical)\b"
     r"|必须|不要|需要|应该|总是|永远|不能|别",
     re.IGNORECASE,
 )
-CONCLUSION = re.compile(
+CONCLUSION = Caseless(
     r"\b(?:(?:the|this|that|its|main|real|actual|core|key) (?:issue|problem|bug|cause|root cause|reason|fix|"
     r"solution|culprit|difference|answer|finding) (?:is|was|are|were|lies|seems|appears|here)"
     r"|root cause|caused by|because|this means|which means|that means|turns out|it seems|"
@@ -42,7 +43,7 @@ CONCLUSION = re.compile(
     r"|问题(?:是|在于|出在)|原因|根本|修复|解决|结论|发现|因为|所以|决定|方案|已完成|完成了",
     re.IGNORECASE,
 )
-INTENT = re.compile(
+INTENT = Caseless(
     r"\b(?:let me|let's|i'll|i will|i'm going to|i am going to|i need to|we need to|now i|then i|"
     r"i should|the next step|still need|todo|to do)\b"
     # "Next, …", "Next I…", "Remaining: …" open a plan; "next reset date", "remaining budget" in a
@@ -53,7 +54,7 @@ INTENT = re.compile(
 )
 QUESTION = re.compile(r"\?\s*$|？\s*$")
 #: A guess or a plan is not a conclusion: "maybe the issue is…", "let me check whether…".
-HEDGE = re.compile(
+HEDGE = Caseless(
     r"\b(?:maybe|might|perhaps|possibly|probably|could be|i wonder|not sure|i think|i suspect|let me|let's|"
     r"i'll|i will|i need to|should i|whether)\b|可能|也许|让我",
     re.IGNORECASE,
@@ -96,9 +97,15 @@ def instructions(text: str) -> list[str]:
 
 def conclusions(text: str, *, min_words: int = 5) -> list[str]:
     """The agent's conclusion sentences in ``text``, whole (see the module docstring)."""
+    return conclusions_among(sentences(prose(text)), min_words=min_words)
+
+
+def conclusions_among(said: list[str], *, min_words: int = 5) -> list[str]:
+    """:func:`conclusions` of ``said``, the sentences of a text's prose (read once per
+    message, for every reader of its sentences)."""
     return [
         s
-        for s in sentences(prose(text))
+        for s in said
         if CONCLUSION.search(s)
         and not HEDGE.search(s)
         and not QUESTION.search(s)
@@ -110,9 +117,12 @@ def conclusions(text: str, *, min_words: int = 5) -> list[str]:
 
 def intents(text: str) -> list[str]:
     """The agent's sentences about what it does next (questions to the user included)."""
-    return [
-        s for s in sentences(prose(text)) if (INTENT.search(s) or QUESTION.search(s)) and _long_enough(s, 3)
-    ]
+    return intents_among(sentences(prose(text)))
+
+
+def intents_among(said: list[str]) -> list[str]:
+    """:func:`intents` of ``said``, the sentences of a text's prose."""
+    return [s for s in said if (INTENT.search(s) or QUESTION.search(s)) and _long_enough(s, 3)]
 
 
 def _long_enough(sentence: str, min_words: int) -> bool:
