@@ -118,6 +118,27 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path(base)
 
 
+def check_own_cache_file(fd: int) -> None:
+    """Raise ``PermissionError`` unless the open cache file ``fd`` belongs to this user and no
+    other user may write it. The caches feed the process code (compiled dataclass methods)
+    and data (token ranks): a file someone else could have planted — a cache directory
+    pointed at a shared folder — is ignored and rebuilt, never used. (No check where the
+    platform has no user ids.)"""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return
+    st = os.fstat(fd)
+    if st.st_uid != getuid() or st.st_mode & 0o002:
+        raise PermissionError(f"cache file not owned by this user or writable by others (fd {fd})")
+
+
+def read_own_cache_file(path: Path) -> bytes:
+    """The bytes of a cache file that passes :func:`check_own_cache_file` (``OSError`` else)."""
+    with open(path, "rb") as handle:
+        check_own_cache_file(handle.fileno())
+        return handle.read()
+
+
 def find_config_file(start: Path) -> Path | None:
     """The nearest ``ctxcompact.toml``, or ``pyproject.toml`` with a ctxcompact table, from
     ``start`` upward (a cheap text check first: most pyproject files have none)."""

@@ -286,6 +286,33 @@ def test_a_broken_table_is_ignored_and_rebuilt(fresh: Path, damage: Any) -> None
     assert path.read_bytes() == good
 
 
+def test_a_table_others_may_write_is_not_used_and_is_replaced(fresh: Path) -> None:
+    """A cache directory pointed at a shared folder: a table anyone could have written (world-
+    writable) is ignored and replaced by one this run builds, not read."""
+    assert lazy_counts(["warm up"], "cl100k_base", "tiktoken") == [2]
+    path = _ranks_file(fresh)
+    good = path.read_bytes()
+    path.write_bytes(cl100k.build_table({b"a": 0, b"b": 1}))  # planted: counts would be wrong
+    path.chmod(0o666)
+    load_rank_table.cache_clear()
+    assert lazy_counts(["hello world"], "cl100k_base", "tiktoken") == [2]
+    assert path.read_bytes() == good and not path.stat().st_mode & 0o002
+
+
+def test_a_link_planted_at_the_table_does_not_redirect_the_write(fresh: Path) -> None:
+    assert lazy_counts(["warm up"], "cl100k_base", "tiktoken") == [2]
+    path = _ranks_file(fresh)
+    good = path.read_bytes()
+    victim = fresh.parent / "victim.txt"
+    victim.write_text("the user's file")
+    path.unlink()
+    path.symlink_to(victim)  # not a table: ignored, and the new table replaces the link
+    load_rank_table.cache_clear()
+    assert lazy_counts(["hello world"], "cl100k_base", "tiktoken") == [2]
+    assert victim.read_text() == "the user's file"
+    assert not path.is_symlink() and path.read_bytes() == good
+
+
 def test_an_unwritable_cache_dir_still_counts(monkeypatch: pytest.MonkeyPatch, fresh: Path) -> None:
     blocked = fresh.parent / "a-file"
     blocked.write_text("not a directory")

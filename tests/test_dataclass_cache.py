@@ -73,3 +73,16 @@ def test_the_command_line_fills_the_cache_once_and_prints_the_same(tmp_path: Pat
     second = subprocess.run(argv, capture_output=True, timeout=60, env=env, cwd=tmp_path)
     assert first.returncode == second.returncode == 0 and first.stdout == second.stdout
     assert cache.stat().st_mtime_ns == written  # nothing new to compile: not rewritten
+
+
+def test_a_cache_file_others_may_write_is_not_run(tmp_path: Path) -> None:
+    """The cache holds code the command runs: a file another user could have written (here:
+    world-writable) is ignored, whatever it holds; the same file kept private is used."""
+    path = tmp_path / DATACLASS_CACHE
+    methods = CompiledMethods(path)
+    methods.codes["planted"] = compile("raise SystemExit('planted')", "<string>", "exec")
+    methods.added = 1
+    methods.save()
+    assert "planted" in CompiledMethods(path).codes
+    path.chmod(0o666)
+    assert CompiledMethods(path).codes == {}

@@ -466,7 +466,9 @@ def _cl100k_spec() -> dict[str, Any]:
     cache = _cache_file(bundled) if bundled is not None else None
     if cache is not None:
         try:
-            spec = marshal.loads(cache.read_bytes())
+            from ctxcompact.config import read_own_cache_file
+
+            spec = marshal.loads(read_own_cache_file(cache))
             ranks = spec["mergeable_ranks"]
             if isinstance(ranks, dict) and len(ranks) == _CL100K_RANKS and isinstance(spec["pat_str"], str):
                 return dict(spec)
@@ -510,11 +512,11 @@ def load_rank_table() -> Any | None:
 def _write_cache(path: Path, data: bytes) -> None:
     """``data`` to ``path`` through a temporary file and a rename (a concurrent reader sees the
     old file or the whole new one); an unwritable directory is no error (the cache is skipped)."""
-    from ctxcompact.transcripts.fileio import write_atomic
+    from ctxcompact.transcripts.fileio import replace_cache_file
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, data)
+        replace_cache_file(path, data)
     except OSError:
         pass
 

@@ -8,8 +8,9 @@ each text in one ``marshal`` file in the cache directory (:func:`ctxcompact.conf
 keyed by the exact text (and the file by the interpreter's version); a text it does not hold is
 compiled as before, and the file is rewritten at exit. It changes nothing but the time: the
 code is what compiling the same text gives. A file that is missing, unreadable or not what was
-written is ignored. The library leaves its host's :mod:`dataclasses` alone: only the command
-line installs it.
+written, or that another user owns or may write (:func:`ctxcompact.config.check_own_cache_file`),
+is ignored. The library leaves its host's :mod:`dataclasses` alone: only the command line
+installs it.
 """
 
 from __future__ import annotations
@@ -17,14 +18,13 @@ from __future__ import annotations
 import atexit
 import builtins
 import marshal
-import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from types import CodeType
 from typing import Any
 
-from ctxcompact.config import cache_dir
+from ctxcompact.config import cache_dir, read_own_cache_file
 
 #: The file, in the cache directory: marshal's format and the code it holds are the interpreter's.
 DATACLASS_CACHE = f"dataclass-methods-v2-{sys.implementation.cache_tag}-{sys.hexversion:x}.marshal"
@@ -40,7 +40,7 @@ class CompiledMethods:
         self.codes: dict[str, bytes] = {}
         self.added = 0
         try:
-            loaded = marshal.loads(path.read_bytes())
+            loaded = marshal.loads(read_own_cache_file(path))
             if isinstance(loaded, dict):
                 self.codes = loaded
         except (OSError, EOFError, ValueError, TypeError):
@@ -73,11 +73,11 @@ class CompiledMethods:
         """Write the file again when this run compiled a text it did not hold."""
         if not self.added:
             return
+        from ctxcompact.transcripts.fileio import replace_cache_file
+
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(marshal.dumps(self.codes))
-            os.replace(tmp, self.path)
+            replace_cache_file(self.path, marshal.dumps(self.codes))
         except (OSError, ValueError):
             pass
 

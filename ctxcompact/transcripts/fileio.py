@@ -66,18 +66,23 @@ def _default_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_temp(target: Path, data: bytes, *, mode_of: Path | None = None, sync: bool = True) -> str:
+def write_temp(
+    target: Path, data: bytes, *, mode_of: Path | None = None, sync: bool = True, keep_mode: bool = True
+) -> str:
     """Write ``data`` to a new fsynced temp file beside ``target``; return its path.
 
-    Its mode is that of ``mode_of`` (or of ``target``) when it exists, else what the umask
-    gives a new file. On failure the temp file is removed and the error re-raised.
-    ``sync=False`` skips the fsync: the caller makes a batch durable with :func:`sync_files`.
+    Its mode is that of ``mode_of`` (or of ``target``) when it exists, else (or with
+    ``keep_mode=False``) what the umask gives a new file. On failure the temp file is removed
+    and the error re-raised. ``sync=False`` skips the fsync: the caller makes a batch durable
+    with :func:`sync_files`.
     """
     directory = target.parent if str(target.parent) else Path(".")
     clean_dead_temps(directory)
     fd, tmp = _new_temp(directory, f".{target.name}.{os.getpid()}-")
     try:
         try:
+            if not keep_mode:
+                raise FileNotFoundError
             mode = os.stat(mode_of or target).st_mode & 0o7777
         except OSError:
             mode = _default_mode()
@@ -288,6 +293,19 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     tmp = write_temp(target, data)
     try:
         os.replace(tmp, target)
+    except BaseException:
+        unlink_quietly(tmp)
+        raise
+
+
+def replace_cache_file(path: Path, data: bytes) -> None:
+    """A cache file's new content (a cache can always be rebuilt: no fsync). Written to a new
+    temp file with the umask's mode — never the old file's, which may be one a shared cache
+    folder let someone else write — and renamed over ``path``: over a symlink too, never
+    through it, so a link planted there cannot redirect the write to another file."""
+    tmp = write_temp(path, data, sync=False, keep_mode=False)
+    try:
+        os.replace(tmp, path)
     except BaseException:
         unlink_quietly(tmp)
         raise

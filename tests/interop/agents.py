@@ -13,7 +13,6 @@ environment.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from cases import Ran
+from cases import BASE_ENV, Ran
 from clients import ClientRun, claude_env, codex_env, codex_exec, project_folder, run_client
 from fake_apis import FakeClientAPIs
 from install import Clients
@@ -97,9 +96,7 @@ class Stage:
 
     def ctxcompact(self, *args: str | Path) -> Ran:
         """``python -m ctxcompact ARGS`` in the project, with the clients' homes."""
-        env = {
-            k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "CTXCOMPACT_"))
-        }
+        env = dict(BASE_ENV)
         env |= {"HOME": str(self.home), "CODEX_HOME": str(self.codex_home), "NO_COLOR": "1"}
         env.pop("CLAUDE_CONFIG_DIR", None)
         env.pop("XDG_STATE_HOME", None)

@@ -153,9 +153,17 @@ class Ran:
         return f"ctxcompact {' '.join(self.argv)} -> exit {self.exit_code}\n{self.stderr[-2000:]}"
 
 
+#: The environment the harness started in, without keys or ctxcompact settings. Taken once, at
+#: import: the cases run in threads while each test's fixtures set and unset variables, and
+#: reading ``os.environ`` then can lose a variable between listing and reading it (KeyError).
+BASE_ENV: dict[str, str] = {
+    k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "CTXCOMPACT_"))
+}
+
+
 def ctxcompact(args: Sequence[str | Path], cwd: Path, state: Path) -> Ran:
     """``python -m ctxcompact ARGS`` with no key and no settings from the environment."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "CTXCOMPACT_"))}
+    env = dict(BASE_ENV)
     env |= {"XDG_STATE_HOME": str(state), "SOURCE_DATE_EPOCH": "1767225600", "NO_COLOR": "1"}
     argv = tuple(str(a) for a in args)
     done = subprocess.run(
