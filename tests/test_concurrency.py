@@ -176,3 +176,19 @@ def test_where_a_directory_cannot_be_locked_a_lock_file_is(
     with directory_lock(tmp_path), busy, directory_lock(tmp_path, timeout=0.2):
         pass
     assert [p.name for p in tmp_path.iterdir()] == [LOCK_FILE_NAME]
+
+
+def test_a_temp_file_is_private_beside_its_target_and_named_as_the_cleaner_knows(tmp_path: Path) -> None:
+    """write_temp's file (made without tempfile): created exclusively beside the target, with
+    the target's mode once written, under a name the dead-temp cleaner recognises; two are
+    never the same file."""
+    from ctxcompact.transcripts.fileio import TEMP_FILE_RE, write_temp
+
+    target = tmp_path / "report.json"
+    target.write_bytes(b"old")
+    target.chmod(0o640)
+    made = {write_temp(target, b"new", sync=False) for _ in range(20)}
+    assert len(made) == 20
+    for tmp in map(Path, made):
+        assert tmp.parent == tmp_path and TEMP_FILE_RE.fullmatch(tmp.name), tmp.name
+        assert tmp.read_bytes() == b"new" and tmp.stat().st_mode & 0o777 == 0o640

@@ -64,6 +64,12 @@ COMMON = [
     ["compact", "d/", "--out-dir", "o", "--jobs", "2", "--shard", "1/2", "--fail-over", "0.5", "--pin", "a"],
     ["compact", "t.json", "--pin", "x", "--pin", "y", "--no-pin-first", "--target-tokens", "50k", "-i"],
     ["compact", "t.json", "--counter", "estimate", "--path-map", "/a=/b", "--output-format", "github"],
+    # click's own readings: a value that looks like an option, empty and dash values, numbers
+    # as int() and float() read them, a flag given twice
+    ["check", "t.json", "-m", "--json"],
+    ["compact", "t.json", "-o", "", "--jobs", "1_0"],
+    ["compact", "t.json", "-o", "-", "--target-ratio", "7e-1"],
+    ["count", "t.json", "--encoding=", "-n", " 007", "--json", "--json"],
 ]
 
 

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxcompact.accounting.windows import (
     BUILTIN_CONTEXT_WINDOWS,
     DEFAULT_CONTEXT_WINDOW,
     DEFAULT_OUTPUT_RESERVE,
     DEFAULT_RATIO,
+    RATIO_RANGE,
     REGISTRY_ENV,
     BudgetCheck,
     ModelInfo,
+    decimal_share,
     load_registry,
     make_budget,
     normalize_model_id,
@@ -289,3 +295,14 @@ def test_default_reserve_is_the_seeds_32000_for_the_unknown_model_window() -> No
 def test_hugging_face_and_ollama_ids_find_their_family(model: str) -> None:
     info = resolve_model(model)
     assert info.known and info.context_window == 131_072
+
+
+@given(
+    amount=st.integers(min_value=0, max_value=10**8),
+    ratio=st.floats(min_value=RATIO_RANGE[0], max_value=RATIO_RANGE[1])
+    | st.decimals("0.4", "0.9", places=4).map(float),
+)
+def test_the_threshold_is_exact_decimal_arithmetic(amount: int, ratio: float) -> None:
+    """⌊amount × ratio⌋ with the ratio read as it prints (0.7 is 7/10), as Fraction computes it."""
+    assert decimal_share(amount, ratio) == math.floor(Fraction(amount) * Fraction(repr(ratio)))
+    assert decimal_share(168_000, 0.7) == 117_600

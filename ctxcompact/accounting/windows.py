@@ -13,7 +13,6 @@ first: lower-cased, provider paths dropped (``openrouter/meta-llama/llama-4-mave
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Mapping
@@ -303,11 +302,18 @@ def make_budget(
                 reserve=reserve,
                 window=model.context_window,
             )
-    from fractions import Fraction  # only here: keep it off the CLI's start-up path
+    return Budget(model, reserve, ratio, decimal_share(model.context_window - reserve, ratio))
 
-    # Exact decimal arithmetic: 168,000 × 0.7 is 117,600, not int(117599.99999999999).
-    threshold = math.floor(Fraction(model.context_window - reserve) * Fraction(str(ratio)))
-    return Budget(model, reserve, ratio, threshold)
+
+def decimal_share(amount: int, ratio: float) -> int:
+    """⌊``amount`` × ``ratio``⌋, ``ratio`` read as the decimal it prints as (0.7 is 7/10, not
+    the binary 0.6999…): 168,000 × 0.7 is 117,600, not int(117599.99999999999). Integer
+    arithmetic (``fractions`` would cost a command ~2 ms to import)."""
+    mantissa, _, exponent = repr(ratio).partition("e")
+    whole, _, decimals = mantissa.partition(".")
+    numerator = int(whole + decimals)
+    power = int(exponent or 0) - len(decimals)
+    return amount * numerator * 10**power if power >= 0 else amount * numerator // 10**-power
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from typing import Any
 from ctxcompact.config import cache_dir, read_own_cache_file
 
 #: The file, in the cache directory: marshal's format and the code it holds are the interpreter's.
-DATACLASS_CACHE = f"dataclass-methods-{sys.implementation.cache_tag}-{sys.hexversion:x}.marshal"
+DATACLASS_CACHE = f"dataclass-methods-v2-{sys.implementation.cache_tag}-{sys.hexversion:x}.marshal"
 
 
 class CompiledMethods:
@@ -36,7 +36,8 @@ class CompiledMethods:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.codes: dict[str, Any] = {}
+        #: text -> its code, marshaled: a run unmarshals only the texts it meets.
+        self.codes: dict[str, bytes] = {}
         self.added = 0
         try:
             loaded = marshal.loads(read_own_cache_file(path))
@@ -48,16 +49,25 @@ class CompiledMethods:
     def exec(self, source: Any, globals: Any = None, locals: Any = None, /) -> None:
         """``exec`` as :mod:`dataclasses` calls it, the text's code taken from the cache."""
         if isinstance(source, str):
-            code = self.codes.get(source)
-            if not isinstance(code, CodeType):
-                # As exec() compiles a text: no __future__ flags (dataclasses has none).
-                code = compile(source, "<string>", "exec", dont_inherit=True)
-                self.codes[source] = code
-                self.added += 1
-            source = code
+            source = self._code(source)
         if globals is None:  # exec's own default: the calling module's, dataclasses'
             globals = vars(sys.modules["dataclasses"])
         builtins.exec(source, globals, locals)
+
+    def _code(self, text: str) -> CodeType:
+        blob = self.codes.get(text)
+        if isinstance(blob, bytes):
+            try:
+                code = marshal.loads(blob)
+                if isinstance(code, CodeType):
+                    return code
+            except (EOFError, ValueError, TypeError):
+                pass
+        # As exec() compiles a text: no __future__ flags (dataclasses has none).
+        code = compile(text, "<string>", "exec", dont_inherit=True)
+        self.codes[text] = marshal.dumps(code)
+        self.added += 1
+        return code
 
     def save(self) -> None:
         """Write the file again when this run compiled a text it did not hold."""

@@ -139,15 +139,15 @@ def _settings(command: str) -> dict[str, Any]:
     from ctxcompact.cli.parameters import SETTINGS
     from ctxcompact.config import OptionSpec, find_config_file, load_config
 
-    every = find_config_file(Path.cwd().resolve()) is not None
-    specs = [
-        OptionSpec(c, key, param, multiple=multiple, is_path=is_path)
-        for c, key, param, multiple, is_path in SETTINGS
-        if every or c == command
-    ]
     try:
+        every = find_config_file(Path.cwd().resolve()) is not None
+        specs = [
+            OptionSpec(c, key, param, multiple=multiple, is_path=is_path)
+            for c, key, param, multiple, is_path in SETTINGS
+            if every or c == command
+        ]
         return load_config(specs).default_map(specs).get(command, {})
-    except CtxcompactError as exc:
+    except (CtxcompactError, OSError) as exc:  # OSError: no current directory, say
         raise Declined(str(exc)) from None
 
 

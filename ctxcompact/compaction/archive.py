@@ -10,7 +10,6 @@ other's archives; in the unlikely case of a taken name, ``-1``, ``-2``… is app
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -64,6 +63,8 @@ def write_archive(
     """
     data = dump_records(archive_records(messages, dialect))
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%S%fZ")
+    import hashlib  # OpenSSL, ~3 ms: only a compaction that archives pays for it
+
     digest = hashlib.sha256(data).hexdigest()[:10]
     directory = Path(archive_dir)
     try:

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from time import monotonic
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxcompact.accounting.check import (
     BudgetSpec,
@@ -48,7 +48,6 @@ from ctxcompact.accounting.windows import DEFAULT_RATIO, Budget
 from ctxcompact.compaction.archive import write_archive
 from ctxcompact.compaction.options import CompactOptions as CompactOptions  # re-exported
 from ctxcompact.compaction.restore import FileReader, work_dir_for
-from ctxcompact.compaction.retention import RetentionReport, check_retention
 from ctxcompact.compaction.strategies import (
     AUTO_STRATEGIES,
     TARGETED,
@@ -66,6 +65,9 @@ from ctxcompact.names import SummarizerName
 from ctxcompact.transcripts.io import Conversation, conversation_records
 from ctxcompact.transcripts.points.append import point_layout
 from ctxcompact.transcripts.validate import errors_only, validate_messages
+
+if TYPE_CHECKING:
+    from ctxcompact.compaction.retention import RetentionReport
 
 T = TypeVar("T")
 #: The options ``auto`` needs one of (named in its error).
@@ -251,6 +253,9 @@ def _check_and_archive(
     replaced = tuple(m for m in conversation.messages if id(m) not in kept)
     checked = None
     if replaced and options.check_retention:
+        # its patterns cost ~3 ms to compile: not on an --auto run that changes nothing
+        from ctxcompact.compaction.retention import check_retention
+
         replacement = "\n".join(
             text_of(m, include_tool_results=True) for m in messages if m.is_new or m.changed
         )

@@ -78,9 +78,7 @@ def write_temp(
     """
     directory = target.parent if str(target.parent) else Path(".")
     clean_dead_temps(directory)
-    import tempfile  # only a command that writes pays for it (random, ~3 ms)
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}-", suffix=".tmp", dir=directory)
+    fd, tmp = _new_temp(directory, f".{target.name}.{os.getpid()}-")
     try:
         try:
             if not keep_mode:
@@ -100,7 +98,25 @@ def write_temp(
     return tmp
 
 
-#: A temp file of :func:`write_temp`: ``.NAME.PID-RANDOM.tmp`` (``mkstemp``'s 8 random characters).
+def _new_temp(directory: Path, prefix: str) -> tuple[int, str]:
+    """A new empty file ``PREFIX`` + 8 random characters + ``.tmp`` in ``directory``, created
+    exclusively and private, as ``tempfile.mkstemp`` makes one — without importing tempfile
+    and random, ~4 ms of a command that writes one file."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    folder = os.path.abspath(directory)
+    for _ in range(100):
+        name = "".join(_TEMP_CHARACTERS[b % len(_TEMP_CHARACTERS)] for b in os.urandom(8))
+        path = os.path.join(folder, f"{prefix}{name}.tmp")
+        try:
+            return os.open(path, flags, 0o600), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, f"no unused temporary file name in {folder}")
+
+
+#: The random part's characters (``mkstemp``'s).
+_TEMP_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789_"
+#: A temp file of :func:`write_temp`: ``.NAME.PID-RANDOM.tmp`` (8 random characters).
 TEMP_FILE_RE = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)-[a-z0-9_]{8}\.tmp")
 #: A temp file is left alone this long after its last write even when its process is gone (a
 #: process in another PID namespace sharing the directory may still be writing it).
