@@ -110,6 +110,8 @@ def judged_cuts_table() -> bool:
     """Issue 19's six judged transcripts: eval's figures beside the judge's (module docstring)."""
     scores = judged()["transcripts"]
     runs: dict[str, list[StrategyRun]] = {}
+    thresholds: dict[str, int | None] = {}
+    skipped: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         for cut in CUTS:
             transcript = load_transcript(write_cut(cut, Path(tmp)))
@@ -118,6 +120,9 @@ def judged_cuts_table() -> bool:
                 [transcript], strategies=JUDGED_STRATEGIES, budget=budget, max_conversations=1
             )
             runs[cut.tag] = [r for r in result.runs if not r.skipped]
+            # The same budget for every run of a cut, a refused one (skipped) included.
+            thresholds[cut.tag] = next((r.threshold for r in result.runs if r.threshold is not None), None)
+            skipped += [f"{r.strategy} on {cut.tag}: {r.skipped}" for r in result.runs if r.skipped]
             if cut.tag == "A":
                 probes = conversation_probes(transcript.conversations[0])
                 reference = score_probes(probes, context_text([new_message("user", claude_code_summary())]))
@@ -125,7 +130,6 @@ def judged_cuts_table() -> bool:
                 print(
                     f"\nClaude Code's own summary of A: eval score {reference.mean:.0%}, judged {judge:.2f}"
                 )
-    thresholds = {tag: next(r.threshold for r in done if r.strategy == "auto") for tag, done in runs.items()}
     print("\njudged transcripts (6 cuts where compaction was due):\n")
     print("| strategy | tokens after | fits | eval score | judged score |\n|---|---:|---:|---:|---:|")
     for name in JUDGED_STRATEGIES:
@@ -139,6 +143,8 @@ def judged_cuts_table() -> bool:
         eval_score = f"{sum(evals) / len(evals):.0%}" if evals else "—"
         tokens = sum(r.tokens_after for _, r in mine)
         print(f"| {name} | {tokens:,} | {fits}/{len(mine)} | {eval_score} | {judge} |")
+    for line in skipped:  # a run the tool refused: not in its row (it wrote nothing)
+        print(f"\nskipped: {line}")
     ok = True
     for tag, done in runs.items():
         judged_here = scores[tag]["scores"]

@@ -51,6 +51,7 @@ from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation 
 from ctxcompact.compaction.retention import check_retention  # noqa: E402
 from ctxcompact.compaction.strategies import TARGETED  # noqa: E402
 from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer  # noqa: E402
+from ctxcompact.errors import WorkFailedError  # noqa: E402
 from ctxcompact.ir import Message  # noqa: E402
 from ctxcompact.offload.tool_results import offload_tool_results  # noqa: E402
 from ctxcompact.transcripts.io import Conversation, load_transcript  # noqa: E402
@@ -139,12 +140,20 @@ def haystack(messages: Sequence[Message]) -> str:
     return "\n".join(parts)
 
 
+#: What a strategy refused to do (``WorkFailedError``), counted as the input left unchanged.
+REFUSED: list[str] = []
+
+
 def measure_one(conv: Conversation, before: int, run: Run, tmp: Path, *, runs: int) -> Tally:
     times: list[float] = []
     out: tuple[Message, ...] = conv.messages
     for _ in range(runs):
         start = time.perf_counter()
-        out = run(conv, before, tmp)
+        try:
+            out = run(conv, before, tmp)
+        except WorkFailedError as exc:  # refused (it writes nothing): the input stays as it was
+            out = conv.messages
+            REFUSED.append(str(exc).split(";")[0][:160])
         times.append(time.perf_counter() - start)
     report = check_retention(conv.messages, haystack(out))
     tally = Tally(before=before, after=measure(conv.with_messages(out), COUNTER).total)
@@ -236,6 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(HEADER.format(first="strategy"))
             for name, tally in per.items():
                 print(row(f"`{name}`", tally))
+    for reason in dict.fromkeys(REFUSED):
+        print(f"\nrefused (counted as unchanged): {reason}")
     print(f"\n{len(detail)} inputs in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     return 0
 
