@@ -156,15 +156,23 @@ def find_config_file(start: Path) -> Path | None:
     return None
 
 
+#: :func:`load_config`'s ``file`` when the caller has not looked for the config file.
+_LOOK = Path()
+
+
 def load_config(
     specs: Sequence[OptionSpec],
     *,
     cwd: Path | None = None,
     environ: Mapping[str, str] | None = None,
+    file: Path | None = _LOOK,
 ) -> Config:
-    """Every setting for ``specs`` from the config file and the environment."""
+    """Every setting for ``specs`` from the config file and the environment. ``file``: the
+    config file when the caller has already looked for it (:func:`find_config_file`; None:
+    there is none), so the folders up from ``cwd`` are not searched again."""
     env = os.environ if environ is None else environ
-    file = find_config_file((cwd or Path.cwd()).resolve())
+    if file is _LOOK:
+        file = find_config_file((cwd or Path.cwd()).resolve())
     settings: list[Setting] = []
     if file is not None:
         settings.extend(_file_settings(file, specs))

@@ -71,10 +71,10 @@ def apply_config(ctx: typer.Context) -> None:
         return
     # A file's keys are checked against every command's options, which loads every command;
     # without one, only the environment can set anything, and only for this command.
-    only = None if find_config_file(Path.cwd().resolve()) else ctx.invoked_subcommand
-    specs = option_specs(ctx, group, only=only)
+    file = find_config_file(Path.cwd().resolve())
+    specs = option_specs(ctx, group, only=None if file else ctx.invoked_subcommand)
     try:
-        loaded = load_config(specs)
+        loaded = load_config(specs, file=file)
         found = loaded.default_map(specs)
         _check_values(ctx, group, loaded, found)
     except CtxcompactError as exc:  # the root callback is not a command: report it here

@@ -140,13 +140,13 @@ def _settings(command: str) -> dict[str, Any]:
     from ctxcompact.config import OptionSpec, find_config_file, load_config
 
     try:
-        every = find_config_file(Path.cwd().resolve()) is not None
+        file = find_config_file(Path.cwd().resolve())
         specs = [
             OptionSpec(c, key, param, multiple=multiple, is_path=is_path)
             for c, key, param, multiple, is_path in SETTINGS
-            if every or c == command
+            if file is not None or c == command
         ]
-        return load_config(specs).default_map(specs).get(command, {})
+        return load_config(specs, file=file).default_map(specs).get(command, {})
     except (CtxcompactError, OSError) as exc:  # OSError: no current directory, say
         raise Declined(str(exc)) from None
 
