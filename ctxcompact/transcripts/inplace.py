@@ -53,6 +53,10 @@ REWRITE_ATTEMPTS = 3
 RETRY_PAUSES = (0.2, 1.0)
 #: Backup names tried (``FILE.bak``, ``FILE.bak.1``…) before giving up.
 MAX_BACKUPS = 10_000
+#: After a rename, the old file is watched for late writes this long per round (see
+#: ``_carry_over``), for at most this many rounds.
+SETTLE_SECONDS = 0.05
+SETTLE_ROUNDS = 20
 #: A /proc scan for writers is reused this long (a batch checks many files).
 _SCAN_TTL = 1.0
 _O_ACCMODE = 3
@@ -200,12 +204,22 @@ def _take_backup(target: Path, fd: int, read: bytes, tmp: str) -> Path:
 
 def _carry_over(target: Path, fd: int, size: int, backup: Path, *, lines: bool) -> tuple[str, ...]:
     """Bytes another process wrote to the old file after the last check (they reached the
-    backup): appended to the new file, whole lines only, when it is line-per-record."""
-    try:
-        grown = os.fstat(fd).st_size - size
-        extra = os.pread(fd, grown, size) if grown > 0 else b""
-    except OSError:
-        return ()
+    backup): appended to the new file, whole lines only, when it is line-per-record. A file
+    written to in that instant has a writer that may still hold the old file open (it opened
+    it before the rename): it is then watched until it has not grown for
+    :data:`SETTLE_SECONDS` (at most :data:`SETTLE_ROUNDS` times), and what it gains
+    meanwhile is carried over too."""
+    extra = b""
+    for _ in range(SETTLE_ROUNDS):
+        try:
+            grown = os.fstat(fd).st_size - size - len(extra)
+            more = os.pread(fd, grown, size + len(extra)) if grown > 0 else b""
+        except OSError:
+            break
+        if not more:
+            break  # nothing new (at once, on a quiet file: no pause)
+        extra += more
+        time.sleep(SETTLE_SECONDS)
     if not extra:
         return ()
     whole = extra[: extra.rfind(b"\n") + 1] if lines else b""
