@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import signal
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -239,6 +244,43 @@ def test_an_interrupted_batch_resumes_where_it_stopped(tmp_path: Path) -> None:
     other = FileOptions(compact=options.compact, counter=LocalCounterName.tiktoken)
     journal = BatchJournal.open(out / JOURNAL_NAME, options=other, resume=True)
     assert not any(i.resumed for i in compact_files(paths, options=other, out_dir=out, journal=journal).items)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads the children from /proc")
+def test_ctrl_c_on_a_two_job_batch_exits_130_reaps_its_workers_and_keeps_the_journal_true(
+    tmp_path: Path,
+) -> None:
+    src, out = tmp_path / "in", tmp_path / "out"
+    src.mkdir()
+    for n in range(300):
+        shutil.copy(SESSION, src / f"s{n:03}.json")
+    argv = [sys.executable, "-m", "ctxcompact", "compact", str(src), "--out-dir", str(out), "--jobs", "2"]
+    proc = subprocess.Popen([*argv, *offline(tmp_path), "-q"], stderr=subprocess.PIPE)
+    journal = out / JOURNAL_NAME
+    children: set[int] = set()
+    deadline = time.monotonic() + 60
+    while (
+        time.monotonic() < deadline and len(journal.read_bytes().splitlines() if journal.exists() else []) < 6
+    ):
+        with contextlib.suppress(OSError):
+            children |= {
+                int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+            }
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)  # as a terminal's Ctrl-C reaches the parent
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == ExitStatus.INTERRUPTED, stderr
+    assert b"Traceback" not in stderr
+    for pid in children:  # reaped by the batch, not left to init
+        assert not Path(f"/proc/{pid}").exists()
+    lines = journal.read_bytes().splitlines()[1:]
+    assert 5 <= len(lines) < 300
+    for line in lines:  # every file the journal says is done is there, whole
+        entry = json.loads(line)
+        assert json.loads(Path(entry["output"]).read_bytes())
+    again = run_cli("compact", src, "--out-dir", out, "--jobs", "2", "--resume", *offline(tmp_path), "-q")
+    assert again.exit_code == 0, again.stderr
+    assert len(list(out.glob("*.json"))) == 300
 
 
 def test_cli_resume_skips_finished_files_and_says_so(tree: Path, tmp_path: Path) -> None:

@@ -172,8 +172,9 @@ def compact_files(
     backup). ``dry_run`` writes nothing. ``progress`` hears about each input before and after
     its work. Never raises for a bad input; ``raise_bugs`` lets bugs propagate.
 
-    ``jobs`` > 1 runs the inputs in that many worker processes (each builds its own counter
-    and summarizer from ``options``: ``counter`` and ``summarizer`` are then not used), with
+    ``jobs`` > 1 runs the inputs in that many processes, this one among them where the OS
+    forks (:func:`~ctxcompact.batch.workers.run_in_workers`; each builds its counter and
+    summarizer from ``options``: ``counter`` and ``summarizer`` are then not used), with
     at most ``llm_concurrency`` summary requests in flight across them. ``journal`` skips the
     inputs an earlier run finished and records each one this run finishes (``--resume``).
     The result lists the inputs in input order whatever order they finished in."""
