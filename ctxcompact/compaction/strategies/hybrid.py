@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from itertools import accumulate
 from typing import Any, cast
 
-from ctxcompact.accounting.tokens import block_tokens
+from ctxcompact.accounting.tokens import block_tokens, edited_total
 from ctxcompact.compaction.masking import is_stub, masked_result, stub_text
 from ctxcompact.compaction.pins import message_tokens, protected_part
 from ctxcompact.compaction.strategies import Strategy
@@ -209,13 +209,16 @@ def _mask(
             for (_, block), tokens in zip(results, result_tokens, strict=True)
         ]
         *stub_tokens, input_tokens = block_tokens([*stubs, use], counter)
-        changes: dict[tuple[int, int], Block] = {
-            pos: stub
+        # Each change with the tokens it saves: a message's total is the sum of its blocks'
+        # (plus its overhead), so the new totals follow without counting the messages again.
+        changes: dict[tuple[int, int], tuple[Block, int]] = {
+            pos: (stub, new - old)
             for (pos, _), stub, old, new in zip(results, stubs, result_tokens, stub_tokens, strict=True)
             if new < old
         }
         if changes and input_tokens > INPUT_PREVIEW_OVER:
-            changes[pair.use] = preview_tool_input(use, input_tokens, INPUT_PREVIEW_TOKENS, counter)
+            preview = preview_tool_input(use, input_tokens, INPUT_PREVIEW_TOKENS, counter)
+            changes[pair.use] = (preview, block_tokens([preview], counter)[0] - input_tokens)
         if changes:
             rows = [i for i in sorted({i for i, _ in changes}) if i >= counted_from]
             before = sum(plan.sizes[i] for i in rows)
@@ -224,12 +227,15 @@ def _mask(
             plan.masked += sum(1 for pos in changes if pos != pair.use)
 
 
-def _apply(plan: _Plan, changes: dict[tuple[int, int], Block], context: StrategyContext) -> None:
+def _apply(plan: _Plan, changes: dict[tuple[int, int], tuple[Block, int]], context: StrategyContext) -> None:
     for i in sorted({i for i, _ in changes}):
         message = plan.messages[i]
-        content = [changes.get((i, j), block) for j, block in enumerate(message.content)]
+        content = [
+            changes[(i, j)][0] if (i, j) in changes else block for j, block in enumerate(message.content)
+        ]
+        delta = sum(d for (k, _), (_, d) in changes.items() if k == i)
         plan.messages[i] = message.with_content(content)
-        plan.sizes[i] = message_tokens([plan.messages[i]], context.counter)[0]
+        plan.sizes[i] = edited_total(plan.messages[i], plan.sizes[i], delta, context.counter)
 
 
 def _summary_floor(budget: int) -> int:
