@@ -6,10 +6,11 @@ more than starting Python. A command compiles each dataclass method once per cac
 (:mod:`ctxcompact.cli.dataclass_cache`), and ``count``, ``check`` and ``compact``
 try the fast path (:mod:`ctxcompact.cli.fast`: no typer) before the Typer app.
 
-A finished command (:func:`run`) ends its process without tearing the interpreter down (:func:`_end`):
-its output flushed and its exit handlers run, it skips freeing, one by one, every object the
-operating system is about to take back — ~50 ms of CPU after a compaction of 800K tokens,
-whatever the file's size (the parsed transcript, the tokenizer's tables, every module).
+The console script (:func:`run`) ends the process of a finished command without tearing the
+interpreter down (:func:`_end`): its output flushed and its exit handlers run, it skips
+freeing, one by one, every object the operating system is about to take back — ~50 ms of CPU
+after a compaction of 800K tokens (the parsed transcript, the tokenizer's tables, every
+module). ``python -m ctxcompact`` returns as before (it may be run in process, by ``runpy``).
 """
 
 from __future__ import annotations
@@ -93,5 +94,5 @@ def main() -> None:
     run()
 
 
-if __name__ == "__main__":
-    run()
+if __name__ == "__main__":  # `python -m ctxcompact`: also run in process (runpy), so it returns
+    main()
