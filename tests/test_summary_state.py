@@ -277,7 +277,9 @@ def test_a_finding_several_results_hold_is_written_once_with_each_result() -> No
         msg("user", result("g", "1861:    setTimeout(() => {\n")),
         msg("assistant", use("r", "Read", file_path="src/stream.ts")),
         msg("user", result("r", "1860→  // retry\n1861→    setTimeout(() => {\n1863→      sendInit(ws);\n")),
-        msg("assistant", text("The handle of `setTimeout` is never stored, so a reconnect can fire it twice.")),
+        msg(
+            "assistant", text("The handle of `setTimeout` is never stored, so a reconnect can fire it twice.")
+        ),
         msg("user", text("Fix it.")),
     ]
     findings = under(summary(messages), FINDINGS_LABEL)
