@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from ctxcompact.config import cache_dir
+from ctxcompact.caches import cache_dir
 from ctxcompact.errors import UsageError
 from ctxcompact.transcripts.fileio import write_atomic
 
