@@ -41,7 +41,10 @@ def check_own_cache_file(fd: int) -> None:
 
 
 def read_own_cache_file(path: Path) -> bytes:
-    """The bytes of a cache file that passes :func:`check_own_cache_file` (``OSError`` else)."""
-    with open(path, "rb") as handle:
-        check_own_cache_file(handle.fileno())
+    """The bytes of a cache file that passes :func:`check_own_cache_file` (``OSError`` else).
+    A symlink at ``path`` is not followed (``OSError``): a link planted in a shared cache
+    folder could point at any file of this user's, which the ownership check would pass."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0))
+    with open(fd, "rb") as handle:
+        check_own_cache_file(fd)
         return handle.read()

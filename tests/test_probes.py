@@ -264,3 +264,45 @@ def test_words_are_the_word_pattern_s_matches(value: str) -> None:
 
     assert words(value) == _WORD.findall(value)
     assert words(normalise(value)) == _WORD.findall(normalise(value))
+
+
+@given(_TRICKY, st.integers(1, 12))
+def test_a_text_read_in_pieces_normalises_as_a_whole(value: str, size: int) -> None:
+    # score_text reads a long context in pieces (its cost grew faster than the text when it
+    # was normalised whole); joined, the normalised pieces are the normalised text.
+    from ctxcompact.evaluation.probes import _pieces
+
+    pieces = list(_pieces(value, size))
+    assert "".join(pieces) == value
+    assert " ".join(p for p in map(normalise, pieces) if p) == normalise(value)
+
+
+@given(
+    st.lists(st.sampled_from([*_BITS, "Error loading things", "loading", "things went"]), max_size=30).map(
+        "".join
+    ),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["identifier", "statement"]),
+            st.lists(st.sampled_from([*_BITS, "loading", "things"]), min_size=1, max_size=4).map("".join),
+        ),
+        max_size=8,
+    ),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_text_scored_in_small_pieces_scores_as_a_whole(context: str, probes: list) -> None:
+    from unittest import mock
+
+    from ctxcompact.evaluation import probes as module
+
+    probe_list = [Probe(kind, needle) for kind, needle in probes]
+    whole = ProbeSet(probe_list).score_text(context)
+    with mock.patch.object(module, "PIECE_CHARS", 1):
+        pieces = ProbeSet(probe_list).score_text(context)
+    assert pieces == whole
+    lost = {id(p) for p in whole.lost}
+    assert {i for i, p in enumerate(probe_list) if p.kind == "identifier" and id(p) not in lost} == {
+        i
+        for i, p in enumerate(probe_list)
+        if p.kind == "identifier" and normalise(p.text) and normalise(p.text) in normalise(context)
+    }
