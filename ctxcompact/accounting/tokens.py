@@ -141,6 +141,8 @@ def _display_type(block: Block) -> str:
 
 @dataclass(frozen=True, slots=True)
 class MessageTokens:
+    """One message's tokens, by block type, with a preview of its text."""
+
     index: int
     role: str
     tokens: int
@@ -150,6 +152,8 @@ class MessageTokens:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultTokens:
+    """One tool result's tokens, with its call's id and tool name and a preview."""
+
     message_index: int
     tool_use_id: str
     tool_name: str

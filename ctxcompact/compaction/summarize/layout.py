@@ -64,6 +64,8 @@ class Part:
 
 @dataclass(frozen=True, slots=True)
 class Section:
+    """One titled section of the summary and its parts."""
+
     title: str
     parts: tuple[Part, ...]
 

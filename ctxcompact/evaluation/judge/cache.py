@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from ctxcompact.config import cache_dir, read_own_cache_file
+from ctxcompact.caches import cache_dir, read_own_cache_file
 from ctxcompact.errors import UsageError
 from ctxcompact.transcripts.fileio import replace_cache_file
 
