@@ -23,8 +23,6 @@ from typing import Any
 
 from ctxcompact.errors import InputError
 
-#: Overrides where the caches live (else ``$XDG_CACHE_HOME/ctxcompact``, ``~/.cache/ctxcompact``).
-CACHE_ENV = "CTXCOMPACT_CACHE_DIR"
 CONFIG_NAME = "ctxcompact.toml"
 PYPROJECT = "pyproject.toml"
 ENV_PREFIX = "CTXCOMPACT_"
@@ -105,38 +103,6 @@ def effective_settings(config: Config, specs: Sequence[OptionSpec]) -> list[Effe
         ),
         key=lambda e: (e.key, e.commands),
     )
-
-
-def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """Where ctxcompact keeps what it can always rebuild (the judge's replies, compiled
-    dataclass methods): ``$CTXCOMPACT_CACHE_DIR``, else ``$XDG_CACHE_HOME/ctxcompact``, else
-    ``~/.cache/ctxcompact``."""
-    env = os.environ if environ is None else environ
-    base = env.get(CACHE_ENV) or os.path.join(
-        env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "ctxcompact"
-    )
-    return Path(base)
-
-
-def check_own_cache_file(fd: int) -> None:
-    """Raise ``PermissionError`` unless the open cache file ``fd`` belongs to this user and no
-    other user may write it. The caches feed the process code (compiled dataclass methods)
-    and data (token ranks): a file someone else could have planted — a cache directory
-    pointed at a shared folder — is ignored and rebuilt, never used. (No check where the
-    platform has no user ids.)"""
-    getuid = getattr(os, "getuid", None)
-    if getuid is None:
-        return
-    st = os.fstat(fd)
-    if st.st_uid != getuid() or st.st_mode & 0o002:
-        raise PermissionError(f"cache file not owned by this user or writable by others (fd {fd})")
-
-
-def read_own_cache_file(path: Path) -> bytes:
-    """The bytes of a cache file that passes :func:`check_own_cache_file` (``OSError`` else)."""
-    with open(path, "rb") as handle:
-        check_own_cache_file(handle.fileno())
-        return handle.read()
 
 
 def find_config_file(start: Path) -> Path | None:

@@ -18,7 +18,7 @@ from conftest import ROOT
 
 PACKAGE = ROOT / "ctxcompact"
 #: The floors, lowest first. Modules directly in ``ctxcompact/`` are the shared vocabulary
-#: (``ir``, ``errors``, ``status``, ``names``, ``markers``, ``config``), floor 0.
+#: (``ir``, ``errors``, ``status``, ``names``, ``markers``, ``config``, ``caches``), floor 0.
 LAYERS = (
     "transcripts",
     "llm",
@@ -86,6 +86,7 @@ def test_every_layer_is_a_package_with_a_charter() -> None:
             assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), f"{layer}: no charter"
     vocabulary = sorted(m for m in MODULES if floor(m) == 0 and m not in TOP)
     assert vocabulary == [
+        "ctxcompact.caches",
         "ctxcompact.config",
         "ctxcompact.errors",
         "ctxcompact.ir",

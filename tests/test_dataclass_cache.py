@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLES
 
+from ctxcompact.caches import cache_dir
 from ctxcompact.cli.dataclass_cache import DATACLASS_CACHE, CompiledMethods
-from ctxcompact.config import cache_dir
 
 
 def test_the_cache_dir_is_the_variable_else_xdg_else_home() -> None:
@@ -86,3 +86,64 @@ def test_a_cache_file_others_may_write_is_not_run(tmp_path: Path) -> None:
     assert "planted" in CompiledMethods(path).codes
     path.chmod(0o666)
     assert CompiledMethods(path).codes == {}
+
+
+DOCLESS_PROBE = """
+import sys
+{install}
+import dataclasses
+before = "inspect" in sys.modules
+
+@dataclasses.dataclass(frozen=True)
+class Documented:
+    '''Its own docstring.'''
+    x: int
+
+documented = "inspect" in sys.modules
+
+@dataclasses.dataclass(frozen=True)
+class Docless:
+    x: int
+    y: str = "a"
+
+print(before, documented, repr(Docless.__doc__), Docless(1) == Docless(1, "a"))
+"""
+
+
+def test_dataclasses_load_inspect_only_for_a_class_without_a_docstring() -> None:
+    """The command line imports dataclasses without inspect (~8 ms); a class with no docstring
+    still gets the one dataclasses writes from its signature, loading inspect then."""
+    install = "from ctxcompact.cli.dataclass_cache import install_dataclass_cache; install_dataclass_cache()"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXCOMPACT_")}
+    plain, installed = (
+        subprocess.run(
+            [sys.executable, "-c", DOCLESS_PROBE.format(install=text)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=True,
+        ).stdout
+        for text in ("", install)
+    )
+    assert plain == "True True \"Docless(x: int, y: str = 'a')\" True\n"
+    assert installed == plain.replace("True True", "False False", 1)
+
+
+def test_every_dataclass_of_ours_has_a_docstring() -> None:
+    """A dataclass without one makes dataclasses load inspect for it (see above): every
+    command would pay for it again."""
+    import ast
+
+    from conftest import ROOT
+
+    missing = []
+    for path in sorted((ROOT / "ctxcompact").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.ClassDef)
+                and any("dataclass" in ast.unparse(d) for d in node.decorator_list)
+                and ast.get_docstring(node) is None
+            ):
+                missing.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert missing == []

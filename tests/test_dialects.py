@@ -15,6 +15,7 @@ from ctxcompact.transcripts.dialects import (
     DEFAULT_DIALECT,
     DIALECT_NAMES,
     DIALECTS,
+    ENTRIES,
     dialect_named,
     file_dialect,
     message_dialect,
@@ -49,6 +50,22 @@ class TestRegistry:
 
     def test_only_session_logs_own_their_file(self) -> None:
         assert [d.name for d in DIALECTS if d.owns_file] == ["claude-code", "codex"]
+
+    @pytest.mark.parametrize("entry", ENTRIES, ids=[e.name for e in ENTRIES])
+    def test_the_registry_knows_each_adapter_before_loading_it(self, entry: Any) -> None:
+        """Detection asks the registry's entries, which load no adapter: each entry's name,
+        ``owns_file`` and check are its adapter's own."""
+        adapter = dialect_named(entry.name)
+        assert (adapter.name, adapter.owns_file) == (entry.name, entry.owns_file)
+        samples: list[tuple[list[Any], dict[str, Any] | None]] = [
+            ([{"role": "user", "content": "hi"}], None),
+            ([{"role": "tool", "tool_call_id": "c", "content": ""}], None),
+            ([{"type": "user", "message": {"role": "user", "content": "hi"}, "uuid": "u"}], None),
+            ([{"type": "session_meta", "payload": {}}], None),
+            ([{"role": "user", "content": "hi"}], {"trajectory_format": "mini-swe-agent-1"}),
+        ]
+        for records, body in samples:
+            assert adapter.looks_like(records, body) == entry.looks_like(records, body)
 
     def test_message_lists_default_to_anthropic_and_openai_shapes_win(self) -> None:
         plain = [{"role": "user", "content": "hi"}]

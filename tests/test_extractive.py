@@ -151,6 +151,19 @@ def test_trimming_keeps_the_latest_request_and_says_what_was_omitted() -> None:
     assert "Request number 19" in out
 
 
+@pytest.mark.parametrize("max_words", [40, 80])
+def test_a_section_the_budget_emptied_does_not_claim_nothing_happened(max_words: int) -> None:
+    """Under a tight word budget a section may lose every item: it says so ("(all omitted)"),
+    never "None recorded.", which would tell the agent no file was read and no tool ran."""
+    messages = load_transcript(SAMPLES / "anthropic-session.json").messages
+    full = sections(ExtractiveSummarizer().summarize(messages).text)
+    tight = sections(ExtractiveSummarizer().summarize(messages, max_words=max_words).text)
+    for title, body in tight.items():
+        if "None recorded." in body:
+            assert "None recorded." in full[title], title
+    assert "(all omitted)" in "".join(tight.values())
+
+
 def test_sample_session() -> None:
     messages = load_transcript(SAMPLES / "anthropic-session.json").messages
     out = ExtractiveSummarizer().summarize(messages[1:]).text

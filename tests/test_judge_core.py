@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -87,6 +88,30 @@ def test_cache_round_trip_and_refuses_odd_keys(tmp_path: Path) -> None:
     assert [p.name for p in (tmp_path / "c").iterdir()] == ["ctxc-abc.txt"]  # no temp file left
     with pytest.raises(ValueError):
         cache.get("../escape")
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="no user ids on this platform")
+def test_cache_in_a_shared_folder_neither_feeds_planted_replies_nor_writes_through_links(
+    tmp_path: Path,
+) -> None:
+    """A cache directory pointed at a folder others can write: a reply planted there (a file
+    anyone may write, or a link to another file) is not used, and storing a reply replaces a
+    planted link instead of writing through it to the file it points at."""
+    cache = JudgeCache(tmp_path / "c")
+    cache.put("ctxc-good", "fine")
+    planted = tmp_path / "c" / "ctxc-planted.txt"
+    planted.write_text('{"scores": [{"id": 1, "score": 5}]}')
+    planted.chmod(0o666)
+    assert cache.get("ctxc-planted") is None
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's own file")
+    link = tmp_path / "c" / "ctxc-link.txt"
+    link.symlink_to(victim)
+    assert cache.get("ctxc-link") is None  # not read through the link
+    cache.put("ctxc-link", "reply")
+    assert victim.read_text() == "the user's own file"
+    assert not link.is_symlink() and cache.get("ctxc-link") == "reply"
+    assert cache.get("ctxc-good") == "fine"
 
 
 class Scripted:

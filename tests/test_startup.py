@@ -46,7 +46,9 @@ COMMAND_PROBE = textwrap.dedent(
         pass
     heavy = ("typer", "click", "rich", "anthropic", "ctxcompact.compaction.strategies", "ctxcompact.compaction.summarize", "ctxcompact.evaluation.run",
              "ctxcompact.cli.compact", "ctxcompact.cli.eval", "ctxcompact.offload.tool_results", "genai_prices",
-             "mcp", "ctxcompact.agents.hooks", "hashlib", "tiktoken.load", "ctxcompact.llm.retry")
+             "mcp", "ctxcompact.agents.hooks", "hashlib", "tiktoken.load", "ctxcompact.llm.retry", "inspect",
+             "ctxcompact.transcripts.dialects.claude_code", "ctxcompact.transcripts.dialects.codex",
+             "ctxcompact.transcripts.dialects.openai", "ctxcompact.transcripts.dialects.text_action")
     print(f"LOADED {sorted(m for m in heavy if m in sys.modules)}", file=sys.stderr)
     """
 )
@@ -68,7 +70,9 @@ def test_a_command_imports_only_what_it_uses(
 ) -> None:
     # `count` and `check` run on the fast path (no typer, no click) and load their own command
     # only: not the strategy table, the summarizers, eval or offload; and no rich, since a pipe
-    # gets the report as plain text; nor the price table, which only a shown cost loads.
+    # gets the report as plain text; nor the price table, which only a shown cost loads; nor
+    # inspect (dataclasses' import of it is deferred: cli/dataclass_cache.py), nor the dialect
+    # adapters detection did not pick.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
     sample = os.path.join(os.path.dirname(__file__), "..", "sample_transcripts", "anthropic-session.json")
     proc = subprocess.run(
@@ -112,6 +116,37 @@ def test_a_small_count_loads_no_tokenizer(tmp_path: Path, tokenizer: str) -> Non
     ]
     assert runs[0].stdout == runs[1].stdout and '"total"' in runs[1].stdout
     assert runs[1].stderr.strip().splitlines()[-1] == "LOADED []"
+
+
+@pytest.mark.parametrize(
+    ("sample", "adapter"),
+    [
+        ("anthropic-request.json", "anthropic"),
+        ("openai-chat.json", "openai"),
+        ("claude-code-session.jsonl", "claude_code"),
+    ],
+)
+def test_a_file_loads_only_the_dialect_adapter_that_reads_it(
+    tmp_path: Path, sample: str, adapter: str
+) -> None:
+    """Detection runs the checks of dialects/detect.py and loads the one adapter it picks (and
+    the default, Anthropic's): not every dialect's parser and writer."""
+    from conftest import SAMPLES
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    proc = subprocess.run(
+        [sys.executable, "-c", MODULES_PROBE, "count", str(SAMPLES / sample), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    modules = set(proc.stderr.splitlines()[-1].split()[1:])
+    adapters = {"anthropic", "openai", "text_action", "claude_code", "codex"}
+    loaded = {a for a in adapters if f"ctxcompact.transcripts.dialects.{a}" in modules}
+    assert loaded == {"anthropic", adapter}
 
 
 def test_help_and_errors_of_the_parser_still_come_from_the_typer_app(tmp_path: Path) -> None:
@@ -246,3 +281,49 @@ def test_a_compaction_imports_only_the_strategy_it_runs(
     assert proc.returncode == 0 and (tmp_path / "out.json").stat().st_size > 0, proc.stderr
     modules = set(proc.stderr.splitlines()[-1].split()[1:])
     assert loaded <= modules and not (not_loaded & modules), sorted(not_loaded & modules)
+
+
+EXIT_PROBE = textwrap.dedent(
+    """
+    import atexit, sys
+    sys.argv = ["ctxcompact", *sys.argv[1:]]
+    atexit.register(lambda: print("exit handler ran", file=sys.stderr))
+    from ctxcompact.__main__ import run
+    run()
+    print("not reached", file=sys.stderr)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "status", "stdout"),
+    [
+        (["count", "SAMPLE", "--json"], 0, '"total"'),
+        (["--version"], 0, f"ctxcompact {__version__}"),
+        (["count", "no-such-file.json"], 2, ""),
+        (["count", "--no-such-option"], 2, ""),
+    ],
+)
+def test_the_process_ends_with_its_output_its_status_and_its_exit_handlers(
+    tmp_path: Path, argv: list[str], status: int, stdout: str
+) -> None:
+    """The console script ends a finished command without tearing the interpreter down
+    (``__main__.run``): what it printed, still buffered, is all there, its exit status is the
+    command's, and the exit handlers ran (the dataclass cache is saved by one) — once."""
+    from conftest import SAMPLES
+
+    argv = [str(SAMPLES / "anthropic-session.json") if a == "SAMPLE" else a for a in argv]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    proc = subprocess.run(
+        [sys.executable, "-c", EXIT_PROBE, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == status, proc.stderr
+    assert stdout in proc.stdout
+    assert proc.stderr.count("exit handler ran") == 1 and "not reached" not in proc.stderr, proc.stderr
+    if stdout.startswith('"'):
+        assert json.loads(proc.stdout)["total"] > 0  # the whole document, flushed

@@ -268,6 +268,29 @@ def test_findings_quote_the_result_lines_the_agent_named() -> None:
     assert "- (request 1) The env var is built by" in out
 
 
+def test_a_finding_several_results_hold_is_written_once_with_each_result() -> None:
+    """The agent read a name in a grep and in a file, then wrote one sentence about it: the
+    sentence comes once, followed by what each result showed (not once per result)."""
+    messages = [
+        msg("user", text("Why does reconnect send initialize twice?")),
+        msg("assistant", use("g", "Bash", command="grep -n setTimeout src/stream.ts")),
+        msg("user", result("g", "1861:    setTimeout(() => {\n")),
+        msg("assistant", use("r", "Read", file_path="src/stream.ts")),
+        msg("user", result("r", "1860→  // retry\n1861→    setTimeout(() => {\n1863→      sendInit(ws);\n")),
+        msg(
+            "assistant", text("The handle of `setTimeout` is never stored, so a reconnect can fire it twice.")
+        ),
+        msg("user", text("Fix it.")),
+    ]
+    findings = under(summary(messages), FINDINGS_LABEL)
+    assert findings.count("The handle of `setTimeout` is never stored") == 1
+    assert (
+        "- The handle of `setTimeout` is never stored, so a reconnect can fire it twice. — "
+        "Bash(grep -n setTimeout src/stream.ts) showed: `1861: setTimeout(() => {`; "
+        "Read(src/stream.ts) showed: `1861→ setTimeout(() => {`"
+    ) in findings
+
+
 def test_swe_agents_frame_is_not_what_a_command_returned() -> None:
     frame = "\n(Open file: /repo/calc/round.py)\n(Current directory: /repo)\nbash-$"
     messages = [

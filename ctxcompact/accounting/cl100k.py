@@ -86,7 +86,7 @@ class RankTable:
         loaded (a read copied 2.7 MB: ~2–5 ms; the checksum still reads it all, ~0.8 ms). The
         file is never rewritten in place (it is replaced by a rename), so the mapping stays
         whole. ``OSError`` or ``ValueError`` when it cannot be read or is not a table."""
-        from ctxcompact.config import check_own_cache_file
+        from ctxcompact.caches import check_own_cache_file
 
         with open(path, "rb") as handle:
             check_own_cache_file(handle.fileno())

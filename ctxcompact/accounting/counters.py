@@ -98,6 +98,8 @@ def estimate_tokens(text: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class EstimateCounter:
+    """The ``estimate`` counter: a token count from the text's length (:func:`estimate_tokens`), no tokenizer."""
+
     name: str = "estimate"
     tokenizer: str | None = None
 
@@ -466,7 +468,7 @@ def _cl100k_spec() -> dict[str, Any]:
     cache = _cache_file(bundled) if bundled is not None else None
     if cache is not None:
         try:
-            from ctxcompact.config import read_own_cache_file
+            from ctxcompact.caches import read_own_cache_file
 
             spec = marshal.loads(read_own_cache_file(cache))
             ranks = spec["mergeable_ranks"]
@@ -540,6 +542,6 @@ def _cache_file(bundled: Path, kind: str = "marshal") -> Path | None:
         stat = bundled.stat()
     except OSError:
         return None
-    from ctxcompact.config import cache_dir
+    from ctxcompact.caches import cache_dir
 
     return cache_dir() / f"cl100k_base-{stat.st_size}-{stat.st_mtime_ns}-v1.{kind}"

@@ -36,8 +36,8 @@ from ctxcompact.accounting.history import HISTORY_MARKERS, UsageHistory, usage_h
 from ctxcompact.accounting.prices import Cost
 from ctxcompact.accounting.tokens import MESSAGE_OVERHEAD, TokenCounter, make_counter
 from ctxcompact.errors import CtxcompactError, InputError, UsageError
-from ctxcompact.transcripts.dialects.codex.read import looks_like as codex_looks_like
 from ctxcompact.transcripts.dialects.codex.read import session_cwd
+from ctxcompact.transcripts.dialects.detect import looks_like_codex
 from ctxcompact.transcripts.fileio import DEFAULT_MAX_INPUT_BYTES, read_bytes
 from ctxcompact.transcripts.io import load_transcript
 from ctxcompact.transcripts.recorded_usage import token_field
@@ -184,6 +184,8 @@ def all_session_files(folder: Folders) -> list[Path]:
 
 @dataclass(frozen=True, slots=True)
 class _Options:
+    """What sizing one session file takes from the command's options."""
+
     budget: BudgetSpec
     system_tokens: int | None
     max_bytes: int = DEFAULT_MAX_INPUT_BYTES
@@ -239,7 +241,7 @@ def _cost(history: UsageHistory | None) -> Cost | None:
 def is_rollout(raw: bytes) -> bool:
     """Whether a file's bytes are a Codex rollout: its first line is a rollout line."""
     first = next((line for line in raw.splitlines() if line.strip()), b"")
-    return codex_looks_like([_parse(first)]) if b'"payload"' in first else False
+    return looks_like_codex([_parse(first)]) if b'"payload"' in first else False
 
 
 def _codex_row(path: Path, raw: bytes, options: _Options, counter: TokenCounter) -> SessionInfo:
@@ -281,6 +283,8 @@ def _line_type(record: Any) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class _Scan:
+    """What :func:`scan_session` reads of one session file."""
+
     tokens: int | None = None
     source: SizeSource = "recorded"
     model: str | None = None

@@ -141,6 +141,8 @@ def _display_type(block: Block) -> str:
 
 @dataclass(frozen=True, slots=True)
 class MessageTokens:
+    """One message's tokens, by block type, with a preview of its text."""
+
     index: int
     role: str
     tokens: int
@@ -150,6 +152,8 @@ class MessageTokens:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultTokens:
+    """One tool result's tokens, with its call's id and tool name and a preview."""
+
     message_index: int
     tool_use_id: str
     tool_name: str
@@ -352,6 +356,18 @@ def message_totals(messages: Sequence[Message], counter: TokenCounter) -> list[i
         pos += n
         sizes[id(messages[i])] = (messages[i], totals[i])
     return totals
+
+
+def edited_total(edited: Message, total: int, delta: int, counter: TokenCounter) -> int:
+    """The total of ``edited`` — a message whose blocks were replaced, counting ``total``
+    before, where the new blocks count ``delta`` tokens more than the old (:func:`block_tokens`
+    of each; a message's total is :data:`MESSAGE_OVERHEAD` plus its blocks') — noted for
+    :func:`message_totals`' look-up by identity, so a rewrite that knows its blocks' counts
+    never counts the message again."""
+    new_total = total + delta
+    if isinstance(counter, CachedCounter):
+        counter.message_sizes[id(edited)] = (edited, new_total)
+    return new_total
 
 
 def _message_preview(message: Message) -> str:

@@ -239,6 +239,8 @@ def strategy_label(ratio: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Budget:
+    """A model's window, the output reserve, and the threshold (``ratio`` of what is usable) at which to compact."""
+
     model: ModelInfo
     output_reserve: int
     ratio: float

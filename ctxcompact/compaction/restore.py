@@ -174,6 +174,8 @@ class RestoredFile:
 
 @dataclass(frozen=True, slots=True)
 class SkippedFile:
+    """A file ``restore-files`` did not restore, and why."""
+
     path: str
     reason: str
 

@@ -43,6 +43,8 @@ COVERAGE = 0.6
 
 @dataclass(frozen=True, slots=True)
 class RetentionReport:
+    """How many of the replaced part's paths, errors and instructions the compacted context still names, and which it lost."""
+
     paths_found: int
     paths_total: int
     errors_found: int

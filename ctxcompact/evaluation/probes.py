@@ -86,12 +86,16 @@ _NAMES = re.compile(r"`[^`\n]{2,80}`|\b\d+(?:[.,]\d+)*\b")
 
 @dataclass(frozen=True, slots=True)
 class Probe:
+    """A fact of the original conversation that a compacted one should still hold, and its kind."""
+
     kind: str
     text: str
 
 
 @dataclass(frozen=True, slots=True)
 class KindScore:
+    """How many probes of one kind a compacted conversation kept, of how many."""
+
     kind: str
     kept: int
     total: int

@@ -131,6 +131,8 @@ class StrategySummary:
 
 @dataclass(frozen=True, slots=True)
 class EvalResult:
+    """Every run of ``eval``: the strategies in order and each strategy's run on each input."""
+
     strategies: tuple[str, ...]
     runs: tuple[StrategyRun, ...]
 

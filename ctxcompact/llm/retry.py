@@ -114,6 +114,8 @@ def retry_loop(
 
 @dataclass(frozen=True, slots=True)
 class Prompt:
+    """One request to a model: its system and user text and the most tokens of its reply."""
+
     model: str
     system: str
     user: str

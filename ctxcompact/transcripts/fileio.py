@@ -298,12 +298,13 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         raise
 
 
-def replace_cache_file(path: Path, data: bytes) -> None:
-    """A cache file's new content (a cache can always be rebuilt: no fsync). Written to a new
-    temp file with the umask's mode — never the old file's, which may be one a shared cache
-    folder let someone else write — and renamed over ``path``: over a symlink too, never
-    through it, so a link planted there cannot redirect the write to another file."""
-    tmp = write_temp(path, data, sync=False, keep_mode=False)
+def replace_cache_file(path: Path, data: bytes, *, durable: bool = False) -> None:
+    """A cache file's new content. Written to a new temp file with the umask's mode — never
+    the old file's, which may be one a shared cache folder let someone else write — and
+    renamed over ``path``: over a symlink too, never through it, so a link planted there
+    cannot redirect the write to another file. No fsync (a cache can be rebuilt) unless
+    ``durable``: an entry that cost money to make (a judge's reply)."""
+    tmp = write_temp(path, data, sync=durable, keep_mode=False)
     try:
         os.replace(tmp, path)
     except BaseException:

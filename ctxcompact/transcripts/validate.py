@@ -38,6 +38,8 @@ Severity = Literal["error", "warning"]
 
 @dataclass(frozen=True, slots=True)
 class Violation:
+    """A break of the API's rules at one message: its code, severity and what it is about."""
+
     code: str
     severity: Severity
     message_index: int

@@ -309,6 +309,8 @@ class KeyMessagesDetails:
 
 @dataclass(frozen=True, slots=True)
 class KeyMessagesResult:
+    """The messages ``key-messages`` kept, whether it changed anything, and its details."""
+
     messages: tuple[Message, ...]
     changed: bool
     details: KeyMessagesDetails
@@ -316,6 +318,8 @@ class KeyMessagesResult:
 
 @dataclass(slots=True)
 class _Work:
+    """The selection being built: each message's size, the indices kept, the edited ones."""
+
     messages: Sequence[Message]
     sizes: list[int]
     selected: set[int]

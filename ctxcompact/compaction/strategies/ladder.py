@@ -28,6 +28,8 @@ from ctxcompact.ir import Message
 
 @dataclass(frozen=True, slots=True)
 class LadderStep:
+    """One rung of the ladder: its tokens before and after, and whether its result was kept."""
+
     step: str
     tokens_before: int
     tokens_after: int

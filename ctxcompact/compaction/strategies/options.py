@@ -257,6 +257,8 @@ ACTIONS: tuple[str, ...] = ("truncate", "drop", "none")
 
 @dataclass(frozen=True, slots=True)
 class Rule:
+    """What to do with one type of item (truncate, drop, none), sparing the ``keep_recent`` newest; lower ``priority`` first."""
+
     item_type: ItemType
     action: Action
     keep_recent: int = 0

@@ -75,6 +75,8 @@ class AppliedEdit:
 
 @dataclass(frozen=True, slots=True)
 class PruneDetails:
+    """What ``prune`` cleared: tool uses, thinking turns, the tokens freed and the edits applied."""
+
     tool_uses_cleared: int = 0
     thinking_turns_cleared: int = 0
     tokens_freed: int = 0

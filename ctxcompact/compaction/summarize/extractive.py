@@ -141,18 +141,36 @@ def _goal_parts(facts: Facts, *, max_words: int) -> tuple[Part, ...]:
             tuple(f"- {c}" for c in facts.conclusions if c not in found),
             "last",
         ),
-        Part(FINDINGS_LABEL, tuple(_finding_item(f, cap=finding_cap) for f in facts.findings), "last"),
+        Part(FINDINGS_LABEL, _finding_items(facts.findings, cap=finding_cap), "last"),
         Part("What the agent reported at the end of each turn:", reports, "each", rank=2),
         Part("Key technical concepts:", (concepts,) if concepts else (), "first", rank=3),
         Part("Figures mentioned:", (", ".join(facts.figures),) if facts.figures else (), "first", rank=3),
     )
 
 
-def _finding_item(finding: Finding, *, cap: int) -> str:
-    """The agent's sentence, then what it read: ``label`` and the result lines it referred to."""
-    quoted = "; ".join(f"`{line}`" for line in finding.lines)
-    said = f"{clip_words(finding.sentence, cap)} — " if finding.sentence else ""
-    return f"- {said}{finding.label} showed: {quoted}"
+def _finding_items(findings: Sequence[Finding], *, cap: int) -> tuple[str, ...]:
+    """One item per sentence of the agent's: the sentence, then what it read — each result's
+    ``label`` and the lines it referred to. A sentence whose names several results hold (a
+    diff, a grep and a read of the same file) is written once, its results after it."""
+    items: list[str] = []
+    group: list[Finding] = []
+    for finding in findings:
+        if group and not (
+            finding.sentence and (finding.index, finding.sentence) == (group[0].index, group[0].sentence)
+        ):
+            items.append(_finding_item(group, cap=cap))
+            group = []
+        group.append(finding)
+    if group:
+        items.append(_finding_item(group, cap=cap))
+    return tuple(items)
+
+
+def _finding_item(group: Sequence[Finding], *, cap: int) -> str:
+    sentence = group[0].sentence
+    said = f"{clip_words(sentence, cap)} — " if sentence else ""
+    shown = "; ".join(f"{f.label} showed: " + "; ".join(f"`{line}`" for line in f.lines) for f in group)
+    return f"- {said}{shown}"
 
 
 def _file_parts(facts: Facts) -> tuple[Part, ...]:

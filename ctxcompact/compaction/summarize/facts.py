@@ -80,6 +80,8 @@ _CODE_SPAN = re.compile(r"`([A-Za-z_][\w.:/-]{2,60}(?:\(\))?)`")
 
 @dataclass(slots=True)
 class FileOps:
+    """The operations on one file, in order, and the message index of the last."""
+
     ops: list[str] = field(default_factory=list)
     last: int = 0
 
@@ -96,6 +98,8 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class ErrorNote:
+    """An error a tool call hit: where, which call, its error lines and how it ended."""
+
     index: int
     call: str
     lines: tuple[str, ...]
@@ -135,6 +139,8 @@ class Finding:
 
 @dataclass(slots=True)
 class Facts:
+    """What the extractive summary is written from, gathered from the replaced messages."""
+
     task: str = ""
     requests: list[Request] = field(default_factory=list)
     rules: list[str] = field(default_factory=list)

@@ -64,6 +64,8 @@ class Part:
 
 @dataclass(frozen=True, slots=True)
 class Section:
+    """One titled section of the summary and its parts."""
+
     title: str
     parts: tuple[Part, ...]
 
@@ -113,19 +115,29 @@ def _part_words(part: Part) -> int:
 def render(sections: Sequence[Section], *, max_words: int) -> str:
     """Markdown for ``sections``, at most ``max_words`` words when that is at least the
     headings' own words (they are always written)."""
-    # Headings, plus the two words of "None recorded." that a section trimmed empty may need.
+    # Headings, plus the two words a section with nothing left to show says (NOTHING or
+    # TRIMMED_EMPTY).
     fixed = sum(words(f"## {s.title}") + 2 for s in sections)
     labels = sum(words(p.label) for s in sections for p in s.parts if p.label and p.items)
     room = max(max_words - fixed - labels, 0)
+    fitted = list(sections)
     if sum(_part_words(p) for s in sections for p in s.parts) > room:
-        sections = _fit(sections, room)
+        fitted = _fit(sections, room)
     out: list[str] = []
-    for section in sections:
+    for section, before in zip(fitted, sections, strict=True):
         out.append(f"## {section.title}")
         body = [line for part in section.parts for line in _part_lines(part)]
-        out.append("\n".join(body) if body else "None recorded.")
+        had = any(part.items for part in before.parts)
+        out.append("\n".join(body) if body else TRIMMED_EMPTY if had else NOTHING)
         out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+#: A section with nothing to tell.
+NOTHING = "None recorded."
+#: A section whose items the word budget left no room for — never "None recorded.", which
+#: would tell the agent that nothing happened (no file read, no error).
+TRIMMED_EMPTY = "(all omitted)"
 
 
 def _part_lines(part: Part) -> list[str]:

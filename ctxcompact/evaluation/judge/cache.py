@@ -2,8 +2,11 @@
 
 A request's key is :func:`ctxcompact.batch.message_batches.custom_id` of (model, system, user,
 max_tokens) — everything that decides its answer; the reply's text is stored in
-``<dir>/<key>.txt``, written atomically (a crash leaves the old entry or none, never half of
-one). Only reply texts are stored: never the request, a header or the API key.
+``<dir>/<key>.txt``, written atomically and fsynced (a crash leaves the old entry or none, never
+half of one). Only reply texts are stored: never the request, a header or the API key.
+An entry is used only when it is a regular file of this user's that no other user may write,
+and a new one is renamed into place, never written through a symlink: a cache directory
+pointed at a shared folder can neither feed the judge's scores nor redirect a write.
 The default directory is ``$CTXCOMPACT_CACHE_DIR/judge``, else
 ``$XDG_CACHE_HOME/ctxcompact/judge``, else ``~/.cache/ctxcompact/judge``.
 """
@@ -15,9 +18,9 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from ctxcompact.config import cache_dir
+from ctxcompact.caches import cache_dir, read_own_cache_file
 from ctxcompact.errors import UsageError
-from ctxcompact.transcripts.fileio import write_atomic
+from ctxcompact.transcripts.fileio import replace_cache_file
 
 _KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -57,9 +60,10 @@ class JudgeCache:
         )
 
     def get(self, key: str) -> str | None:
-        """The cached reply, or None (also when the entry cannot be read)."""
+        """The cached reply, or None (also when the entry cannot be read, is a symlink, or is
+        not this user's alone)."""
         try:
-            return self._path(key).read_text(encoding="utf-8")
+            return read_own_cache_file(self._path(key)).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             return None
 
@@ -67,6 +71,6 @@ class JudgeCache:
         """Store ``text`` for ``key``; a directory that cannot be written is exit 2."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            write_atomic(self._path(key), text.encode("utf-8", "surrogatepass"))
+            replace_cache_file(self._path(key), text.encode("utf-8", "surrogatepass"), durable=True)
         except OSError as exc:
             raise self._unwritable(exc) from None

@@ -26,6 +26,8 @@ RETRY_NOTE = "\n\nYour previous reply could not be parsed. Reply with the JSON o
 
 @dataclass(frozen=True, slots=True)
 class Question:
+    """A probe question the judge wrote, and its kind."""
+
     kind: str
     text: str
 

@@ -65,6 +65,8 @@ class RunJudgement:
 
 @dataclass(frozen=True, slots=True)
 class JudgeResult:
+    """The judge's model and its judgement of every run."""
+
     model: str
     runs: tuple[RunJudgement, ...]
 

@@ -52,6 +52,8 @@ MAX_RESULT_CHARS = 8000
 
 @dataclass(frozen=True, slots=True)
 class JudgeSettings:
+    """The judge's model, questions per kind, and the most context it is sent."""
+
     model: str = DEFAULT_JUDGE_MODEL
     per_kind: int = DEFAULT_QUESTIONS_PER_KIND
     max_context_tokens: int = MAX_CONTEXT_TOKENS

@@ -19,9 +19,10 @@ from ctxcompact.transcripts.dialects.common import (
     plain_text,
     require_mapping,
 )
+from ctxcompact.transcripts.dialects.detect import ANTHROPIC_ROLES as ROLES
+from ctxcompact.transcripts.dialects.detect import looks_like_anthropic
 
 NAME = "anthropic"
-ROLES = ("system", "user", "assistant")
 
 
 def parse_records(records: Sequence[Any]) -> Parsed:
@@ -65,9 +66,7 @@ class AnthropicDialect(DialectDefaults):
     read_tools: tuple[tuple[str, str], ...] = (("read_file", "path"),)
 
     def looks_like(self, records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
-        """Every record is a message object with an Anthropic role (plain-text messages look
-        the same in OpenAI's dialect: ask that one first)."""
-        return all(isinstance(r, Mapping) and r.get("role") in ROLES for r in records)
+        return looks_like_anthropic(records, body)
 
     def parse(self, records: Sequence[Any]) -> Parsed:
         return parse_records(records)

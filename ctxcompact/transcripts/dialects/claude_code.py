@@ -36,34 +36,12 @@ from ctxcompact.transcripts.dialects.common import (
     plain_text,
     split_along,
 )
+from ctxcompact.transcripts.dialects.detect import CLAUDE_CODE_MESSAGE_TYPES as MESSAGE_TYPES
+from ctxcompact.transcripts.dialects.detect import looks_like_claude_code as looks_like
 from ctxcompact.transcripts.points import AppendedCompaction, CompactionPoint, ctxcompact_field, epoch_ms
 from ctxcompact.transcripts.recorded_usage import RecordedUsage, token_field
 
 NAME = "claude-code"
-MESSAGE_TYPES = ("user", "assistant")
-#: Entry types that only Claude Code writes: enough to recognise a session file.
-MARKER_TYPES = frozenset(
-    {"summary", "file-history-snapshot", "queue-operation", "progress", "pr-link", "system"}
-)
-
-
-def looks_like(records: Sequence[Any], body: Mapping[str, Any] | None = None) -> bool:
-    """True when the entries are Claude Code session entries rather than bare messages."""
-    for record in records[:50]:
-        if not isinstance(record, Mapping):
-            return False
-        if "role" in record:
-            return False
-        kind = record.get("type")
-        if kind in MESSAGE_TYPES and isinstance(record.get("message"), Mapping):
-            return True
-        if (
-            isinstance(kind, str)
-            and kind in MARKER_TYPES
-            and ("uuid" in record or "sessionId" in record or "leafUuid" in record or "messageId" in record)
-        ):
-            return True
-    return False
 
 
 def parse_records(records: Sequence[Any]) -> Parsed:

@@ -32,54 +32,14 @@ from ctxcompact.transcripts.dialects.common import (
     require_mapping,
     require_tool_id,
 )
+from ctxcompact.transcripts.dialects.detect import looks_like_openai as looks_like
 from ctxcompact.transcripts.jsontext import loads
 from ctxcompact.transcripts.recorded_usage import RecordedUsage, token_field
 
 NAME = "openai"
 _SYSTEM_ROLES = ("system", "developer")
-#: Content parts only OpenAI uses.
-_OPENAI_PARTS = ("image_url", "input_audio", "file")
-#: Content blocks only Anthropic's API uses: a record with one is not OpenAI's.
-_ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document")
 #: Anthropic blocks this dialect would read as its own tool calls and results: refused.
 _MIXED_BLOCKS = ("tool_use", "tool_result")
-#: Model id prefixes that say a plain-text request body is for an OpenAI-compatible API.
-_OPENAI_MODELS = ("gpt", "o1", "o3", "o4", "deepseek", "qwen")
-
-
-def looks_like(records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
-    """True when the records use OpenAI shapes.
-
-    The first record with a shape only one API uses decides: a ``tool`` / ``function`` /
-    ``developer`` role, ``tool_calls``, null assistant content or ``image_url`` parts say
-    OpenAI; an Anthropic-only block (``tool_use``, ``thinking``, ``image``…) says not. Plain
-    text messages are the same in both dialects: then the body's function-style tools or an
-    OpenAI-family model say OpenAI.
-    """
-    for record in records:
-        if not isinstance(record, Mapping):
-            continue
-        if record.get("role") in ("tool", "function", "developer") or record.get("tool_calls"):
-            return True
-        content = record.get("content")
-        if isinstance(content, list):
-            for block in content:
-                if isinstance(block, Mapping):
-                    if block.get("type") in _ANTHROPIC_BLOCKS:
-                        return False
-                    if block.get("type") in _OPENAI_PARTS:
-                        return True
-        elif content is None and record.get("role") == "assistant":
-            return True
-    if body is not None:
-        tools = body.get("tools")
-        if isinstance(tools, list) and tools and isinstance(tools[0], Mapping):
-            if tools[0].get("type") == "function" or "function" in tools[0]:
-                return True
-            if "input_schema" in tools[0]:
-                return False
-        return str(body.get("model", "")).startswith(_OPENAI_MODELS)
-    return False
 
 
 def parse_records(records: Sequence[Any]) -> Parsed:

@@ -29,6 +29,7 @@ from ctxcompact.errors import InputError
 from ctxcompact.ir import READ_PATHS, TEXT_ACTION, Block, Message, Source
 from ctxcompact.transcripts.dialects.codex.files import command_files
 from ctxcompact.transcripts.dialects.common import DialectDefaults, Parsed, content_blocks, require_mapping
+from ctxcompact.transcripts.dialects.detect import looks_like_text_action as looks_like
 from ctxcompact.transcripts.dialects.openai import response_usage
 from ctxcompact.transcripts.recorded_usage import RecordedUsage
 
@@ -40,24 +41,6 @@ _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 #: SWE-agent commands that name a file as their first argument, and what they do to it.
 _FILE_COMMANDS = {"open": "read", "create": "edit", "edit": "edit", "goto": "read"}
 _EDITOR_OPS = frozenset({"view", "create", "str_replace", "insert", "undo_edit"})
-
-
-def looks_like(records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
-    """A mini-swe-agent trajectory whose replies call no tool (its ``trajectory_format``), or
-    a SWE-agent ``.traj`` (its ``history`` beside its ``trajectory``)."""
-    if body is None:
-        return False
-    if isinstance(body.get("history"), list) and "trajectory" in body:
-        return True
-    fmt = body.get("trajectory_format")
-    return (
-        isinstance(fmt, str)
-        and fmt.startswith("mini-swe-agent")
-        and not any(
-            isinstance(r, Mapping) and isinstance(r.get("tool_calls"), list) and r["tool_calls"]
-            for r in records
-        )
-    )
 
 
 def parse_records(records: Sequence[Any]) -> Parsed:

@@ -14,13 +14,13 @@ from ctxcompact.transcripts.dialects.codex.read import (
     KEEP_USER_TOKENS,
     NAME,
     instructions,
-    looks_like,
     parse_records,
     session_cwd,
     session_model,
 )
 from ctxcompact.transcripts.dialects.codex.write import finalize_records, render_message
 from ctxcompact.transcripts.dialects.common import Parsed
+from ctxcompact.transcripts.dialects.detect import looks_like_codex as looks_like
 from ctxcompact.transcripts.points import CompactionPoint
 from ctxcompact.transcripts.recorded_usage import RecordedUsage
 

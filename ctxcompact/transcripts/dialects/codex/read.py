@@ -48,8 +48,6 @@ from ctxcompact.transcripts.dialects.common import Parsed, json_kind
 from ctxcompact.transcripts.jsontext import loads
 
 NAME = "codex"
-#: The rollout line types Codex writes.
-LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 #: Codex keeps the newest user messages up to this many approximate tokens when it compacts.
 KEEP_USER_TOKENS = 20_000
 
@@ -67,25 +65,6 @@ PART_KEY = "codex_part"
 #: ``metadata``, so the writer wraps a changed output the same way. The block's content is
 #: the output text, and a non-zero ``exit_code`` makes it ``is_error``.
 ENVELOPE_KEY = "codex_metadata"
-
-
-def looks_like(records: Sequence[Any], body: Mapping[str, Any] | None = None) -> bool:
-    """True when the first lines are all rollout-shaped (``{"type": str, "payload"}``) and
-    one of them is a line type Codex writes. Newer versions add line types (0.169:
-    ``world_state``, ``token_usage_record``), so an unknown type among them does not make
-    the file something else."""
-    if body is not None:
-        return False
-    head = records[:20]
-    return (
-        bool(head)
-        and all(_is_line(r) for r in head)
-        and any(r.get("type") in LINE_TYPES for r in head if isinstance(r, Mapping))
-    )
-
-
-def _is_line(record: Any) -> bool:
-    return isinstance(record, Mapping) and "payload" in record and isinstance(record.get("type"), str)
 
 
 # --- the live history ---------------------------------------------------------------------------
