@@ -344,3 +344,24 @@ def test_single_task_runs_fit_50k_keep_the_last_three_turns_and_use_a_quarter(
 
 def test_corpus_ids_name_real_files() -> None:
     assert all(p.is_relative_to(CORPUS) for _, p, _ in _cuts())
+
+
+@pytest.mark.parametrize(("steps", "window"), [(30, "64000"), (200, "40000")])
+def test_masking_in_chunks_is_masking_pair_by_pair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, steps: int, window: str
+) -> None:
+    """The stubs of several pairs are written and counted together (two counter calls a
+    chunk): the same masks, sizes and stats as one pair at a time — where masking stops
+    inside a chunk (30 steps: it fits) and where it masks everything (200: a summary too)."""
+    from ctxcompact.compaction.strategies import hybrid
+
+    messages = _loop(steps, lines=40)
+    args = ("--auto", "-w", window, "--summarizer", "extractive")
+    out, stats = _compact(tmp_path, messages, *args, name="chunked.json")
+    monkeypatch.setattr(hybrid, "MASK_CHUNK", 1)
+    single_out, single_stats = _compact(tmp_path, messages, *args, name="single.json")
+    assert out == single_out
+    assert stats.pop("archive_path") != single_stats.pop("archive_path")  # the only difference
+    assert stats == single_stats
+    masked = stats["steps"][0]["steps"][0]["results_masked"]
+    assert 0 < masked < steps if steps == 30 else masked > 0

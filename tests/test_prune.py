@@ -8,8 +8,11 @@ from typing import Any
 
 import pytest
 from conftest import SAMPLES, corpus_files, requires_corpus
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxcompact.accounting.tokens import EstimateCounter, count_tokens
+from ctxcompact.compaction import masking
 from ctxcompact.compaction.masking import stub_text
 from ctxcompact.compaction.strategies.prune import PLACEHOLDER_PREFIX, prune_tool_outputs
 from ctxcompact.errors import UsageError
@@ -281,3 +284,22 @@ def test_corpus_prune_is_valid(path: Any) -> None:
             assert not errors_only(validate_messages(result.messages, dialect=conv.dialect))
             before = count_tokens(conv.messages, counter=COUNTER).total
             assert count_tokens(result.messages, counter=COUNTER).total <= before
+
+
+_STATUS_PARTS = [
+    "<returncode>", "</returncode>", "<returncode>2</returncode>", "exit code", "Exit code: ", "Exit code 3",
+    "Exited", "Process exited with code ", "exited", "xit", " 1", "-3", "0", "a", "_", " ", "\n", "code", ":",
+]  # fmt: skip
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(_STATUS_PARTS), max_size=10))
+def test_a_stubs_exit_status_is_looked_for_from_its_first_word_with_the_same_answer(parts: list[str]) -> None:
+    """The exit status is searched from where its first word could open a match (not at every
+    position of the output's head): the same match as a search of the whole head."""
+    head = "".join(parts)
+    whole = masking._RETURNCODE.search(head)
+    from_word = masking._RETURNCODE.search(head, masking._returncode_from(head))
+    assert (whole and (whole.span(), whole.groups())) == (
+        from_word and (from_word.span(), from_word.groups())
+    )

@@ -302,3 +302,49 @@ def test_a_piped_eval_does_not_import_rich(tmp_path: Path, files: int) -> None:
     assert proc.returncode == 0 and "prune" in proc.stdout, proc.stderr
     loaded = proc.stderr.splitlines()[-1]
     assert loaded.startswith("LOADED") and "'rich'" not in loaded, loaded
+
+
+EXIT_PROBE = textwrap.dedent(
+    """
+    import atexit, sys
+    sys.argv = ["ctxcompact", *sys.argv[1:]]
+    atexit.register(lambda: print("exit handler ran", file=sys.stderr))
+    from ctxcompact.__main__ import run
+    run()
+    print("not reached", file=sys.stderr)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "status", "stdout"),
+    [
+        (["count", "SAMPLE", "--json"], 0, '"total"'),
+        (["--version"], 0, f"ctxcompact {__version__}"),
+        (["count", "no-such-file.json"], 2, ""),
+        (["count", "--no-such-option"], 2, ""),
+    ],
+)
+def test_the_process_ends_with_its_output_its_status_and_its_exit_handlers(
+    tmp_path: Path, argv: list[str], status: int, stdout: str
+) -> None:
+    """The console script ends a finished command without tearing the interpreter down
+    (``__main__.run``): what it printed, still buffered, is all there, its exit status is the
+    command's, and the exit handlers ran (the dataclass cache is saved by one) — once."""
+    from conftest import SAMPLES
+
+    argv = [str(SAMPLES / "anthropic-session.json") if a == "SAMPLE" else a for a in argv]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    proc = subprocess.run(
+        [sys.executable, "-c", EXIT_PROBE, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == status, proc.stderr
+    assert stdout in proc.stdout
+    assert proc.stderr.count("exit handler ran") == 1 and "not reached" not in proc.stderr, proc.stderr
+    if stdout.startswith('"'):
+        assert json.loads(proc.stdout)["total"] > 0  # the whole document, flushed

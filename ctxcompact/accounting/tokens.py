@@ -358,6 +358,18 @@ def message_totals(messages: Sequence[Message], counter: TokenCounter) -> list[i
     return totals
 
 
+def edited_total(edited: Message, total: int, delta: int, counter: TokenCounter) -> int:
+    """The total of ``edited`` — a message whose blocks were replaced, counting ``total``
+    before, where the new blocks count ``delta`` tokens more than the old (:func:`block_tokens`
+    of each; a message's total is :data:`MESSAGE_OVERHEAD` plus its blocks') — noted for
+    :func:`message_totals`' look-up by identity, so a rewrite that knows its blocks' counts
+    never counts the message again."""
+    new_total = total + delta
+    if isinstance(counter, CachedCounter):
+        counter.message_sizes[id(edited)] = (edited, new_total)
+    return new_total
+
+
 def _message_preview(message: Message) -> str:
     for block in message.content:
         kind = block.get("type")

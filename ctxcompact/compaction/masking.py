@@ -103,13 +103,24 @@ def outcome_of(result: Block) -> str:
     holds nothing)."""
     text = tool_result_text(result)
     head = text[:2_000]
-    # Each alternative holds "<returncode>" or "xit": looked up before the regex scans it all.
-    code = _RETURNCODE.search(head) if "<returncode>" in head or "xit" in head else None
+    code = (
+        _RETURNCODE.search(head, _returncode_from(head)) if "<returncode>" in head or "xit" in head else None
+    )
     status = next((int(g) for g in code.groups() if g is not None), 0) if code else 0
     failed = bool(result.get("is_error")) or status != 0
     first = next((line for line in lines_of(text) if line.strip() and not _FRAMING.match(line)), "")
     label = ("error" if failed else "ok") + (f" (exit {status})" if status else "")
     return f"{label}: {_clip(first, _OUTCOME_CHARS)}" if first else (label if failed else "ok, empty")
+
+
+def _returncode_from(head: str) -> int:
+    """Where :data:`_RETURNCODE`'s first match may start: each alternative holds
+    ``<returncode>`` or ``xit`` (``Exit code``, ``exited``) at most 9 characters in, so the
+    regex is not tried at every position before the first of them (``\\b`` still sees the
+    character before the start)."""
+    tag, word = head.find("<returncode>"), head.find("xit")
+    starts = [at for at in (tag, word - 9 if word >= 0 else -1) if at != -1]
+    return max(min(starts), 0) if starts else 0
 
 
 def _clip(text: str, limit: int) -> str:

@@ -31,12 +31,13 @@ summary is written only for what masking cannot make fit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import accumulate
 from typing import Any, cast
 
-from ctxcompact.accounting.tokens import block_tokens
+from ctxcompact.accounting.counters import TokenCounter
+from ctxcompact.accounting.tokens import block_tokens, edited_total
 from ctxcompact.compaction.masking import is_stub, masked_result, stub_text
 from ctxcompact.compaction.pins import message_tokens, protected_part
 from ctxcompact.compaction.strategies import Strategy
@@ -192,44 +193,105 @@ def _mask(
     ``budget``; a masked call's oversized input becomes a preview."""
     counter = context.counter
     total = sum(plan.sizes[counted_from:])  # kept as masks change it: one sum, not one per pair
-    for pair in pairs:
+    candidates = [
+        pair
+        for pair in pairs
+        if pair.results
+        and max(pair.use[0], *(i for i, _ in pair.results)) < end
+        and not any(i in keep for i in (pair.use[0], *(i for i, _ in pair.results)))
+    ]
+    for chunk in _chunks(candidates):
         if total <= budget:
             return
-        indices = [pair.use[0], *(i for i, _ in pair.results)]
-        if max(indices) >= end or any(i in keep for i in indices) or not pair.results:
-            continue
-        use = plan.messages[pair.use[0]].content[pair.use[1]]
-        shown = use.get("arguments", use.get("input"))
-        results = [(pos, plan.messages[pos[0]].content[pos[1]]) for pos in pair.results]
-        results = [(pos, block) for pos, block in results if not is_stub(block.get("content"))]
-        # Two counter calls a pair (the results, then their stubs and the input), not 2n + 1.
-        result_tokens = block_tokens([block for _, block in results], counter)
-        stubs = [
-            masked_result(block, stub_text(pair.name, shown, block, tokens))
-            for (_, block), tokens in zip(results, result_tokens, strict=True)
+        for pair, (use, results, result_tokens, stubs, stub_tokens, input_tokens) in zip(
+            chunk, _stubs(plan, chunk, counter), strict=True
+        ):
+            if total <= budget:
+                return
+            # Each change with the tokens it saves: a message's total is the sum of its blocks'
+            # (plus its overhead), so the new totals follow without counting the messages again.
+            changes: dict[tuple[int, int], tuple[Block, int]] = {
+                pos: (stub, new - old)
+                for (pos, _), stub, old, new in zip(results, stubs, result_tokens, stub_tokens, strict=True)
+                if new < old
+            }
+            if changes and input_tokens > INPUT_PREVIEW_OVER:
+                preview = preview_tool_input(use, input_tokens, INPUT_PREVIEW_TOKENS, counter)
+                changes[pair.use] = (preview, block_tokens([preview], counter)[0] - input_tokens)
+            if changes:
+                rows = [i for i in sorted({i for i, _ in changes}) if i >= counted_from]
+                before = sum(plan.sizes[i] for i in rows)
+                _apply(plan, changes, context)
+                total += sum(plan.sizes[i] for i in rows) - before
+                plan.masked += sum(1 for pos in changes if pos != pair.use)
+
+
+#: One masking pass writes and counts the stubs of this many pairs at a time (two counter
+#: calls a chunk, not two a pair); at most this many are written past the pair that makes
+#: the plan fit.
+MASK_CHUNK = 64
+
+_Stubs = tuple[Block, list[tuple[tuple[int, int], Block]], list[int], list[Block], list[int], int]
+
+
+def _chunks(pairs: Sequence[ToolPair]) -> Iterator[list[ToolPair]]:
+    """``pairs`` in runs of at most :data:`MASK_CHUNK` whose results are all different blocks
+    (two uses of one id answered by the same result: the second sees the first's stub)."""
+    chunk: list[ToolPair] = []
+    seen: set[tuple[int, int]] = set()
+    for pair in pairs:
+        if len(chunk) == MASK_CHUNK or seen.intersection(pair.results):
+            yield chunk
+            chunk, seen = [], set()
+        chunk.append(pair)
+        seen.update(pair.results)
+    if chunk:
+        yield chunk
+
+
+def _stubs(plan: _Plan, chunk: Sequence[ToolPair], counter: TokenCounter) -> list[_Stubs]:
+    """For each pair of ``chunk``: its use block, its results not masked yet (with their
+    positions), their tokens, their stubs, the stubs' tokens and the use's — as the plan holds
+    them now (masking a pair changes its own blocks only)."""
+    uses = [plan.messages[pair.use[0]].content[pair.use[1]] for pair in chunk]
+    found = [
+        [
+            (pos, block)
+            for pos in pair.results
+            if not is_stub((block := plan.messages[pos[0]].content[pos[1]]).get("content"))
         ]
-        *stub_tokens, input_tokens = block_tokens([*stubs, use], counter)
-        changes: dict[tuple[int, int], Block] = {
-            pos: stub
-            for (pos, _), stub, old, new in zip(results, stubs, result_tokens, stub_tokens, strict=True)
-            if new < old
-        }
-        if changes and input_tokens > INPUT_PREVIEW_OVER:
-            changes[pair.use] = preview_tool_input(use, input_tokens, INPUT_PREVIEW_TOKENS, counter)
-        if changes:
-            rows = [i for i in sorted({i for i, _ in changes}) if i >= counted_from]
-            before = sum(plan.sizes[i] for i in rows)
-            _apply(plan, changes, context)
-            total += sum(plan.sizes[i] for i in rows) - before
-            plan.masked += sum(1 for pos in changes if pos != pair.use)
+        for pair in chunk
+    ]
+    counts = iter(block_tokens([block for results in found for _, block in results], counter))
+    result_tokens = [[next(counts) for _ in results] for results in found]
+    stubs = [
+        [
+            masked_result(block, stub_text(pair.name, use.get("arguments", use.get("input")), block, tokens))
+            for (_, block), tokens in zip(results, counted, strict=True)
+        ]
+        for pair, use, results, counted in zip(chunk, uses, found, result_tokens, strict=True)
+    ]
+    counts = iter(
+        block_tokens(
+            [b for pair_stubs, use in zip(stubs, uses, strict=True) for b in (*pair_stubs, use)], counter
+        )
+    )
+    out: list[_Stubs] = []
+    for use, results, counted, pair_stubs in zip(uses, found, result_tokens, stubs, strict=True):
+        stub_tokens = [next(counts) for _ in pair_stubs]
+        out.append((use, results, counted, pair_stubs, stub_tokens, next(counts)))
+    return out
 
 
-def _apply(plan: _Plan, changes: dict[tuple[int, int], Block], context: StrategyContext) -> None:
+def _apply(plan: _Plan, changes: dict[tuple[int, int], tuple[Block, int]], context: StrategyContext) -> None:
     for i in sorted({i for i, _ in changes}):
         message = plan.messages[i]
-        content = [changes.get((i, j), block) for j, block in enumerate(message.content)]
+        content = [
+            changes[(i, j)][0] if (i, j) in changes else block for j, block in enumerate(message.content)
+        ]
+        delta = sum(d for (k, _), (_, d) in changes.items() if k == i)
         plan.messages[i] = message.with_content(content)
-        plan.sizes[i] = message_tokens([plan.messages[i]], context.counter)[0]
+        plan.sizes[i] = edited_total(plan.messages[i], plan.sizes[i], delta, context.counter)
 
 
 def _summary_floor(budget: int) -> int:

@@ -196,8 +196,13 @@ def error_lines(text: str) -> list[str]:
     else:
         matching = (line for line in _candidate_lines(text) if is_error_line(line))
     for line in matching:
-        line = _PYTEST_E.sub("", line).strip(" =")
-        line = line.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
+        # Each rewrite only where its text is (a C look-up per line, not a regex call).
+        if "E" in line:
+            line = _PYTEST_E.sub("", line)
+        line = line.strip(" =")
+        if "tool_use_error>" in line:
+            line = line.replace("<tool_use_error>", "").replace("</tool_use_error>", "")
+        line = line.strip()
         if line:
             found.setdefault(line, None)
     informative = [line for line in found if not line.startswith("Traceback")]
@@ -213,19 +218,27 @@ def _ascii_error_lines(text: str) -> list[str]:
     low = text.lower()
     starts = [0] if _ERROR_HEAD_FIRST_LINE.match(low) else []
     starts += [m.start() + 1 for m in _ERROR_HEAD_AFTER_BREAK.finditer(low)]
-    head = set(starts)
+    # The lines found by a word alone, in order of their word: made into a set, and the
+    # starts sorted, only when there is one (an error on every line of a long log found them
+    # all by their start: no set and no sort of 100,000 positions then).
+    more: list[int] = []
+    head: set[int] | None = None
     for word in _ERROR_ANYWHERE_WORDS:
         at = low.find(word)
         while at >= 0:
             start = low.rfind("\n", 0, at) + 1
             end = low.find("\n", at)
             end = len(low) if end < 0 else end
+            if head is None:
+                head = set(starts)
             if start not in head and _ERROR_ANYWHERE_LOWERED.search(low, start, end):
                 head.add(start)
-                starts.append(start)
+                more.append(start)
             at = low.find(word, end)
+    if more:
+        starts = sorted(starts + more)
     lines = []
-    for start in sorted(starts):
+    for start in starts:
         end = text.find("\n", start)
         lines.append(text[start:] if end < 0 else text[start:end])
     return lines
