@@ -283,6 +283,27 @@ def test_a_compaction_imports_only_the_strategy_it_runs(
     assert loaded <= modules and not (not_loaded & modules), sorted(not_loaded & modules)
 
 
+@pytest.mark.parametrize("files", [1, 2])
+def test_a_piped_eval_does_not_import_rich(tmp_path: Path, files: int) -> None:
+    """eval's table on a pipe is plain text, and its progress bar is drawn only on a terminal
+    (for two files or more): on a pipe rich is not loaded, as for the other commands."""
+    from conftest import SAMPLES
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    argv = ["eval", *[str(SAMPLES / "anthropic-session.json")] * files, "--strategy", "prune", "--jobs", "1"]
+    proc = subprocess.run(
+        [sys.executable, "-c", COMMAND_PROBE, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0 and "prune" in proc.stdout, proc.stderr
+    loaded = proc.stderr.splitlines()[-1]
+    assert loaded.startswith("LOADED") and "'rich'" not in loaded, loaded
+
+
 EXIT_PROBE = textwrap.dedent(
     """
     import atexit, sys

@@ -3,9 +3,7 @@ adds on top of a block's text (the rules are listed in :mod:`ctxcompact.accounti
 
 from __future__ import annotations
 
-import base64
 import math
-import struct
 from collections.abc import Mapping
 
 from ctxcompact.ir import Block
@@ -29,6 +27,9 @@ def image_tokens(block: Block) -> int:
 
 def image_size(data_b64: str) -> tuple[int, int] | None:
     """Width and height from the first bytes of a base64 PNG, GIF, WebP or JPEG."""
+    import base64  # (and struct: only a transcript with an image loads them)
+    import struct
+
     try:
         head = base64.b64decode(data_b64[:64_000] + "=" * (-len(data_b64[:64_000]) % 4), validate=False)
     except ValueError:
@@ -70,6 +71,8 @@ def document_pieces(block: Block) -> tuple[list[str], int]:
         if source.get("type") == "text":
             return [str(source.get("data", ""))], 0
         if source.get("type") == "base64" and source.get("media_type") == "application/pdf":
+            import base64
+
             try:
                 pdf = base64.b64decode(str(source.get("data", "")), validate=False)
             except ValueError:

@@ -177,7 +177,8 @@ def resolve_model(
 #: (``-20250929``, ``-2024-08-06``, ``.1``, ``-v1:0``), a size or quantization tag (``:8b``,
 #: ``-30b-a3b``, ``-q4_k_m``, ``-fp8``), or a release word (``-latest``, ``-preview``,
 #: ``-instruct``). Anything else (``gpt-5`` + ``-turbo-xl``) is another model, not this one.
-_VARIANT_PART = re.compile(
+#: (Compiled on first use, through re's cache: a run that names no model never needs it.)
+_VARIANT_PART = (
     r"\d[\w.]*|v\d[\w:.]*|\d+[bkm]|a\d+b|q\d\w*|fp\d+|bf16|int\d|awq|gptq|gguf|hf|it"
     r"|latest|preview|exp|experimental|instruct|chat|online"
 )
@@ -193,7 +194,7 @@ def is_variant(rest: str, *, family: bool = False) -> bool:
         return False
     if family:
         return True
-    return all(_VARIANT_PART.fullmatch(part) for part in re.split(r"[-:@]", rest[1:]) if part) and bool(
+    return all(re.fullmatch(_VARIANT_PART, part) for part in re.split(r"[-:@]", rest[1:]) if part) and bool(
         rest[1:].strip("-_:@.")
     )
 

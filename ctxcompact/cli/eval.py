@@ -21,7 +21,7 @@ from ctxcompact.cli.options import (
     MaxInputBytes,
 )
 from ctxcompact.cli.options.compaction import (
-    Jobs,
+    EvalJobs,
     StrategyList,
     TargetRatio,
     TargetTokens,
@@ -78,7 +78,7 @@ def eval_command(
     target_tokens: TargetTokens = None,
     target_ratio: TargetRatio = None,
     globs: Globs = None,
-    jobs: Jobs = None,
+    jobs: EvalJobs = None,
     fmt: FormatOption = None,
     max_input_bytes: MaxInputBytes = DEFAULT_MAX_INPUT_BYTES,
     judge: Annotated[
@@ -142,7 +142,6 @@ def eval_command(
     from ctxcompact.batch.workers import default_jobs
     from ctxcompact.compaction.options import CompactOptions
     from ctxcompact.evaluation.files import EvalSettings, evaluate_inputs
-    from ctxcompact.output.rich.batch import files_progress
 
     deadline_at = deadline_in(deadline)
     ensure_writable_dir(html, "--html")
@@ -166,7 +165,7 @@ def eval_command(
         _check_judge_key(judge)  # exit 2 before any work
     streams = streams_for(ctx)
     paths = [i.path for i in expand_batch_inputs(files, streams.terminal, globs=globs or ())]
-    with files_progress(streams.err, len(paths), "evaluating") as advance:
+    with streams.files_progress(len(paths), "evaluating") as advance:
         batch = evaluate_inputs(
             paths,
             settings,

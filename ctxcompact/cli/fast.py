@@ -16,8 +16,9 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from ctxcompact.cli import COMMANDS, FAST_COMMANDS
 from ctxcompact.cli.common import traceback_wanted
@@ -32,7 +33,8 @@ class Declined(Exception):
     """The command line is not one this path is sure to read as click would."""
 
 
-class Parameter(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Parameter:
     """One parameter as the Typer app builds it (see :mod:`ctxcompact.cli.declared`)."""
 
     name: str
@@ -44,7 +46,10 @@ class Parameter(NamedTuple):
     multiple: bool
 
 
-class _Command(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Command:
+    """What a command reads of click's command: its parameters."""
+
     params: list[Parameter]
 
 

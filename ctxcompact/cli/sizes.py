@@ -12,12 +12,13 @@ import re
 from typing import Any
 
 _UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
-_SIZE = re.compile(r"(?P<number>\d+(?:[.,_]\d+)*)\s*(?P<unit>[kmg]i?)?b?", re.IGNORECASE)
+#: Compiled on first use (through re's cache): most runs parse no size.
+_SIZE = r"(?i)(?P<number>\d+(?:[.,_]\d+)*)\s*(?P<unit>[kmg]i?)?b?"
 
 
 def parse_size(text: str) -> int:
     """``text`` as a whole number; ValueError when it is not a size."""
-    match = _SIZE.fullmatch(text.strip())
+    match = re.fullmatch(_SIZE, text.strip())
     if match is None:
         raise ValueError(text)
     number = match["number"].replace("_", "")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -189,6 +190,16 @@ class Streams:
         else:
             draw()
 
+    def files_progress(self, total: int, doing: str) -> AbstractContextManager[Callable[[str], None]]:
+        """``advance(name)``, to call as each of ``total`` files is done: a transient Rich bar
+        on a terminal's stderr for two files or more; nothing otherwise (a pipe gets the
+        command's result, which is what a log needs) — and rich is not imported."""
+        if not self.terminal.stderr.is_terminal or total < 2:
+            return nullcontext(_ignore)
+        from ctxcompact.output.rich.batch import files_progress
+
+        return files_progress(self.err, total, doing)
+
     def write_stderr(self, text: str) -> None:
         """Plain text on stderr; a reader that went away is no reason to fail (as Rich's)."""
         file = self.terminal.stderr.file
@@ -197,3 +208,7 @@ class Streams:
             file.flush()
         except (BrokenPipeError, ValueError):
             pass
+
+
+def _ignore(_name: str) -> None:
+    pass

@@ -122,13 +122,14 @@ def _parse(raw: bytes, *, name: str, dialect: str | None) -> Transcript:
             chosen = dialect or DEFAULT_DIALECT.name
             return Transcript(name, "jsonl", [], (_conversation(name, [], chosen, None),))
         raise InputError("is empty; expected a JSON array of messages, a request body or JSONL.")
+    # JSONL when the first line is an object on its own and more follows: then the whole is
+    # not one JSON document, and reading it as one (a second pass over a large session) is spared.
+    first_line, _, rest = text_start.partition(b"\n")
+    if text_start[:1] == b"{" and rest.strip() and _loads(first_line)[1] is None:
+        return _from_lines(name, raw, dialect)
     root, err = _loads(raw)
     if err is None:
         return _from_root(name, root, dialect)
-    # Not one JSON document: JSONL when the first line parses on its own.
-    first_line = text_start.split(b"\n", 1)[0]
-    if text_start[:1] == b"{" and _loads(first_line)[1] is None:
-        return _from_lines(name, raw, dialect)
     raise InputError(f"invalid JSON at {err}.")
 
 

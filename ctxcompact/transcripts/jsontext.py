@@ -41,6 +41,8 @@ _ZERO, _MINUS, _SPACE = ord("0"), ord("-"), ord(" ")
 _BEFORE = frozenset(b"<,")
 _AFTER = frozenset(b"|, ")
 _RUN = b"0" * 17
+#: In the shape: a mantissa's last digit, ``e`` and an exponent of three digits (or more).
+_EXPONENT = re.compile(rb"0e-?000")
 _SCAN_CHUNK = 1 << 20
 _SCAN_OVERLAP = 64
 _INT64_MIN = -(2**63)
@@ -149,8 +151,11 @@ def _may_hold_inexact_numbers(raw: bytes) -> bool:
     dots (an integer past 64 bits, a mantissa past what a double holds) or an exponent of three
     digits or more (``1e-400`` reads as 0). A cheap byte scan, in chunks so that a large input
     costs no second copy of itself; it errs on the side of the exact (slower) reader."""
+    if len(raw) <= _SCAN_CHUNK:
+        shape = raw.translate(_NUMBER_SHAPE)
+        return _RUN in shape or _long_exponent(shape)
     view = memoryview(raw)
-    for start in range(0, max(len(raw), 1), _SCAN_CHUNK):
+    for start in range(0, len(raw), _SCAN_CHUNK):
         chunk = bytes(view[max(0, start - _SCAN_OVERLAP) : start + _SCAN_CHUNK]).translate(_NUMBER_SHAPE)
         if _RUN in chunk or _long_exponent(chunk):
             return True
@@ -160,25 +165,23 @@ def _may_hold_inexact_numbers(raw: bytes) -> bool:
 def _long_exponent(shape: bytes) -> bool:
     """A number with an exponent of 3+ digits: in the shape, ``<`` or ``,`` (white space
     allowed), a mantissa, ``e000`` or ``e-000``, then ``|`` or ``,`` — so a git hash such as
-    ``7e96606`` inside a string does not count."""
-    for pattern in (b"e000", b"e-000"):
-        at = shape.find(pattern)
-        while at >= 0:
-            end = at + len(pattern)
-            while end < len(shape) and shape[end] == _ZERO:
-                end += 1
-            start = at
-            while start > 0 and shape[start - 1] == _ZERO:
-                start -= 1
-            mantissa = start < at
-            if start > 0 and shape[start - 1] == _MINUS:
-                start -= 1
-            while start > 0 and shape[start - 1] == _SPACE:
-                start -= 1
-            before_ok = start == 0 or shape[start - 1] in _BEFORE
-            if mantissa and before_ok and (end == len(shape) or shape[end] in _AFTER):
-                return True
-            at = shape.find(pattern, end)
+    ``7e96606`` inside a string does not count. Each place :data:`_EXPONENT` finds is checked
+    around (a later place that overlaps one found has an ``e`` in its mantissa: never one)."""
+    for match in _EXPONENT.finditer(shape):
+        end = match.end()
+        while end < len(shape) and shape[end] == _ZERO:
+            end += 1
+        if end < len(shape) and shape[end] not in _AFTER:
+            continue
+        start = match.start()
+        while start > 0 and shape[start - 1] == _ZERO:
+            start -= 1
+        if start > 0 and shape[start - 1] == _MINUS:
+            start -= 1
+        while start > 0 and shape[start - 1] == _SPACE:
+            start -= 1
+        if start == 0 or shape[start - 1] in _BEFORE:
+            return True
     return False
 
 

@@ -127,3 +127,21 @@ def test_kept_records_and_the_archive_keep_every_number(tmp_path: Path) -> None:
     assert full.exit_code == 0, full.stderr
     archived = "".join(p.read_text() for p in archive.iterdir())
     assert _literals(archived) == _literals(source.read_text())
+
+
+#: What ``_long_exponent`` looks for in a number's shape, written as one pattern: a mantissa
+#: (after the start, ``<`` or ``,`` and spaces) with an exponent of three digits or more,
+#: then the end, ``|``, ``,`` or a space. The function is a faster scan for the same places.
+_LONG_EXPONENT_SHAPE = re.compile(rb"(?:\A|[<,]) *-?0+e-?000+(?=[|, ]|\Z)")
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([b"<", b",", b"|", b" ", b"-", b"0", b"000", b"e", b"e-", b"x"]), max_size=16
+    ).map(b"".join)
+)
+def test_the_exponent_scan_finds_what_its_pattern_does(shape: bytes) -> None:
+    from ctxcompact.transcripts.jsontext import _long_exponent
+
+    assert _long_exponent(shape) == bool(_LONG_EXPONENT_SHAPE.search(shape))

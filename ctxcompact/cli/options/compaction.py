@@ -126,6 +126,18 @@ Jobs = Annotated[
         show_default=False,
     ),
 ]
+#: ``eval``'s: the processes share out files, or one file's strategies.
+EvalJobs = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=1,
+        help="Files evaluated in parallel processes; one file has its strategies shared out over "
+        "them instead (at most one per core) [default: the CPU count].",
+        show_default=False,
+    ),
+]
 
 
 # --- many files (compact's batches) ----------------------------------------------------------

@@ -75,11 +75,9 @@ def _progress_line(console: Console, event: BatchProgress) -> None:
 
 @contextmanager
 def files_progress(console: Console, total: int, doing: str) -> Iterator[Callable[[str], None]]:
-    """A transient Rich bar over ``total`` files on a terminal (nothing otherwise: the
-    command's result is what a log needs); yields ``advance(name)``, called as each is done."""
-    if not console.is_terminal or total < 2:
-        yield lambda _name: None
-        return
+    """A transient Rich bar over ``total`` files, on a terminal (the caller decides:
+    :meth:`ctxcompact.cli.streams.Streams.files_progress`); yields ``advance(name)``, called as
+    each is done."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
