@@ -17,12 +17,19 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
 from ctxcompact.compaction.summarize.layout import clip_words
 from ctxcompact.compaction.summarize.scripts import python_scripts, script_edits
-from ctxcompact.compaction.summarize.shell_files import PATH_FIELDS, argv_command, command_texts, path_after
+from ctxcompact.compaction.summarize.shell_files import (
+    PATH_FIELDS,
+    REMEMBERED_COMMAND_CHARS,
+    argv_command,
+    command_texts,
+    path_after,
+)
 from ctxcompact.compaction.summarize.statements import texts
 from ctxcompact.ir import Block, Message
 
@@ -74,7 +81,8 @@ def target(block: Block) -> str:
             if isinstance(value, str):
                 return value
     commands = command_texts(tool_input)
-    return commands[0].split()[0] if commands and commands[0].split() else ""
+    first = commands[0].split(maxsplit=1) if commands else []  # not every word of a heredoc
+    return first[0] if first else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +148,17 @@ def edits(block: Block) -> Iterator[tuple[str, str, str | None, str]]:
             yield from _replacement(path, name, tool_input)
             return
     for command in command_texts(tool_input):
-        yield from _shell_edits(command)
+        if len(command) <= REMEMBERED_COMMAND_CHARS:
+            yield from _remembered_shell_edits(command)
+        else:
+            yield from _shell_edits(command)
+
+
+@lru_cache(maxsize=512)
+def _remembered_shell_edits(command: str) -> tuple[tuple[str, str, str | None, str], ...]:
+    """:func:`_shell_edits` of a short command, read once per process (see
+    :data:`~.shell_files.REMEMBERED_COMMAND_CHARS`)."""
+    return tuple(_shell_edits(command))
 
 
 def _replacement(

@@ -175,7 +175,13 @@ def last_output_line(text: str) -> str:
 def failure_lines(text: str) -> list[str]:
     """What to show of a failed command: its error lines (:func:`error_lines`), else its first
     line of three words or more and its last line, the harness's frame left out."""
-    found = [line for line in error_lines(output_of(text)) if exit_status(line) is None]
+    # A line without "xit" (exit, Exit, exited) or "<returncode>" states no exit status: it
+    # is kept without a call of exit_status, once per error line of a long log.
+    found = [
+        line
+        for line in error_lines(output_of(text))
+        if ("xit" not in line and "<returncode>" not in line) or exit_status(line) is None
+    ]
     if found:
         return found
     lines = [line.strip() for line in output_of(text)[-4000:].splitlines() if line.strip()]

@@ -23,6 +23,7 @@ import posixpath
 import re
 import shlex
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 from ctxcompact.compaction.summarize.scripts import python_scripts, script_edits
@@ -129,7 +130,21 @@ def tool_file_ops(tool: str, tool_input: Any, *, follow_cd: bool = True) -> Iter
                 yield value.strip(), file_op(tool, tool_input)
                 break
     for text in command_texts(tool_input):
-        yield from shell_file_ops(text, follow_cd=follow_cd)
+        if len(text) <= REMEMBERED_COMMAND_CHARS:
+            yield from _remembered_file_ops(text, follow_cd)
+        else:
+            yield from shell_file_ops(text, follow_cd=follow_cd)
+
+
+#: A command this short has its file operations read once per process (:func:`shell_file_ops`
+#: is a function of the text alone): a session runs the same test, build and git commands
+#: again and again. Longer ones (a heredoc with a file in it) are read each time, not kept.
+REMEMBERED_COMMAND_CHARS = 2_000
+
+
+@lru_cache(maxsize=512)
+def _remembered_file_ops(command: str, follow_cd: bool) -> tuple[tuple[str, str], ...]:
+    return tuple(shell_file_ops(command, follow_cd=follow_cd))
 
 
 def shell_file_ops(command: str, *, follow_cd: bool = True) -> Iterator[tuple[str, str]]:
