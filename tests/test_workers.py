@@ -254,3 +254,18 @@ def test_a_second_ctrl_c_kills_a_child_still_working() -> None:
         )
     second.cancel()  # (had this process not waited, it must not be interrupted later)
     assert second.finished.is_set() and time.monotonic() - started < 10 and _no_children_left()
+
+
+def test_sharing_out_loads_nothing_of_multiprocessing() -> None:
+    # eval's strategies are shared out on every run with --jobs: a semaphore from
+    # multiprocessing (~10 ms of imports) was the only thing it needed it for.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from ctxcompact.batch.workers import share_out; "
+        "assert share_out([1, 2, 3], abs, processes=2) == [1, 2, 3]; "
+        "print(sorted(m for m in sys.modules if m.startswith('multiprocessing')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

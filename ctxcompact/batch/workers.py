@@ -13,11 +13,12 @@ input order.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 # multiprocessing and concurrent.futures load only when workers start: a one-file compaction
 # imports this module (the batch core) and never needs them.
@@ -153,10 +154,12 @@ def _run_forked(
     tasks and results through queues, its threads waking up) on a machine whose cores the
     workers already filled: ``--jobs 2`` reached 90 % of what two bare processes gain."""
     import gc
+    import tempfile
 
     from ctxcompact.llm.gate import install_request_gate
 
-    handout = _Handout(len(tasks))
+    store = tempfile.TemporaryFile()  # noqa: SIM115 (closed below, after the children)
+    handout = _Handout(len(tasks), store)
 
     def serve(send: Callable[[tuple[str, int, Any]], None]) -> None:
         while (n := handout.take()) is not None:
@@ -207,6 +210,7 @@ def _run_forked(
         if gate is not None:
             install_request_gate(None)
         _Worker.end(children, patient=False)
+        store.close()
 
 
 _STARTED, _DONE, _FAILED, _ENDED = "started", "done", "failed", "ended"
@@ -214,33 +218,44 @@ _STARTED, _DONE, _FAILED, _ENDED = "started", "done", "failed", "ended"
 
 class _Handout:
     """The number of the next task to take, shared by this process and the children forked
-    after it is made (anonymous shared memory, under a lock)."""
+    after it is made: kept in an unlinked temporary file, under a POSIX record lock (owned by
+    a process, so a child killed while holding it releases it; no semaphore, so nothing of
+    ``multiprocessing`` is loaded)."""
 
-    def __init__(self, count: int) -> None:
-        import mmap
-        import multiprocessing
-
+    def __init__(self, count: int, store: IO[bytes]) -> None:
         self._count = count
-        self._next = mmap.mmap(-1, 8)  # MAP_SHARED: the children see what any process writes
-        self._lock = multiprocessing.get_context("fork").Lock()
+        self._file = store
+        self._write(0)
 
     def take(self) -> int | None:
         """The next task's number, or None when every task is taken (or :meth:`stop` was called)."""
-        import struct
-
-        with self._lock:
-            (n,) = struct.unpack_from("=q", self._next)
+        with self._locked():
+            n = self._read()
             if n >= self._count:
                 return None
-            struct.pack_into("=q", self._next, 0, n + 1)
-        return int(n)
+            self._write(n + 1)
+        return n
 
     def stop(self) -> None:
         """Hand out nothing more."""
-        import struct
+        with self._locked():
+            self._write(self._count)
 
-        with self._lock:
-            struct.pack_into("=q", self._next, 0, self._count)
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        import fcntl
+
+        fcntl.lockf(self._file.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.lockf(self._file.fileno(), fcntl.LOCK_UN)
+
+    def _read(self) -> int:
+        return int.from_bytes(os.pread(self._file.fileno(), 8, 0), "little")
+
+    def _write(self, n: int) -> None:
+        os.pwrite(self._file.fileno(), n.to_bytes(8, "little"), 0)
 
 
 class _Worker:
