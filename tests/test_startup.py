@@ -63,7 +63,7 @@ COMMAND_PROBE = textwrap.dedent(
         (["check"], "within budget"),  # and a warning on stderr: unknown model
         (["check", "--model", "gpt-4"], "threshold 3,686"),
         # No usage recorded, so no cost to show: neither the price table nor its version (the
-    # package metadata) is loaded.
+        # package metadata) is loaded.
         (["count", "--timeline"], "no API usage recorded"),
     ],
 )
