@@ -15,6 +15,7 @@ from conftest import SAMPLES
 from ctxcompact import compact_messages
 from ctxcompact.accounting.tokens import EstimateCounter
 from ctxcompact.accounting.windows import make_budget, resolve_model
+from ctxcompact.compaction.pins import PinOptions
 from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
 from ctxcompact.compaction.restore import InMemoryFileReader
 from ctxcompact.compaction.strategies.full import FullOptions
@@ -457,3 +458,69 @@ def test_keep_loop_keeps_the_live_request_and_its_tool_loop(tmp_path: Path) -> N
         counter=EstimateCounter(),
     )
     assert not single.compacted
+
+
+def _long_task_session(task_words: int) -> list[dict[str, Any]]:
+    task = "Port the billing module to the new ledger API. " + " ".join(
+        f"Requirement {n}: keep invoice {n} stable." for n in range(task_words // 6)
+    )
+    messages: list[dict[str, Any]] = [{"role": "user", "content": task}]
+    for n in range(6):
+        messages += [
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": f"r{n}",
+                        "name": "Read",
+                        "input": {"file_path": f"src/billing_{n}.py"},
+                    }
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"r{n}", "content": f"def total_{n}(): ...\n" * 40}
+                ],
+            },
+        ]
+    messages += [
+        {"role": "assistant", "content": "Read every billing module."},
+        {"role": "user", "content": "Now write the adapter."},
+        {"role": "assistant", "content": "Writing it."},
+    ]
+    return messages
+
+
+@pytest.mark.parametrize("max_words", [250, 400])
+def test_a_task_too_long_for_the_summary_is_written_whole_once_not_clipped_again(max_words: int) -> None:
+    """The pinned task (``--pin-first``, the default of hybrid and ``--auto``) goes whole
+    before a summary that cannot hold it; the extractive summary then refers to it instead of
+    spending its words on a clipped copy, and those words keep the rest (the files read)."""
+    messages = _long_task_session(task_words=600)
+    statement = messages[0]["content"]
+    result = compact_messages(
+        messages,
+        strategy="full",
+        summarizer="extractive",
+        summary_max_words=max_words,
+        restore=False,
+        pins=PinOptions(pin_first=True),
+    )
+    summary = next(t for m in result.conversation.messages if SUMMARY_PREFIX.strip() in (t := text_of(m)))
+    assert summary.count(statement) == 1
+    assert "of the task statement omitted" not in summary
+    assert "(written whole above this summary)" in summary
+    assert "`src/billing_5.py`" in summary
+
+
+def test_a_task_the_summary_holds_is_not_written_twice() -> None:
+    messages = _long_task_session(task_words=60)
+    statement = messages[0]["content"]
+    result = compact_messages(
+        messages, strategy="full", summarizer="extractive", restore=False, pins=PinOptions(pin_first=True)
+    )
+    summary = next(t for m in result.conversation.messages if SUMMARY_PREFIX.strip() in (t := text_of(m)))
+    assert summary.count(statement) == 1
+    assert "written whole above" not in summary and "The task, as the user gave it" not in summary

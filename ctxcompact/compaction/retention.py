@@ -178,6 +178,10 @@ def check_retention(replaced: Sequence[Message], replacement_text: str) -> Reten
     )
 
 
+#: A text holds a task statement (or an earlier summary) when it has this share of its lines.
+TASK_HELD_SHARE = 0.9
+
+
 def line_share(text: str, kept: str) -> float:
     """The share of ``text``'s non-blank lines found whole (stripped) in ``kept``: how much of
     a task statement or an earlier summary a compaction holds (1.0 for an empty text)."""

@@ -41,14 +41,14 @@ from ctxcompact.compaction.restore import (
     restore_recent_files,
     restored_message_text,
 )
-from ctxcompact.compaction.retention import line_share
+from ctxcompact.compaction.retention import TASK_HELD_SHARE, line_share
 from ctxcompact.compaction.strategies.base import StrategyContext, StrategyResult
 from ctxcompact.compaction.strategies.options import DEFAULT_ON_FAILURE as DEFAULT_ON_FAILURE
 from ctxcompact.compaction.strategies.options import DEFAULT_SUMMARIZER as DEFAULT_SUMMARIZER
 from ctxcompact.compaction.strategies.options import DEFAULT_SUMMARY_MAX_WORDS as DEFAULT_SUMMARY_MAX_WORDS
 from ctxcompact.compaction.strategies.options import FullOptions as FullOptions
 from ctxcompact.compaction.strategies.survivors import insert_after_summary, kept_verbatim, recent_start
-from ctxcompact.compaction.summarize import Summary, SummaryFailed
+from ctxcompact.compaction.summarize import Summarizer, Summary, SummaryFailed
 from ctxcompact.ir import (
     Message,
     block_start_at,
@@ -263,8 +263,9 @@ def summarize_before(
     warnings: list[str] = []
     words = options.summary_max_words if max_words is None else max_words
     primary = context.summarizer()
+    apart = _task_written_apart(messages, part, context)
     try:
-        summary = primary.summarize(part.rest, max_words=words, instructions=options.instructions)
+        summary = _summarize(primary, part.rest, words, options.instructions, task_apart=apart)
         failure = None
     except SummaryFailed as exc:
         if options.on_failure == "error" or (
@@ -277,7 +278,7 @@ def summarize_before(
                 tuple(messages), False, FullSkipped(str(exc)), (warning,), compacted_message_count=0
             )
         summary, failure = (
-            _fallback_summary(part.rest, options, words),
+            _fallback_summary(part.rest, options, words, task_apart=apart),
             SummaryFailure(str(exc), getattr(exc, "attempts", None)),
         )
         warnings.append(f"summarizer failed ({exc}); used the {summary.summarizer} summarizer instead")
@@ -312,8 +313,20 @@ def summarize_before(
 #: Opens a summary that does not hold the pinned task itself (the pinned task is never
 #: written again after a summary, where it would read as a new request).
 TASK_HEADING = "The task, as the user gave it:"
-#: A summary holds the task when it has this share of its lines.
-TASK_HELD_SHARE = 0.9
+
+
+def _task_written_apart(messages: Sequence[Message], part: Partition, context: StrategyContext) -> str | None:
+    """The statement of a task pinned by default inside the summarized part — it goes *into*
+    the summary, written whole before it unless the summary holds it — else None (no task,
+    not summarized, not pinned, or pinned by the user: kept verbatim after the summary)."""
+    task = first_task_index(messages)
+    rest = range(len(part.head), len(part.head) + len(part.rest))
+    if task is None or task not in rest or not context.pins.first_pinned(False):
+        return None
+    unpinned = PinOptions(context.pins.patterns, False)
+    if task in pinned_indices(messages, unpinned, first_default=False):
+        return None  # pinned by the user (--pin, a marker): kept as asked
+    return text_of(messages[task])
 
 
 def _task_in_summary(
@@ -322,14 +335,10 @@ def _task_in_summary(
     """The summary text, and the pins to keep verbatim after it: a pinned task inside the
     summarized part goes *into* the summary (verbatim, unless the summary already holds it)
     instead of after it."""
-    task = first_task_index(messages)
-    rest = range(len(part.head), len(part.head) + len(part.rest))
-    if task is None or task not in rest or not context.pins.first_pinned(False):
+    statement = _task_written_apart(messages, part, context)
+    if statement is None:
         return summary, context.pins
     unpinned = PinOptions(context.pins.patterns, False)
-    if task in pinned_indices(messages, unpinned, first_default=False):
-        return summary, context.pins  # pinned by the user (--pin, a marker): kept as asked
-    statement = text_of(messages[task])
     if line_share(statement, summary) >= TASK_HELD_SHARE:
         return summary, unpinned
     return f"{TASK_HEADING}\n{statement}\n\n{summary}", unpinned
@@ -362,11 +371,33 @@ def _laid_out(
     return insert_after_summary(assemble(part.head, summary, restored), len(part.head), middle)
 
 
-def _fallback_summary(rest: Sequence[Message], options: FullOptions, max_words: int) -> Summary:
+def _summarize(
+    summarizer: Summarizer,
+    rest: Sequence[Message],
+    max_words: int,
+    instructions: str | None,
+    *,
+    task_apart: str | None,
+) -> Summary:
+    """``summarizer``'s summary of ``rest``; the extractive one is told of a task statement
+    written whole before it (``task_apart``), so it does not spend its words on a clipped copy."""
+    if task_apart is not None and summarizer.name == "extractive":
+        from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
+
+        if isinstance(summarizer, ExtractiveSummarizer):
+            return summarizer.summarize(
+                rest, max_words=max_words, instructions=instructions, task_apart=task_apart
+            )
+    return summarizer.summarize(rest, max_words=max_words, instructions=instructions)
+
+
+def _fallback_summary(
+    rest: Sequence[Message], options: FullOptions, max_words: int, *, task_apart: str | None
+) -> Summary:
     """The offline extractive summary written when the LLM failed (``on_failure="fallback"``)."""
     from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
 
-    return ExtractiveSummarizer().summarize(rest, max_words=max_words, instructions=options.instructions)
+    return _summarize(ExtractiveSummarizer(), rest, max_words, options.instructions, task_apart=task_apart)
 
 
 def _restore(messages: Sequence[Message], options: FullOptions, context: StrategyContext) -> RestoreResult:

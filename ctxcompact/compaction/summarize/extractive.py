@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ctxcompact.compaction.retention import TASK_HELD_SHARE, line_share
 from ctxcompact.compaction.summarize import Summary
 from ctxcompact.compaction.summarize import earlier as earlier_summary
 from ctxcompact.compaction.summarize.facts import SHOWN_ACTIONS, Action, ErrorNote, Facts, Finding
@@ -67,6 +68,9 @@ FINDINGS_LABEL = "Findings in tool output (the agent's words and the result line
 PRIMARY_LABEL = "Primary request and intent (the task statement):"
 EARLIER_LABEL = "### Earlier compaction summary (carried forward)"
 SAME_AS_TASK = "(the primary request above)"
+#: The task statement's place when it is too long for its share and the strategy writes it
+#: whole before the summary (``task_apart``): a clipped second copy would only cost words.
+TASK_WRITTEN_ABOVE = "(written whole above this summary)"
 #: Headings and labels: what the room for the task statement is short of PINNED_SHARE × max_words.
 TASK_SLACK_WORDS = 60
 
@@ -82,16 +86,20 @@ class ExtractiveSummarizer:
         *,
         max_words: int = SUMMARY_MAX_WORDS,
         instructions: str | None = None,
+        task_apart: str | None = None,
     ) -> Summary:
+        """``task_apart``: the task statement the caller writes whole before the summary
+        unless the summary holds it (a pinned task): when it is this one and too long for
+        its share, it is not clipped here but referred to, and its words go to the parts."""
         facts = Facts.gather(messages)
-        sections = build_sections(facts, max_words=max_words)
+        sections = build_sections(facts, max_words=max_words, task_apart=task_apart)
         return Summary(render(sections, max_words=max_words), self.name)
 
 
-def build_sections(facts: Facts, *, max_words: int) -> list[Section]:
+def build_sections(facts: Facts, *, max_words: int, task_apart: str | None = None) -> list[Section]:
     goals, files, tools, status, errors = DIMENSIONS
     return [
-        Section(goals, _goal_parts(facts, max_words=max_words)),
+        Section(goals, _goal_parts(facts, max_words=max_words, task_apart=task_apart)),
         Section(files, _file_parts(facts)),
         Section(tools, (Part(None, _tool_lines(facts), "first", rank=3),)),
         Section(status, _status_parts(facts, max_words=max_words)),
@@ -104,7 +112,7 @@ def _cap(max_words: int, share: int, floor: int) -> int:
     return max(floor, max_words // share)
 
 
-def _goal_parts(facts: Facts, *, max_words: int) -> tuple[Part, ...]:
+def _goal_parts(facts: Facts, *, max_words: int, task_apart: str | None) -> tuple[Part, ...]:
     cap = _cap(max_words, 6, 120)
     requests = []
     for n, request in enumerate(facts.requests, 1):
@@ -117,6 +125,13 @@ def _goal_parts(facts: Facts, *, max_words: int) -> tuple[Part, ...]:
     # The task statement's own rules are read there while it fits whole; listed again when
     # it will be cut.
     task_whole = words(task) <= PINNED_SHARE * max_words - TASK_SLACK_WORDS
+    if (
+        task
+        and not task_whole
+        and task_apart is not None
+        and line_share(facts.task, task_apart) >= TASK_HELD_SHARE
+    ):
+        task, task_whole = TASK_WRITTEN_ABOVE, True  # whole above: its rules are read there
     rules = tuple(r for r in facts.rules if not (task_whole and r in facts.task_rules))
     report_cap = _cap(max_words, 8, 60)
     reports = tuple(f"- (request {n}) {clip_words(text, report_cap)}" for n, text in facts.reports)
