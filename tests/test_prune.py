@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from conftest import SAMPLES, corpus_files, requires_corpus
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ctxcompact.accounting.tokens import EstimateCounter, count_tokens
@@ -294,6 +294,7 @@ _STATUS_PARTS = [
 
 @settings(max_examples=2000, deadline=None)
 @given(st.lists(st.sampled_from(_STATUS_PARTS), max_size=10))
+@example([" 1", "0", "0", "0", "0", " ", "exit code", " 1", "<returncode>"])  # "xit" 9 characters in
 def test_a_stubs_exit_status_is_looked_for_from_its_first_word_with_the_same_answer(parts: list[str]) -> None:
     """The exit status is searched from where its first word could open a match (not at every
     position of the output's head): the same match as a search of the whole head."""

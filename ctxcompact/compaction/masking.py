@@ -119,8 +119,8 @@ def _returncode_from(head: str) -> int:
     regex is not tried at every position before the first of them (``\\b`` still sees the
     character before the start)."""
     tag, word = head.find("<returncode>"), head.find("xit")
-    starts = [at for at in (tag, word - 9 if word >= 0 else -1) if at != -1]
-    return max(min(starts), 0) if starts else 0
+    starts = [at for at in (tag, max(word - 9, 0) if word >= 0 else -1) if at >= 0]
+    return min(starts) if starts else 0
 
 
 def _clip(text: str, limit: int) -> str:

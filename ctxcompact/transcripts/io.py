@@ -24,6 +24,7 @@ OpenAI ``exit`` record) stay where they were relative to the messages around the
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -50,6 +51,8 @@ from ctxcompact.transcripts.points import apply_latest_point
 from ctxcompact.transcripts.recorded_usage import stamp_note
 
 # --- reading ---------------------------------------------------------------------------------
+
+_NON_SPACE = re.compile(rb"\S")
 
 
 def load_transcript(
@@ -124,8 +127,9 @@ def _parse(raw: bytes, *, name: str, dialect: str | None) -> Transcript:
         raise InputError("is empty; expected a JSON array of messages, a request body or JSONL.")
     # JSONL when the first line is an object on its own and more follows: then the whole is
     # not one JSON document, and reading it as one (a second pass over a large session) is spared.
-    first_line, _, rest = text_start.partition(b"\n")
-    if text_start[:1] == b"{" and rest.strip() and _loads(first_line)[1] is None:
+    newline = text_start.find(b"\n")
+    more = newline >= 0 and _NON_SPACE.search(text_start, newline) is not None
+    if text_start[:1] == b"{" and more and _loads(text_start[:newline])[1] is None:
         return _from_lines(name, raw, dialect)
     root, err = _loads(raw)
     if err is None:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 from ctxcompact.errors import InputError
 from ctxcompact.transcripts.dialects import detect
@@ -27,7 +28,8 @@ from ctxcompact.transcripts.dialects.anthropic import DIALECT as DEFAULT_DIALECT
 from ctxcompact.transcripts.dialects.common import Dialect, Parsed
 
 
-class Entry(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Entry:
     """A dialect as the registry knows it before its adapter is loaded."""
 
     name: str
