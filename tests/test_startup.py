@@ -48,7 +48,8 @@ COMMAND_PROBE = textwrap.dedent(
              "ctxcompact.cli.compact", "ctxcompact.cli.eval", "ctxcompact.offload.tool_results", "genai_prices",
              "mcp", "ctxcompact.agents.hooks", "hashlib", "tiktoken.load", "ctxcompact.llm.retry", "inspect",
              "ctxcompact.transcripts.dialects.claude_code", "ctxcompact.transcripts.dialects.codex",
-             "ctxcompact.transcripts.dialects.openai", "ctxcompact.transcripts.dialects.text_action")
+             "ctxcompact.transcripts.dialects.openai", "ctxcompact.transcripts.dialects.text_action",
+             "importlib.metadata")
     print(f"LOADED {sorted(m for m in heavy if m in sys.modules)}", file=sys.stderr)
     """
 )
@@ -61,7 +62,8 @@ COMMAND_PROBE = textwrap.dedent(
         (["count"], "By role"),
         (["check"], "within budget"),  # and a warning on stderr: unknown model
         (["check", "--model", "gpt-4"], "threshold 3,686"),
-        # No usage recorded, so no cost to show: the price table is not loaded.
+        # No usage recorded, so no cost to show: neither the price table nor its version (the
+        # package metadata) is loaded.
         (["count", "--timeline"], "no API usage recorded"),
     ],
 )

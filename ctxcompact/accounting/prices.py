@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from functools import cache
-from importlib import metadata
 from typing import Any
 
 #: The package prices come from (its version is part of :func:`price_source`).
@@ -82,7 +81,9 @@ class Cost:
 
 def price_source() -> str:
     """``genai-prices 0.2.3``: the package and version the prices come from (its metadata
-    only: the price data is not loaded)."""
+    only: the price data is not loaded; importlib.metadata, ~10 ms, is loaded here)."""
+    from importlib import metadata
+
     try:
         return f"{PRICE_PACKAGE} {metadata.version(PRICE_PACKAGE)}"
     except metadata.PackageNotFoundError:  # pragma: no cover - a dependency

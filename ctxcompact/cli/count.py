@@ -201,7 +201,7 @@ def _timelines(loaded: Loaded, model: str | None, registry: dict[str, int]) -> l
                 window=info.context_window if info.known else None,
                 threshold=budget.threshold if budget is not None else None,
                 cost=history.cost() if history.calls else None,
-                cost_source=price_source(),
+                cost_source=price_source() if history.calls else "",  # shown with a cost only
             )
         )
     return out
