@@ -350,3 +350,31 @@ def test_the_process_ends_with_its_output_its_status_and_its_exit_handlers(
     assert proc.stderr.count("exit handler ran") == 1 and "not reached" not in proc.stderr, proc.stderr
     if stdout.startswith('"'):
         assert json.loads(proc.stdout)["total"] > 0  # the whole document, flushed
+
+
+def test_a_piped_batch_compaction_does_not_import_rich(tmp_path: Path) -> None:
+    """On a log, a batch says each file as it is done and ends with its table, all plain
+    text: rich is loaded only for a terminal's progress bar."""
+    from conftest import SAMPLES
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    inputs = [str(SAMPLES / "anthropic-session.json"), str(SAMPLES / "claude-code-session.jsonl")]
+    argv = [
+        "compact",
+        *inputs,
+        "--out-dir",
+        str(tmp_path / "out"),
+        "--summarizer",
+        "extractive",
+        "--jobs",
+        "1",
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-c", COMMAND_PROBE, *argv], capture_output=True, text=True, timeout=120, env=env
+    )
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 0, proc.stderr
+    assert lines[0].startswith(f"[1/2] {inputs[0]}: compacted ") and lines[1].startswith(
+        f"[2/2] {inputs[1]}: "
+    )
+    assert "'rich'" not in lines[-1], lines[-1]

@@ -396,7 +396,6 @@ def _run_batch(
     from ctxcompact.batch.journal import open_journal
     from ctxcompact.batch.workers import DEFAULT_LLM_CONCURRENCY, default_jobs
     from ctxcompact.output.json import batch_report_json
-    from ctxcompact.output.rich.batch import batch_progress
 
     batches = None
     if options.compact.full.summarizer == SummarizerName.anthropic_batch:
@@ -420,7 +419,7 @@ def _run_batch(
             streams=streams,
         )
     else:
-        with batch_progress(streams.err, len(inputs)) as progress:
+        with streams.batch_progress(len(inputs)) as progress:
             result = compact_files(
                 [i.path for i in inputs],
                 names=[i.name for i in inputs],
@@ -481,9 +480,8 @@ def _run_message_batches(
     """``--summarizer anthropic-batch``: the summaries through Message Batches, one progress
     line on stderr per look at a batch, then the files one after the other."""
     from ctxcompact.batch.message_batches import compact_files_in_batches
-    from ctxcompact.output.rich.batch import batch_progress
 
-    with batch_progress(streams.err, len(inputs)) as progress:
+    with streams.batch_progress(len(inputs)) as progress:
         return compact_files_in_batches(
             [i.path for i in inputs],
             names=[i.name for i in inputs],

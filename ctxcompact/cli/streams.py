@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import typer
     from rich.console import Console
 
+    from ctxcompact.batch.results import BatchProgress, ProgressCallback
     from ctxcompact.output.table import Block
 
 
@@ -189,6 +190,24 @@ class Streams:
             self.write_stderr("".join(panel or "" for panel in panels))
         else:
             draw()
+
+    def batch_progress(self, total: int) -> AbstractContextManager[ProgressCallback]:
+        """The callback a batch of ``total`` files reports its progress to: a transient Rich
+        bar on a terminal's stderr; on a log, a line per file as it is done
+        (:func:`~ctxcompact.output.batch_table.progress_line`, through :meth:`note`: without
+        rich, and nothing under ``-q``)."""
+        if self.terminal.stderr.is_terminal:
+            from ctxcompact.output.rich.batch import batch_progress
+
+            return batch_progress(self.err, total)
+        return nullcontext(self._progress_line)
+
+    def _progress_line(self, event: BatchProgress) -> None:
+        from ctxcompact.output.batch_table import progress_line
+
+        line = progress_line(event)
+        if line is not None:
+            self.note(line)
 
     def files_progress(self, total: int, doing: str) -> AbstractContextManager[Callable[[str], None]]:
         """``advance(name)``, to call as each of ``total`` files is done: a transient Rich bar

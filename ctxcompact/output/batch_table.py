@@ -8,7 +8,7 @@ Every file's row says what became of it — ``compacted`` only when its tokens w
 
 from __future__ import annotations
 
-from ctxcompact.batch.results import BatchItem, BatchResult, Gates
+from ctxcompact.batch.results import BatchItem, BatchProgress, BatchResult, Gates
 from ctxcompact.output.table import Block, Column, Line, Table
 
 #: The outcomes' styles on a terminal.
@@ -199,3 +199,17 @@ def step_summary(
 
 def _over(item: BatchItem, gates: Gates) -> bool:
     return gates.fail_over is not None and item.over_ratio(gates.fail_over)
+
+
+def progress_line(event: BatchProgress) -> str | None:
+    """The line a log gets as a file is done (``[ 3/40] a.jsonl: compacted 9,000 → 4,000
+    tokens``); None for the report before a file starts."""
+    item = event.item
+    if item is None:
+        return None
+    figures = ""
+    if item.before is not None and item.after is not None:
+        figures = f" {item.before:,} → {item.after:,} tokens"
+    note = f": {item.error}" if item.error else (" (done earlier)" if item.resumed else "")
+    width = len(str(event.total))
+    return f"[{event.index + 1:>{width}}/{event.total}] {item.input}: {item.outcome}{figures}{note}"

@@ -1,10 +1,10 @@
-"""How a batch's progress looks: a Rich bar on a terminal, a line per file otherwise (its
-final table is :mod:`ctxcompact.output.batch_table`'s). Rich is imported here and in
-:mod:`ctxcompact.output.rich` only."""
+"""How a batch's progress looks on a terminal: a Rich bar (a log gets a line per file, written
+without rich: :meth:`ctxcompact.cli.streams.Streams.batch_progress`; the final table is
+:mod:`ctxcompact.output.batch_table`'s). Rich is imported here and in :mod:`ctxcompact.output.rich`
+only."""
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,12 +16,8 @@ from ctxcompact.batch.results import BatchProgress, ProgressCallback
 
 @contextmanager
 def batch_progress(console: Console, total: int) -> Iterator[ProgressCallback]:
-    """Progress of a batch; yields the callback that drives it. On a terminal, a transient
-    Rich bar (files done, tokens read, elapsed, ETA); otherwise one plain line per finished
-    file, so a CI log shows each file as it is done."""
-    if not console.is_terminal:
-        yield functools.partial(_progress_line, console)
-        return
+    """Progress of a batch on a terminal; yields the callback that drives it: a transient Rich
+    bar (files done, tokens read, elapsed, ETA)."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -54,23 +50,6 @@ def batch_progress(console: Console, total: int) -> Iterator[ProgressCallback]:
                 progress.update(task, advance=1, tokens=tokens)
 
         yield update
-
-
-def _progress_line(console: Console, event: BatchProgress) -> None:
-    item = event.item
-    if item is None or console.quiet:
-        return
-    figures = ""
-    if item.before is not None and item.after is not None:
-        figures = f" {item.before:,} → {item.after:,} tokens"
-    note = f": {item.error}" if item.error else (" (done earlier)" if item.resumed else "")
-    width = len(str(event.total))
-    console.print(
-        f"[{event.index + 1:>{width}}/{event.total}] {item.input}: {item.outcome}{figures}{note}",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
-    )
 
 
 @contextmanager
