@@ -55,6 +55,18 @@ COMMAND_PROBE = textwrap.dedent(
 )
 
 
+def run_probe(
+    probe: str, argv: list[str], *, cwd: os.PathLike[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``probe`` (one of the scripts here) run as ``ctxcompact ARGV`` in a fresh interpreter,
+    without API keys or ctxcompact settings from the environment; ``cwd``: a folder with no
+    config file above it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
+    return subprocess.run(
+        [sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120, env=env, cwd=cwd
+    )
+
+
 @pytest.mark.parametrize(
     ("argv", "printed"),
     [
@@ -135,15 +147,7 @@ def test_a_file_loads_only_the_dialect_adapter_that_reads_it(
     the default, Anthropic's): not every dialect's parser and writer."""
     from conftest import SAMPLES
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
-    proc = subprocess.run(
-        [sys.executable, "-c", MODULES_PROBE, "count", str(SAMPLES / sample), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        cwd=tmp_path,
-    )
+    proc = run_probe(MODULES_PROBE, ["count", str(SAMPLES / sample), "--json"], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     modules = set(proc.stderr.splitlines()[-1].split()[1:])
     adapters = {"anthropic", "openai", "text_action", "claude_code", "codex"}
@@ -291,16 +295,8 @@ def test_a_piped_eval_does_not_import_rich(tmp_path: Path, files: int) -> None:
     (for two files or more): on a pipe rich is not loaded, as for the other commands."""
     from conftest import SAMPLES
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
     argv = ["eval", *[str(SAMPLES / "anthropic-session.json")] * files, "--strategy", "prune", "--jobs", "1"]
-    proc = subprocess.run(
-        [sys.executable, "-c", COMMAND_PROBE, *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=tmp_path,
-    )
+    proc = run_probe(COMMAND_PROBE, argv, cwd=tmp_path)
     assert proc.returncode == 0 and "prune" in proc.stdout, proc.stderr
     loaded = proc.stderr.splitlines()[-1]
     assert loaded.startswith("LOADED") and "'rich'" not in loaded, loaded
@@ -357,7 +353,6 @@ def test_a_piped_batch_compaction_does_not_import_rich(tmp_path: Path) -> None:
     text: rich is loaded only for a terminal's progress bar."""
     from conftest import SAMPLES
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CTXCOMPACT_"))}
     inputs = [str(SAMPLES / "anthropic-session.json"), str(SAMPLES / "claude-code-session.jsonl")]
     argv = [
         "compact",
@@ -369,9 +364,7 @@ def test_a_piped_batch_compaction_does_not_import_rich(tmp_path: Path) -> None:
         "--jobs",
         "1",
     ]
-    proc = subprocess.run(
-        [sys.executable, "-c", COMMAND_PROBE, *argv], capture_output=True, text=True, timeout=120, env=env
-    )
+    proc = run_probe(COMMAND_PROBE, argv, cwd=tmp_path)
     lines = proc.stderr.splitlines()
     assert proc.returncode == 0, proc.stderr
     assert lines[0].startswith(f"[1/2] {inputs[0]}: compacted ") and lines[1].startswith(

@@ -54,7 +54,7 @@ def call_label(block: Block, *, words: int = 12) -> str:
     name = str(block.get("name") or "tool")
     tool_input = block.get("input")
     arg = ""
-    if isinstance(tool_input, Mapping):
+    if isinstance(tool_input, (dict, Mapping)):
         for key in _LABEL_FIELDS:
             value = tool_input.get(key)
             if value is None:
@@ -75,7 +75,7 @@ def call_label(block: Block, *, words: int = 12) -> str:
 def target(block: Block) -> str:
     """The file or program a call works on: its path field, else its command's first word."""
     tool_input = block.get("input")
-    if isinstance(tool_input, Mapping):
+    if isinstance(tool_input, (dict, Mapping)):
         for key in PATH_FIELDS:
             value = tool_input.get(key)
             if isinstance(value, str):
@@ -136,12 +136,12 @@ def edits(block: Block) -> Iterator[tuple[str, str, str | None, str]]:
     writes of a Python script the command runs (:mod:`.scripts`)."""
     name = str(block.get("name") or "tool")
     tool_input = block.get("input")
-    if isinstance(tool_input, Mapping):
+    if isinstance(tool_input, (dict, Mapping)):
         path = next((v for k in PATH_FIELDS if isinstance(v := tool_input.get(k), str) and v.strip()), "")
         batch = tool_input.get("edits")
         if path and isinstance(batch, list):  # MultiEdit
             for edit in batch:
-                if isinstance(edit, Mapping):
+                if isinstance(edit, (dict, Mapping)):
                     yield from _replacement(path, name, edit)
             return
         if path:
@@ -199,7 +199,7 @@ def _shell_edits(command: str) -> Iterator[tuple[str, str, str | None, str]]:
 def todo_items(name: str, tool_input: Any, tasks: dict[str, tuple[str, str]]) -> list[str] | None:
     """The agent's open to-do items after this call, or ``None`` when the call is not about
     its to-do list. ``tasks`` holds Claude Code's ``TaskCreate`` tasks by id (updated here)."""
-    if not isinstance(tool_input, Mapping):
+    if not isinstance(tool_input, (dict, Mapping)):
         return None
     if name == "TaskCreate":
         subject = str(tool_input.get("subject") or tool_input.get("description") or "").strip()

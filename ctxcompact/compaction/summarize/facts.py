@@ -394,7 +394,7 @@ class _Reader:
         """:func:`call_label`, or for a call that polls a running command's session (Codex
         ``write_stdin``), the command it polls."""
         tool_input = call.get("input")
-        polled = tool_input.get("session_id") if isinstance(tool_input, Mapping) else None
+        polled = tool_input.get("session_id") if isinstance(tool_input, (dict, Mapping)) else None
         if polled is not None and str(polled) in self.sessions:
             return f"{call.get('name') or 'tool'}(session {polled}: {self.sessions[str(polled)]})"
         return call_label(call, words=words)
@@ -490,7 +490,9 @@ class _Reader:
 
 def _has_path(call: Block) -> bool:
     tool_input = call.get("input")
-    return isinstance(tool_input, Mapping) and any(isinstance(tool_input.get(k), str) for k in PATH_FIELDS)
+    return isinstance(tool_input, (dict, Mapping)) and any(
+        isinstance(tool_input.get(k), str) for k in PATH_FIELDS
+    )
 
 
 def _user_texts(messages: Sequence[Message]) -> dict[int, str]:

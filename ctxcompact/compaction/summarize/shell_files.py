@@ -94,7 +94,7 @@ def command_texts(tool_input: Any) -> list[str]:
     """The shell commands or patch texts of a tool input (a raw string input counts)."""
     if isinstance(tool_input, str):
         return [tool_input]
-    if not isinstance(tool_input, Mapping):
+    if not isinstance(tool_input, (dict, Mapping)):
         return []
     out: list[str] = []
     for key in COMMAND_FIELDS:
@@ -123,7 +123,7 @@ def argv_command(argv: list[str]) -> str:
 def tool_file_ops(tool: str, tool_input: Any, *, follow_cd: bool = True) -> Iterator[tuple[str, str]]:
     """``(path, operation)`` for every file a call touches; ``mentioned`` for the rest.
     ``follow_cd=False``: shell paths as the command wrote them, not under a ``cd`` directory."""
-    if isinstance(tool_input, Mapping):
+    if isinstance(tool_input, (dict, Mapping)):
         for key in PATH_FIELDS:
             value = tool_input.get(key)
             if isinstance(value, str) and value.strip():
