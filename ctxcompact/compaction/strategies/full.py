@@ -289,7 +289,7 @@ def summarize_before(
         warnings.append(nothing_restored_warning(len(restored.skipped), context.work_dir_note))
     if not summary.text.strip():
         warnings.append("the summary is empty")
-    text, task = _task_in_summary(messages, part, summary.text, context)
+    text, task = _task_in_summary(apart, summary.text, context)
     out = _laid_out(messages, part, kept_tail, text, restored, options, replace(context, pins=task))
     if kept_tail and kept_tail[0].role == "assistant" and out[-1].meta.get("kind") in ACK_KINDS:
         out = out[:-1]  # the kept assistant turn answers the summary in place of the last ack
@@ -329,13 +329,10 @@ def _task_written_apart(messages: Sequence[Message], part: Partition, context: S
     return text_of(messages[task])
 
 
-def _task_in_summary(
-    messages: Sequence[Message], part: Partition, summary: str, context: StrategyContext
-) -> tuple[str, PinOptions]:
-    """The summary text, and the pins to keep verbatim after it: a pinned task inside the
-    summarized part goes *into* the summary (verbatim, unless the summary already holds it)
-    instead of after it."""
-    statement = _task_written_apart(messages, part, context)
+def _task_in_summary(statement: str | None, summary: str, context: StrategyContext) -> tuple[str, PinOptions]:
+    """The summary text, and the pins to keep verbatim after it: the statement of a pinned
+    task inside the summarized part (:func:`_task_written_apart`) goes *into* the summary
+    (verbatim, unless the summary already holds it) instead of after it."""
     if statement is None:
         return summary, context.pins
     unpinned = PinOptions(context.pins.patterns, False)
