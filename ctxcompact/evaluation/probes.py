@@ -315,6 +315,13 @@ class ProbeSet:
         self._number = {n: i for i, n in enumerate(distinct)}
         self._matcher = _matcher(distinct)
         self._longest = max(map(len, distinct), default=0)
+        # Where two texts meet (joined by a space) only a probe holding a space can run across
+        # them: the text around each meeting is searched for those alone (the rest are found
+        # in each text, and a window holds many of the short ones).
+        spaced = [n for n in distinct if " " in n]
+        self._across = _matcher(spaced)
+        self._across_numbers = [self._number[n] for n in spaced]
+        self._reach = max(map(len, spaced), default=0) - 1
         #: The words a sentence probe may be kept by (its coverage of them, module docstring).
         self._wanted = [
             set(words(n)) if p.kind in SENTENCE_KINDS else set()
@@ -346,15 +353,15 @@ class ProbeSet:
                 texts.append(text)
                 found |= needles
                 words |= present
-        if len(texts) > 1 and self._longest > 1:
+        if len(texts) > 1 and self._reach > 0:
             joined = " ".join(texts)
-            reach = self._longest - 1
+            reach = self._reach
             at = -1
             for text in texts[:-1]:
                 at += len(text) + 1  # the space between this text and the next
                 window = joined[max(0, at - reach) : at + reach + 1]
                 if window not in self._joins:
-                    self._joins[window] = frozenset(self._find(window))
+                    self._joins[window] = frozenset(self._find(window, across=True))
                 found |= self._joins[window]
         return self._report(found, words, restored)
 
@@ -375,15 +382,16 @@ class ProbeSet:
         )
         return text, frozenset(self._find(text)), present
 
-    def _find(self, text: str) -> set[int]:
-        if self._matcher is None or not text:
+    def _find(self, text: str, *, across: bool = False) -> set[int]:
+        """The numbers of the probes in ``text``; ``across``: of those holding a space only."""
+        matcher = self._across if across else self._matcher
+        if matcher is None or not text:
             return set()
         try:
-            return {i for i, _, _ in self._matcher.find_matches_as_indexes(text, overlapping=True)}
+            found = {i for i, _, _ in matcher.find_matches_as_indexes(text, overlapping=True)}
         except UnicodeEncodeError:  # a lone surrogate: the automaton reads UTF-8
-            return {
-                i for i, _, _ in self._matcher.find_matches_as_indexes(_encodable(text), overlapping=True)
-            }
+            found = {i for i, _, _ in matcher.find_matches_as_indexes(_encodable(text), overlapping=True)}
+        return {self._across_numbers[i] for i in found} if across else found
 
     def _report(self, found: set[int], words: set[str], restored: Iterable[str]) -> ProbeReport:
         files = [normalise(p) for p in restored]
