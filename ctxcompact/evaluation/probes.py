@@ -52,7 +52,7 @@ from ctxcompact.compaction.summarize.calls import new_texts
 from ctxcompact.compaction.summarize.facts import NUMBER_WITH_UNIT, Facts
 from ctxcompact.compaction.summarize.outcomes import TestRun
 from ctxcompact.compaction.summarize.shell_files import path_mentions, tool_file_ops
-from ctxcompact.compaction.summarize.statements import conclusions, prose, sentences, texts
+from ctxcompact.compaction.summarize.statements import conclusions_among, prose, sentences, texts
 from ctxcompact.compaction.summarize.templates import shrink_harness_instructions
 from ctxcompact.ir import Message, tool_result_text
 from ctxcompact.markers import restored_file_paths
@@ -174,9 +174,11 @@ def extract_probes(messages: Sequence[Message]) -> tuple[Probe, ...]:
     add("change", _change_lines(messages))
     add("next_step", [facts.last_intent(), *(t.split("] ", 1)[-1] for t in facts.todos)])
     add("test", (line for run in _latest_runs(facts.tests) for line in _test_lines(run)))
-    decisions = [c for t in agent for c in conclusions(t)]
+    said = [sentences(prose(t)) for t in agent]  # each text's sentences, split once
+    decisions = [c for ss in said for c in conclusions_among(ss)]
     add("decision", decisions)
-    add("statement", (s for t in agent for s in _statements(t) if s not in decisions))
+    decided = set(decisions)
+    add("statement", (s for ss in said for s in _statements(ss) if s not in decided))
     add("error", (e.lines[0] for e in facts.errors if e.lines and e.lines[0] != "(no output)"))
     add("identifier", _identifiers(user, agent))
     add("number", (m.group(0) for t in [*user, *agent] for m in NUMBER_WITH_UNIT.finditer(t)))
@@ -198,11 +200,11 @@ def _changed_paths(messages: Sequence[Message]) -> list[str]:
     ]
 
 
-def _statements(text: str) -> list[str]:
-    """The agent's sentences that name something (see the module docstring)."""
+def _statements(said: list[str]) -> list[str]:
+    """The agent's sentences (of a text's prose) that name something (see the module docstring)."""
     return [
         s
-        for s in sentences(prose(text))
+        for s in said
         if len(s.split()) >= STATEMENT_WORDS and (_NAMES.search(s) or path_mentions(s))
     ]
 
