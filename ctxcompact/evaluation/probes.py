@@ -202,11 +202,7 @@ def _changed_paths(messages: Sequence[Message]) -> list[str]:
 
 def _statements(said: list[str]) -> list[str]:
     """The agent's sentences (of a text's prose) that name something (see the module docstring)."""
-    return [
-        s
-        for s in said
-        if len(s.split()) >= STATEMENT_WORDS and (_NAMES.search(s) or path_mentions(s))
-    ]
+    return [s for s in said if len(s.split()) >= STATEMENT_WORDS and (_NAMES.search(s) or path_mentions(s))]
 
 
 def _long_enough(sentence: str) -> bool:
