@@ -179,7 +179,7 @@ def tool_names_by_id(messages: Sequence[Message]) -> dict[str, str]:
 
 def round_starts(messages: Sequence[Message]) -> list[int]:
     """Indices of the user messages that carry user text: each one opens a round."""
-    return [i for i, m in enumerate(messages) if has_user_text(m)]
+    return [i for i, m in enumerate(messages) if m.role == "user" and has_user_text(m)]
 
 
 def current_loop_start(messages: Sequence[Message]) -> int:
@@ -189,9 +189,9 @@ def current_loop_start(messages: Sequence[Message]) -> int:
     strategies never touch it. With no user text at all, the whole list is the loop (0) —
     except leading system messages, which are never in a loop.
     """
-    starts = round_starts(messages)
-    if starts:
-        return starts[-1]
+    for i in range(len(messages) - 1, -1, -1):  # from the end: the loop is short
+        if has_user_text(messages[i]):
+            return i
     return leading_system_count(messages)
 
 
@@ -223,14 +223,16 @@ def turn_starts(messages: Sequence[Message]) -> list[int]:
     answers); tool interaction blocks are never split."""
     at = block_starts(messages)  # one pass: a block_start_at per message made this quadratic
     starts: list[int] = []
+    last = -1
     for i, message in enumerate(messages):
         if message.role != "assistant":
             continue
         start = at[i]
-        if start > 0 and has_user_text(messages[start - 1]) and at[start - 1] == start - 1:
+        if start > 0 and at[start - 1] == start - 1 and has_user_text(messages[start - 1]):
             start -= 1
-        if not starts or start > starts[-1]:
+        if start > last:
             starts.append(start)
+            last = start
     return starts
 
 
@@ -264,26 +266,39 @@ def tool_interaction_blocks(messages: Sequence[Message]) -> list[Span]:
 
     A strategy keeps or drops such a span whole, which is what keeps pairs valid.
     """
+    # One pass, every read inline (no comprehension or generator per message): this runs a
+    # dozen times per compaction over lists of thousands of messages.
     spans: list[Span] = []
     i = 0
     n = len(messages)
     while i < n:
         message = messages[i]
-        ids = {b.get("id") for b in tool_uses(message)} if message.role == "assistant" else set()
-        if not ids:
-            i += 1
+        i += 1
+        if message.role != "assistant":
             continue
-        j = i + 1
+        ids: set[Any] | None = None
+        for block in message.content:
+            if block.get("type") == "tool_use":
+                if ids is None:
+                    ids = {block.get("id")}
+                else:
+                    ids.add(block.get("id"))
+        if ids is None:
+            continue
+        start = i - 1
         # Results answer the immediately preceding assistant message; OpenAI tool messages
         # may be followed by more tool messages for the same call set.
-        while (
-            j < n
-            and messages[j].role == "user"
-            and any(b.get("tool_use_id") in ids for b in tool_results(messages[j]))
-        ):
-            j += 1
-        spans.append(Span(i, j))
-        i = j
+        while i < n:
+            answer = messages[i]
+            if answer.role != "user":
+                break
+            for block in answer.content:
+                if block.get("type") == "tool_result" and block.get("tool_use_id") in ids:
+                    break
+            else:
+                break
+            i += 1
+        spans.append(Span(start, i))
     return spans
 
 

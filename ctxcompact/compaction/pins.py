@@ -75,20 +75,22 @@ class PinOptions:
 DEFAULT_PINS = PinOptions()
 
 
-def _records(message: Message) -> Iterable[Mapping[str, object]]:
-    if message.source is None:
-        return ()
-    return (r for r in message.source.records if type(r) is dict or isinstance(r, Mapping))
-
-
 def has_pin_marker(message: Message) -> bool:
     """True when a raw record of ``message`` carries ``"ctxcompact_pin": true`` (at the top
     level, or inside a Claude Code entry's ``message``)."""
-    for record in _records(message):
+    source = message.source
+    if source is None:
+        return False
+    # Inline (no generator): every pass over the pins asks this of every message.
+    for record in source.records:
+        # type() first: a dict (every parsed record) skips the Mapping ABC's slower check.
+        if type(record) is not dict and not isinstance(record, Mapping):
+            continue
         if record.get(PIN_FIELD) is True:
             return True
         inner = record.get("message")
-        # type() first: a dict (every parsed record) skips the Mapping ABC's slower check.
+        if inner is None:
+            continue  # most records (the Mapping ABC's check of None is slow)
         if (type(inner) is dict or isinstance(inner, Mapping)) and inner.get(PIN_FIELD) is True:
             return True
     return False
@@ -102,10 +104,16 @@ def is_earlier_summary(message: Message, following: Message | None = None) -> bo
     size (a 28-times-the-budget "summary" was once protected so)."""
     if message.meta.get("kind") == "summary":
         return True
-    if any(record.get("isCompactSummary") is True for record in _records(message)):
-        return True
+    for record in message.source.records if message.source is not None else ():
+        if (type(record) is dict or isinstance(record, Mapping)) and record.get("isCompactSummary") is True:
+            return True
     if message.role != "user":
         return False
+    for block in message.content:
+        if block.get("type") == "text":
+            break
+    else:
+        return False  # no text: no prefix (none of the prefixes is empty)
     text = text_of(message).lstrip()
     if text.startswith(SUMMARY_PREFIX.rstrip()):
         return (
@@ -153,10 +161,11 @@ def pinned_indices(
 def summary_indices(messages: Sequence[Message]) -> frozenset[int]:
     """Earlier summaries and the acknowledgement right after each (kept as a pair)."""
     out: set[int] = set()
-    for i in range(len(messages)):
-        if summary_at(messages, i):
+    n = len(messages)
+    for i, message in enumerate(messages):
+        nxt = messages[i + 1] if i + 1 < n else None
+        if is_earlier_summary(message, nxt):
             out.add(i)
-            nxt = messages[i + 1] if i + 1 < len(messages) else None
             if nxt is not None and nxt.role == "assistant" and text_of(nxt).strip() in OUR_ACKS:
                 out.add(i + 1)
     return frozenset(out)
