@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import run_cli
@@ -37,7 +39,7 @@ def test_each_strategy_has_cost_and_retention() -> None:
     by_name = {s.strategy: s for s in result.summaries()}
     assert list(by_name) == list(default_strategies())
     full = by_name["full"]
-    assert full.tokens_after < full.tokens_before and full.seconds == 1.0
+    assert full.tokens_after < full.tokens_before and full.seconds > 0
     assert full.report.score("path") == 1.0 and full.report.score("last_request") == 1.0
     assert full.report.score("instruction") == 1.0
     # A stub names each masked result's outcome by its first line; the errors deeper in the
@@ -286,3 +288,219 @@ def test_shared_facts_serve_the_same_messages_only() -> None:
         assert Facts.gather(list(messages)) is first  # the same message objects
         assert Facts.gather(messages[1:]) is not first
     assert Facts.gather(messages) is not first
+
+
+# --- one run of the strategies for two compactions that read the same (issue 24) ---------------
+
+
+def _over_autos_threshold(rounds: int = 70) -> list[dict[str, object]]:
+    """A session over ``--auto``'s default threshold (the default window's 38,400 tokens)."""
+    records: list[dict[str, object]] = [{"role": "user", "content": "Fix the flaky build in src/app/."}]
+    for r in range(rounds):
+        output = "\n".join(
+            f"src/app/mod_{r}.py:{i}: value {r * i} checked against limit {i}" for i in range(60)
+        )
+        records += [
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": f"t{r}",
+                        "name": "run",
+                        "input": {"command": f"make check-{r}"},
+                    }
+                ],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{r}", "content": output}]},
+            {"role": "assistant", "content": f"Step {r}: module `mod_{r}` passes; next I check mod_{r + 1}."},
+            {"role": "user", "content": f"Go on with mod_{r + 1}, and never touch the tests."},
+        ]
+    return records
+
+
+def test_auto_above_its_threshold_reuses_hybrids_run_and_is_what_compact_auto_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--auto`` over its threshold runs ``hybrid`` with ``hybrid``'s budget: eval runs the
+    strategies once for both, and its auto row is what ``compact --auto`` writes; each row's
+    seconds include the strategies' run (the reused one's, for auto)."""
+    import json
+
+    from ctxcompact import compact_messages
+    from ctxcompact.compaction import pipeline
+
+    path = tmp_path / "long.json"
+    records = _over_autos_threshold()
+    path.write_text(json.dumps(records))
+    now = [0.0]
+    ran = pipeline._run_with_ladder
+    runs: list[object] = []
+
+    def slow_run(*args: object) -> object:
+        runs.append(args)
+        now[0] += 100.0  # the strategies' run takes 100 s on eval's clock
+        return ran(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "_run_with_ladder", slow_run)
+    result = evaluate_transcripts(
+        [load_transcript(path)], strategies=["hybrid", "auto"], clock=lambda: now[0]
+    )
+    hybrid, auto = result.runs
+    assert len(runs) == 1  # auto was served hybrid's run
+    assert hybrid.seconds == auto.seconds == 100.0
+    monkeypatch.setattr(pipeline, "_run_with_ladder", ran)
+    fresh = compact_messages(records, auto=True, summarizer="extractive", dry_run=True, work_dir=tmp_path)
+    assert fresh.compacted and auto.threshold == fresh.stats.threshold
+    assert (auto.tokens_before, auto.tokens_after) == (
+        fresh.stats.original_tokens,
+        fresh.stats.compacted_tokens,
+    )
+    assert [(m.role, m.content) for m in auto.messages] == [
+        (m.role, m.content) for m in fresh.conversation.messages
+    ]
+    out = tmp_path / "compacted.json"
+    written = run_cli("compact", path, "--auto", "-o", out, "--archive-dir", tmp_path / "a")
+    assert written.exit_code == 0, written.stderr
+    assert run_cli("count", out, "--json").json()["transcripts"][0]["context"]["tokens"] == auto.tokens_after
+
+
+def _shared_runs_variants() -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
+    """Each part of a run's key changed alone, as a change of ``compact_conversation``'s call."""
+    from dataclasses import replace
+
+    from ctxcompact.accounting.counters import shared_cache
+    from ctxcompact.accounting.windows import make_budget, resolve_model
+    from ctxcompact.compaction.pins import PinOptions
+    from ctxcompact.compaction.restore import DiskFileReader
+    from ctxcompact.compaction.summarize.extractive import ExtractiveSummarizer
+
+    def options(**changes: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        return lambda call: {**call, "options": replace(call["options"], **changes)}
+
+    def full(**changes: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        return lambda call: {
+            **call,
+            "options": call["options"].with_options(replace(call["options"].full, **changes)),
+        }
+
+    def messages(call: dict[str, Any]) -> dict[str, Any]:
+        conv = call["conversation"]
+        first = conv.messages[1]
+        edited = first.with_content([{"type": "text", "text": "Something else entirely."}])
+        return {**call, "conversation": conv.with_messages((conv.messages[0], edited, *conv.messages[2:]))}
+
+    return {
+        "a message": messages,
+        "the same messages, other objects": lambda call: {
+            **call,
+            "conversation": call["conversation"].with_messages(
+                tuple(replace(m) for m in call["conversation"].messages)
+            ),
+        },
+        "the conversation's warnings": lambda call: {
+            **call,
+            "conversation": replace(call["conversation"], warnings=("a line was skipped",)),
+        },
+        "the strategies": options(strategies=("prune", "full")),
+        "the pins": options(pins=PinOptions(("never touch",))),
+        "the target tokens": options(target_tokens=3_000),
+        "the target ratio": options(target_ratio=0.3),
+        "the work dir": options(work_dir=Path("/nonexistent-ctxcompact-dir")),
+        "the path map": options(path_map=(("/home/u", "/tmp"),)),
+        "a summary option": full(summary_max_words=120),
+        "a restore option": full(max_tokens_total=100),
+        "the summarizer named": full(instructions="focus on the build"),
+        "the deadline": full(deadline_at=1e12),
+        "the budget": lambda call: {
+            **call,
+            "budget": make_budget(resolve_model(None, context_window=30_000)),
+        },
+        "the system tokens": lambda call: {**call, "system_tokens": 2_000},
+        "the summarizer given": lambda call: {**call, "summarizer": ExtractiveSummarizer()},
+        "the reader": lambda call: {**call, "reader": DiskFileReader()},
+        "the counter": lambda call: {**call, "counter": shared_cache()},
+    }
+
+
+def _compaction(result: Any) -> object:
+    return (result.stats, [(m.role, m.content, m.changed) for m in result.conversation.messages])
+
+
+@pytest.mark.parametrize("change", sorted(_shared_runs_variants()))
+def test_shared_runs_never_serve_a_run_for_a_different_input(
+    change: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memo of strategy runs is keyed on all a run reads: any part changed is a miss, and
+    the result is what a run outside any memo gives; the same call again is a hit."""
+    from ctxcompact.accounting.counters import shared_cache
+    from ctxcompact.accounting.windows import make_budget, resolve_model
+    from ctxcompact.compaction import pipeline
+    from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
+    from ctxcompact.compaction.shared_runs import shared_runs
+
+    ran = pipeline._run_with_ladder
+    runs: list[object] = []
+    monkeypatch.setattr(pipeline, "_run_with_ladder", lambda *a: runs.append(a) or ran(*a))
+    call: dict[str, Any] = {
+        "conversation": load_transcript(SESSION).conversations[0],
+        "options": CompactOptions.from_keywords(strategies=("hybrid",), summarizer="extractive"),
+        "budget": make_budget(resolve_model(None, context_window=20_000)),
+        "counter": shared_cache(),
+        "dry_run": True,
+    }
+    changed = _shared_runs_variants()[change](call)
+    with shared_runs():
+        first = compact_conversation(**call)
+        assert _compaction(compact_conversation(**call)) == _compaction(first) and len(runs) == 1
+        served = compact_conversation(**changed)
+        assert len(runs) == 2
+    alone = compact_conversation(**changed)
+    assert _compaction(served) == _compaction(alone)
+
+
+def test_shared_runs_serve_hybrid_whatever_its_unread_keep_recent_tokens() -> None:
+    """Under a target hybrid never reads ``keep_recent_tokens`` (declared, and checked in
+    tests/test_strategies.py): a run that differs in it alone is served — it is what makes
+    ``--auto`` (which sets it) one run with ``hybrid``; a strategy that reads it is not."""
+    from dataclasses import replace
+
+    from ctxcompact.accounting.counters import shared_cache
+    from ctxcompact.accounting.windows import make_budget, resolve_model
+    from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
+    from ctxcompact.compaction.shared_runs import shared_runs
+
+    conv = load_transcript(SESSION).conversations[0]
+    budget = make_budget(resolve_model(None, context_window=20_000))
+    counter = shared_cache()
+
+    def run(strategy: str, recent: int | None) -> None:
+        options = CompactOptions.from_keywords(strategies=(strategy,), summarizer="extractive")
+        options = options.with_options(replace(options.full, keep_recent_tokens=recent))
+        compact_conversation(conv, options=options, budget=budget, counter=counter, dry_run=True)
+
+    with shared_runs() as memo:
+        run("hybrid", None)
+        run("hybrid", 2_000)
+        assert len(memo.runs) == 1
+        run("full", None)
+        run("full", 2_000)
+        assert len(memo.runs) == 3
+
+
+def test_compactions_outside_shared_runs_share_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ctxcompact.accounting.counters import shared_cache
+    from ctxcompact.compaction import pipeline
+    from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
+    from ctxcompact.compaction.shared_runs import shared_runs
+
+    ran = pipeline._run_with_ladder
+    runs: list[object] = []
+    monkeypatch.setattr(pipeline, "_run_with_ladder", lambda *a: runs.append(a) or ran(*a))
+    conv, counter = load_transcript(SESSION).conversations[0], shared_cache()
+    options = CompactOptions.from_keywords(strategies=("hybrid",), summarizer="extractive")
+    with shared_runs():
+        compact_conversation(conv, options=options, counter=counter, dry_run=True)
+    compact_conversation(conv, options=options, counter=counter, dry_run=True)
+    compact_conversation(conv, options=options, counter=counter, dry_run=True)
+    assert len(runs) == 3

@@ -254,3 +254,38 @@ def test_compact_takes_every_option_a_strategy_declares_and_builds_its_options()
     built = {type(o): o for o in strategy_options(values)}
     assert built[PruneOptions] == PruneOptions(keep=2, keep_thinking=1, exclude_tools=("Bash", "Read"))
     assert built[KeyMessageOptions].min_recent_messages == 4
+
+
+#: Other values of each option a strategy declares unread under a target.
+UNREAD_VALUES: dict[str, tuple[object, ...]] = {"keep_recent_tokens": (0, 300, 2_000, 10**6)}
+
+
+@pytest.mark.parametrize(
+    "row", [r for r in STRATEGIES.values() if r.unread_with_target], ids=lambda r: r.name
+)
+@pytest.mark.parametrize("window", [12_000, 20_000, 30_000])
+def test_options_a_strategy_declares_unread_under_a_target_change_nothing(row: Strategy, window: int) -> None:
+    """What :attr:`Strategy.unread_with_target` declares (a memo of runs keys runs without it)
+    is so: with a budget, the run gives the same result and stats at any value of it."""
+    from dataclasses import replace
+
+    from conftest import SAMPLES
+
+    from ctxcompact.compaction.strategies import option_owners
+    from ctxcompact.transcripts.io import load_transcript
+
+    conv = load_transcript(SAMPLES / "anthropic-session.json").conversations[0]
+    budget = make_budget(resolve_model(None, context_window=window))
+    base = CompactOptions.from_keywords(strategies=(row.name,), summarizer="extractive")
+
+    def run(name: str, value: object) -> object:
+        kind = option_owners()[name]
+        options = base.with_options(replace(base.options_for(kind), **{name: value}))
+        result = compact_conversation(conv, options=options, budget=budget, dry_run=True)
+        return result.stats, [(m.role, m.content) for m in result.conversation.messages]
+
+    for name in row.unread_with_target:
+        assert name in UNREAD_VALUES, f"give {name} other values to try"
+        default = getattr(base.options_for(option_owners()[name]), name)
+        expected = run(name, default)
+        assert all(run(name, value) == expected for value in UNREAD_VALUES[name]), name

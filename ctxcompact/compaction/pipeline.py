@@ -48,6 +48,7 @@ from ctxcompact.accounting.windows import DEFAULT_RATIO, Budget
 from ctxcompact.compaction.archive import write_archive
 from ctxcompact.compaction.options import CompactOptions as CompactOptions  # re-exported
 from ctxcompact.compaction.restore import FileReader, work_dir_for
+from ctxcompact.compaction.shared_runs import served
 from ctxcompact.compaction.strategies import (
     AUTO_STRATEGIES,
     TARGETED,
@@ -175,7 +176,8 @@ def compact_conversation(
     context = _context(
         conversation, options, budget, size, report, summarizer=summarizer, reader=reader, counter=counter
     )
-    messages, result, steps, warnings = _run_with_ladder(conversation, options, context)
+    # The strategies, unless an open shared_runs() holds this very run already (eval's auto).
+    messages, result, steps, warnings = served(_run_with_ladder, conversation, options, context, summarizer)
     if same_objects(messages, conversation.messages):
         _auto_must_fit(auto, threshold, before, warnings)
         return unchanged("no strategy changed anything", warnings, steps)

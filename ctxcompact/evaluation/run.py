@@ -41,6 +41,7 @@ from ctxcompact.accounting.context_size import context_size
 from ctxcompact.accounting.counters import shared_cache
 from ctxcompact.accounting.tokens import TokenCounter
 from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
+from ctxcompact.compaction.shared_runs import SharedRuns, shared_runs
 from ctxcompact.compaction.strategies import AUTO_STRATEGIES, STRATEGY_NAMES
 from ctxcompact.compaction.summarize.facts import shared_facts
 from ctxcompact.errors import CtxcompactError, UsageError
@@ -176,8 +177,9 @@ def evaluate_transcripts(
             convs = transcript.conversations[:max_conversations]
             for i, conv in enumerate(convs):
                 source = transcript.name if len(convs) == 1 else f"{transcript.name}#{i}"
-                # The facts of each part the probes and the strategies summarize, read once.
-                with shared_facts():
+                # The facts of each part the probes and the strategies summarize, read once; a
+                # strategy run on the same input again (auto above its threshold: hybrid), run once.
+                with shared_facts(), shared_runs(clock) as memo:
                     probes = ProbeSet(conversation_probes(conv))  # read once, for every strategy
                     # One cache for the conversation's strategies: each block is encoded once.
                     shared = shared_cache(counter)
@@ -196,6 +198,7 @@ def evaluate_transcripts(
                         clock=clock,
                         deadline_at=deadline_at,
                         probes=probes,
+                        memo=memo,
                     )
                     if keep_context:
                         runs += run_strategies(names, run, jobs=1)
@@ -246,11 +249,15 @@ def evaluate_strategy(
     clock: Callable[[], float] = time.perf_counter,
     deadline_at: float | None = None,
     probes: ProbeSet | None = None,
+    memo: SharedRuns | None = None,
 ) -> StrategyRun:
     """One strategy on one conversation (see the module docstring); ``probes``: the
     conversation's (:func:`conversation_probes`, made a :class:`ProbeSet` that every strategy
-    of the conversation scores with), read here when not given."""
+    of the conversation scores with), read here when not given. ``memo``: the conversation's
+    :func:`~ctxcompact.compaction.pipeline.shared_runs`; a run it serves is charged the seconds
+    the run it reuses took, so ``seconds`` is what the strategy costs, not what it adds."""
     start = clock()
+    reused = memo.reused_seconds if memo is not None else 0.0
     budget = budget or BudgetSpec()
     limits = budget.resolve(conversation)[0] if budget.given or strategy == AUTO else None
     threshold = limits.threshold if limits is not None else None
@@ -275,7 +282,7 @@ def evaluate_strategy(
             messages = result.conversation.messages
     except CtxcompactError as exc:
         return StrategyRun(source, strategy, skipped=str(exc), threshold=threshold)
-    seconds = clock() - start
+    seconds = clock() - start + (memo.reused_seconds - reused if memo is not None else 0.0)
     kept = {id(m) for m in messages}
     replaced = [m for m in conversation.messages if id(m) not in kept]
     if probes is None:

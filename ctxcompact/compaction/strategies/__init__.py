@@ -56,11 +56,17 @@ def _lazy(module: str, attribute: str) -> LazyRun:
 @dataclass(frozen=True, slots=True)
 class Strategy:
     """One row of the table: ``run(messages, options, context)`` takes an ``options`` object
-    (a plain function, or a :class:`LazyRun` naming one)."""
+    (a plain function, or a :class:`LazyRun` naming one). ``unread_with_target``: options (of
+    any strategy's type, by field name) the run never reads when the run has a target
+    (:meth:`StrategyContext.message_target`) — a memo of runs
+    (:func:`ctxcompact.compaction.pipeline.shared_runs`) may then serve one run for another
+    that differs in them only; ``tests/test_strategies.py`` runs each declared option at other
+    values and asserts the same result."""
 
     name: str
     options: type[Any]
     run: Run
+    unread_with_target: frozenset[str] = frozenset()
 
 
 STRATEGIES: Mapping[str, Strategy] = {
@@ -71,7 +77,8 @@ STRATEGIES: Mapping[str, Strategy] = {
         Strategy("clean-tools", CleanToolsOptions, _lazy("clean_tools", "run_clean_tools")),
         Strategy("selective", SelectiveOptions, _lazy("selective", "run_selective")),
         Strategy("key-messages", KeyMessageOptions, _lazy("key_messages", "run_key_messages")),
-        Strategy("hybrid", HybridOptions, _lazy("hybrid", "run_hybrid")),
+        # With a target, hybrid's summary keeps no recent tail of its own (its cut decides).
+        Strategy("hybrid", HybridOptions, _lazy("hybrid", "run_hybrid"), frozenset({"keep_recent_tokens"})),
     )
 }
 
