@@ -71,7 +71,9 @@ SUMMARY_WORDS_CAP = 6_000
 
 @dataclass(frozen=True, slots=True)
 class MaskDetails:
-    """What the masking step did (its ``--stats-json`` step)."""
+    """What the masking step did (its ``--stats-json`` step). ``left_for_summary``: the older
+    tool results it left as written because the summary step replaces them and reads them as
+    written (:func:`mask_to_budget`); listed only when there are some."""
 
     budget_tokens: int | None
     results_masked: int
@@ -79,11 +81,13 @@ class MaskDetails:
     recent_start: int
     live_start: int
     prune: StrategyDetails | None = None
+    left_for_summary: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "budget_tokens": self.budget_tokens,
-            "results_masked": self.results_masked,
+        out: dict[str, Any] = {"budget_tokens": self.budget_tokens, "results_masked": self.results_masked}
+        if self.left_for_summary:
+            out["left_for_summary"] = self.left_for_summary
+        out |= {
             "thinking_turns_cleared": self.thinking_turns_cleared,
             "recent_start": self.recent_start,
             "live_start": self.live_start,
@@ -128,7 +132,11 @@ def run_hybrid(
 
 def mask_to_budget(messages: Sequence[Message], options: object, context: StrategyContext) -> StrategyResult:
     """Steps 1–5: the thinking of older turns, then older tool results as stubs, oldest first,
-    until the messages fit the target (without a target: ``prune`` with the run's options)."""
+    until the messages fit the target (without a target: ``prune`` with the run's options).
+
+    When masking every older result could not make them fit, the summary step that follows
+    replaces the oldest turns and reads their results as written: the stubs it would replace
+    are not written (:func:`_mask_what_the_summary_keeps`; the run's messages are the same)."""
     budget = context.message_target()
     if budget is None:
         pruned = run_prune(messages, context.options_for(PruneOptions), context)
@@ -144,14 +152,21 @@ def mask_to_budget(messages: Sequence[Message], options: object, context: Strate
     guard = protected_part(messages, context.pins)
     keep = guard.pins | guard.summaries | frozenset(range(guard.head)) | frozenset(range(live, len(messages)))
     pairs = tool_pairs(plan.messages)  # masking keeps every block where it is: found once
-    _mask(plan, pairs, end=recent, budget=budget, keep=keep, context=context)
-    floor = _summary_floor(budget)
-    if sum(plan.sizes[recent:]) + floor > budget:
-        # Even a summary of everything older would not make room: the newest turns' results
-        # are masked too (oldest first), never the live part.
-        _mask(plan, pairs, end=live, budget=budget - floor, keep=keep, context=context, counted_from=recent)
+    # The pairs masking may change (before the live part, in nothing kept), each with the last
+    # message it is in; the older ones are before the newest turns.
+    candidates = _candidates(pairs, end=live, keep=keep)
+    left = _mask_what_the_summary_keeps(plan, candidates, recent, budget, context)
+    if left is None:
+        left = 0
+        _mask(plan, [pair for pair, last in candidates if last < recent], budget=budget, context=context)
+        floor = _summary_floor(budget)
+        if sum(plan.sizes[recent:]) + floor > budget:
+            # Even a summary of everything older would not make room: the newest turns' results
+            # are masked too (oldest first), never the live part.
+            newer = [pair for pair, _ in candidates]
+            _mask(plan, newer, budget=budget - floor, context=context, counted_from=recent)
     changed = plan.masked > 0 or thinking > 0
-    details = MaskDetails(budget, plan.masked, thinking, recent, live)
+    details = MaskDetails(budget, plan.masked, thinking, recent, live, left_for_summary=left)
     return StrategyResult(tuple(plan.messages) if changed else tuple(messages), changed, details)
 
 
@@ -178,57 +193,165 @@ def _drop_old_thinking(
     return result.messages, cast(PruneDetails, result.details).thinking_turns_cleared
 
 
+def _candidates(pairs: Sequence[ToolPair], *, end: int, keep: frozenset[int]) -> list[tuple[ToolPair, int]]:
+    """The pairs with results whose messages all lie before ``end``, none in ``keep``, each
+    with the last message it is in."""
+    out: list[tuple[ToolPair, int]] = []
+    for pair in pairs:
+        if pair.results:
+            rows = [pair.use[0], *[i for i, _ in pair.results]]
+            last = max(rows)
+            if last < end and keep.isdisjoint(rows):
+                out.append((pair, last))
+    return out
+
+
 def _mask(
     plan: _Plan,
-    pairs: Sequence[ToolPair],
+    candidates: Sequence[ToolPair],
     *,
-    end: int,
     budget: int,
-    keep: frozenset[int],
     context: StrategyContext,
     counted_from: int = 0,
 ) -> None:
-    """Mask the results of ``pairs`` (the plan's tool pairs) before ``end`` (none in
-    ``keep``), oldest first, until the plan from ``counted_from`` on counts at most
-    ``budget``; a masked call's oversized input becomes a preview."""
-    counter = context.counter
+    """Mask the results of ``candidates`` (tool pairs of the plan), oldest first, until the
+    plan from ``counted_from`` on counts at most ``budget``; a masked call's oversized input
+    becomes a preview."""
     total = sum(plan.sizes[counted_from:])  # kept as masks change it: one sum, not one per pair
-    candidates = [
-        pair
-        for pair in pairs
-        if pair.results
-        and max(pair.use[0], *(i for i, _ in pair.results)) < end
-        and not any(i in keep for i in (pair.use[0], *(i for i, _ in pair.results)))
-    ]
-    for chunk in _chunks(candidates):
-        if total <= budget:
+    masks = _masks(plan, candidates, context.counter)
+    while total > budget:  # before each pair: no stub is written past the one that fits
+        found = next(masks, None)
+        if found is None:
             return
-        for pair, (use, results, result_tokens, stubs, stub_tokens, input_tokens) in zip(
-            chunk, _stubs(plan, chunk, counter), strict=True
-        ):
-            if total <= budget:
-                return
-            # Each change with the tokens it saves: a message's total is the sum of its blocks'
-            # (plus its overhead), so the new totals follow without counting the messages again.
-            changes: dict[tuple[int, int], tuple[Block, int]] = {
-                pos: (stub, new - old)
-                for (pos, _), stub, old, new in zip(results, stubs, result_tokens, stub_tokens, strict=True)
-                if new < old
-            }
-            if changes and input_tokens > INPUT_PREVIEW_OVER:
-                preview = preview_tool_input(use, input_tokens, INPUT_PREVIEW_TOKENS, counter)
-                changes[pair.use] = (preview, block_tokens([preview], counter)[0] - input_tokens)
-            if changes:
-                rows = [i for i in sorted({i for i, _ in changes}) if i >= counted_from]
-                before = sum(plan.sizes[i] for i in rows)
-                _apply(plan, changes, context)
-                total += sum(plan.sizes[i] for i in rows) - before
-                plan.masked += sum(1 for pos in changes if pos != pair.use)
+        pair, changes = found
+        if changes:
+            total += sum(d for i, d in _apply(plan, pair, changes, context).items() if i >= counted_from)
+
+
+def _mask_what_the_summary_keeps(
+    plan: _Plan,
+    candidates: Sequence[tuple[ToolPair, int]],
+    recent: int,
+    budget: int,
+    context: StrategyContext,
+) -> int | None:
+    """Masking when not even every older result as a stub fits: the summary step will cut.
+
+    Masking the pairs before ``recent`` oldest first (:func:`_mask`) would then mask them all,
+    and the summary would replace the oldest turns, reading their results as written, not
+    their stubs. So the stubs are written newest first, one pair at a time, and only until the
+    masked messages after the oldest pair left as written count more than the budget on their
+    own: every cut the summary could make before that point leaves more than the budget, so
+    it cuts after it, where the messages are those masking everything gives — the same cut,
+    summary and result, without the stubs the summary would discard. The newest turns are
+    masked first, as :func:`_mask` would after the older pairs (they hold none of their
+    blocks, and it counts only from ``recent``).
+
+    Returns how many results were left as written; None, with the plan unchanged, when this
+    cannot be proven: the messages may fit once masked (:func:`_all_masked_over`), the summary
+    may not run or not read the results left (``--on-failure skip``; a message with no record
+    read), ``--pin`` patterns may match a stub, or two pairs share a result (the older one
+    writes its stub)."""
+    counter = context.counter
+    older = [pair for pair, last in candidates if last < recent]
+    if (
+        not older
+        or not context.original
+        or context.pins.patterns
+        or context.options_for(FullOptions).on_failure == "skip"
+    ):
+        return None
+    positions = [pos for pair, _ in candidates for pos in pair.results]
+    if len(set(positions)) < len(positions):
+        return None
+    newest = [pair for pair, last in candidates if last >= recent]
+    # reach[k]: the last message any of older[:k + 1] is in. With older[:k + 1] left as
+    # written and the rest masked, the messages after reach[k] are final.
+    reach = list(accumulate((last for _, last in candidates if last < recent), max))
+    if not _all_masked_over(plan, older, reach, newest, budget, counter):
+        return None
+    saved = (list(plan.messages), list(plan.sizes), plan.masked)
+    floor = _summary_floor(budget)
+    if sum(plan.sizes[recent:]) + floor > budget:
+        _mask(plan, newest, budget=budget - floor, context=context, counted_from=recent)
+    # Each message's least size in any state masking passes through (one pair's masks could
+    # in principle grow a message: a preview longer than its input): what the rest counts
+    # at the least, in every order of masking.
+    least = [min(before, after) for before, after in zip(saved[1], plan.sizes, strict=True)]
+    start, tail, left = len(least), 0, len(older)
+    masks = _masks(plan, older[::-1], counter)
+    while left:
+        final = reach[left - 1] + 1
+        tail += sum(least[final:start])
+        start = final
+        if tail > budget:
+            break
+        pair, changes = next(masks)  # all before ``start``: the tail is final
+        for i, delta in (_apply(plan, pair, changes, context) if changes else {}).items():
+            least[i] += min(delta, 0)
+        left -= 1
+    read = _by_source(context)
+    for i in {i for pair in older[:left] for i in (pair.use[0], *(i for i, _ in pair.results))}:
+        message = plan.messages[i]
+        found = read.get(id(message.source)) if message.source is not None else None
+        if found is None or not (message.changed or found is message):
+            plan.messages[:], plan.sizes[:], plan.masked = saved  # the summary would read this one
+            return None
+    return sum(len(pair.results) for pair in older[:left])
+
+
+def _all_masked_over(
+    plan: _Plan,
+    older: Sequence[ToolPair],
+    reach: Sequence[int],
+    newest: Sequence[ToolPair],
+    budget: int,
+    counter: TokenCounter,
+) -> bool:
+    """Whether the messages from some point on count more than ``budget`` with every pair of
+    ``older`` and ``newest`` masked, in every order of masking — from counts already made
+    (:func:`_removals`: a stub or preview counts at least nothing). Walked newest first like
+    :func:`_mask_what_the_summary_keeps`, stopping as soon as it is proven or cannot be."""
+    least = list(plan.sizes)
+    for rows in _removals(plan, newest, counter):
+        for i, tokens in rows:
+            least[i] -= tokens
+    total = sum(least)
+    start, tail, left = len(least), 0, len(older)
+    removals = _removals(plan, older[::-1], counter)
+    while left:
+        final = reach[left - 1] + 1
+        tail += sum(least[final:start])
+        start = final
+        if tail > budget:
+            return True
+        if total <= budget:
+            return False  # no tail can count more than the whole
+        for i, tokens in next(removals):  # all before ``start``
+            least[i] -= tokens
+            total -= tokens
+        left -= 1
+    return False
+
+
+def _removals(
+    plan: _Plan, pairs: Sequence[ToolPair], counter: TokenCounter
+) -> Iterator[list[tuple[int, int]]]:
+    """For each of ``pairs``, in order: the tokens masking it could free at the most, by
+    message — its results whole, its input when over :data:`INPUT_PREVIEW_OVER` — counted a
+    chunk at a time (the counter has seen every block already: cache hits)."""
+    for chunk in _chunks(pairs):
+        blocks = [plan.messages[i].content[j] for pair in chunk for i, j in (pair.use, *pair.results)]
+        counts = iter(block_tokens(blocks, counter))
+        for pair in chunk:
+            use = next(counts)
+            rows = [(i, next(counts)) for i, _ in pair.results]
+            yield [*rows, (pair.use[0], use)] if use > INPUT_PREVIEW_OVER else rows
 
 
 #: One masking pass writes and counts the stubs of this many pairs at a time (two counter
-#: calls a chunk, not two a pair); at most this many are written past the pair that makes
-#: the plan fit.
+#: calls a chunk, not two a pair); at most this many are written past the pair where it
+#: stops (each is applied on its own: where it stops does not depend on the chunks).
 MASK_CHUNK = 64
 
 _Stubs = tuple[Block, list[tuple[tuple[int, int], Block]], list[int], list[Block], list[int], int]
@@ -283,7 +406,35 @@ def _stubs(plan: _Plan, chunk: Sequence[ToolPair], counter: TokenCounter) -> lis
     return out
 
 
-def _apply(plan: _Plan, changes: dict[tuple[int, int], tuple[Block, int]], context: StrategyContext) -> None:
+def _masks(
+    plan: _Plan, candidates: Sequence[ToolPair], counter: TokenCounter
+) -> Iterator[tuple[ToolPair, dict[tuple[int, int], tuple[Block, int]]]]:
+    """Each pair of ``candidates``, in order, with what masking it changes: each block's
+    position, its new block and the tokens that saves (``_stubs``: a chunk's stubs written
+    when its first pair is asked for, as the plan holds them then; a preview only for a pair
+    asked for)."""
+    for chunk in _chunks(candidates):
+        for pair, (use, results, result_tokens, stubs, stub_tokens, input_tokens) in zip(
+            chunk, _stubs(plan, chunk, counter), strict=True
+        ):
+            changes: dict[tuple[int, int], tuple[Block, int]] = {
+                pos: (stub, new - old)
+                for (pos, _), stub, old, new in zip(results, stubs, result_tokens, stub_tokens, strict=True)
+                if new < old
+            }
+            if changes and input_tokens > INPUT_PREVIEW_OVER:
+                preview = preview_tool_input(use, input_tokens, INPUT_PREVIEW_TOKENS, counter)
+                changes[pair.use] = (preview, block_tokens([preview], counter)[0] - input_tokens)
+            yield pair, changes
+
+
+def _apply(
+    plan: _Plan, pair: ToolPair, changes: dict[tuple[int, int], tuple[Block, int]], context: StrategyContext
+) -> dict[int, int]:
+    """Write one pair's ``changes`` into the plan; each changed message's change in tokens (a
+    message's total is the sum of its blocks' plus its overhead, so the new totals follow
+    without counting the messages again)."""
+    deltas: dict[int, int] = {}
     for i in sorted({i for i, _ in changes}):
         message = plan.messages[i]
         content = [
@@ -291,7 +442,11 @@ def _apply(plan: _Plan, changes: dict[tuple[int, int], tuple[Block, int]], conte
         ]
         delta = sum(d for (k, _), (_, d) in changes.items() if k == i)
         plan.messages[i] = message.with_content(content)
-        plan.sizes[i] = edited_total(plan.messages[i], plan.sizes[i], delta, context.counter)
+        before = plan.sizes[i]
+        plan.sizes[i] = edited_total(plan.messages[i], before, delta, context.counter)
+        deltas[i] = plan.sizes[i] - before
+    plan.masked += sum(1 for pos in changes if pos != pair.use)
+    return deltas
 
 
 def _summary_floor(budget: int) -> int:
@@ -347,8 +502,13 @@ def summarize_oldest(
 def _as_read(messages: Sequence[Message], context: StrategyContext) -> list[Message]:
     """``messages`` as the transcript held them before an earlier step masked them (matched by
     their source records), so a summary is written from the outputs, not their stubs."""
-    read = {id(m.source): m for m in context.original if m.source is not None}
+    read = _by_source(context)
     return [read.get(id(m.source), m) if m.changed and m.source is not None else m for m in messages]
+
+
+def _by_source(context: StrategyContext) -> dict[int, Message]:
+    """The transcript's messages as read, by their source records."""
+    return {id(m.source): m for m in context.original if m.source is not None}
 
 
 #: The two steps, named as ``--stats-json`` lists them.
