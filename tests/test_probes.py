@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ir_builders import msg, result, text, use
@@ -206,14 +207,23 @@ _BITS = ["ab", "b", "A'b", "c d", " ", "\n", "\\x", "`q`", "Σ", "é", "a", "b c
     st.lists(st.lists(st.sampled_from(_BITS), max_size=6).map("".join), min_size=1, max_size=6),
     st.lists(st.lists(st.sampled_from(_BITS), min_size=1, max_size=4).map("".join), max_size=8),
     st.lists(st.lists(st.integers(0, 5), max_size=6), max_size=3),
+    st.integers(0, 10),
 )
 @settings(max_examples=300, deadline=None)
-def test_a_probe_set_finds_what_a_scan_per_probe_finds(texts: list, needles: list, picks: list) -> None:
+def test_a_probe_set_finds_what_a_scan_per_probe_finds(
+    texts: list, needles: list, picks: list, short: int
+) -> None:
     # Issue 24: one `in` per probe over the whole context was quadratic; the probe set reads each
-    # message once and the places where messages meet: the same answer, whatever the subset.
+    # message once and the places where messages meet (the probes holding a space, the short
+    # ones in a shorter stretch: ``short`` moves the line): the same answer, whatever the subset.
+    from unittest import mock
+
+    from ctxcompact.evaluation import probes as module
+
     messages = [msg("user", text(t)) for t in texts]
     probes = [Probe("identifier", n) for n in needles]
-    probe_set = ProbeSet(probes)
+    with mock.patch.object(module, "ACROSS_SHORT", short):
+        probe_set = ProbeSet(probes)
     for pick in [list(range(len(messages))), *picks]:
         context = [messages[i] for i in pick if i < len(messages)]
         report = probe_set.score(context)
@@ -235,6 +245,24 @@ def test_a_probe_that_runs_across_two_messages_is_found_where_they_meet() -> Non
     ]
     report = ProbeSet(probes).score(messages)
     assert [p.text for p in report.lost] == ["was x"]
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "probe"),
+    [
+        # Each meets the other at the space beside a one-letter word: the farthest it can reach.
+        ("it took 5", "ms to run", "5 ms"),  # short, at its first space
+        ("one two three four", "x", "four x"),  # short, at its last
+        ("it was a", "stale cache entry in the store", "a stale cache entry in the store"),  # long
+        ("the stale cache entry in the store is", "x", "the stale cache entry in the store is x"),
+    ],
+)
+def test_a_probe_is_found_across_two_messages_whatever_space_they_meet_at(
+    left: str, right: str, probe: str
+) -> None:
+    messages = [msg("user", text(left)), msg("assistant", text(right))]
+    assert ProbeSet([Probe("identifier", probe)]).score(messages).lost == ()
+    assert ProbeSet([Probe("identifier", probe)]).score(messages[1:]).lost != ()
 
 
 # Text where normalising and word-splitting can go wrong: quotes, backslashes, every kind of
