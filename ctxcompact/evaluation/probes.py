@@ -314,18 +314,12 @@ class ProbeSet:
         self._matcher = _matcher(distinct)
         self._longest = max(map(len, distinct), default=0)
         # Where two texts meet (joined by a space) only a probe holding a space can run across
-        # them (the rest are found in each text): the text around each meeting is searched for
-        # those alone, the short ones (two words, a number and its unit: found everywhere) in
-        # a short stretch of it, the longer ones in one as long as the longest.
+        # them: the text around each meeting is searched for those alone (the rest are found
+        # in each text, and a window holds many of the short ones).
         spaced = [n for n in distinct if " " in n]
-        self._across = [
-            across
-            for group in (
-                [n for n in spaced if len(n) <= ACROSS_SHORT],
-                [n for n in spaced if len(n) > ACROSS_SHORT],
-            )
-            if (across := _Across.of(group, self._number)) is not None
-        ]
+        self._across = _matcher(spaced)
+        self._across_numbers = [self._number[n] for n in spaced]
+        self._reach = max(map(len, spaced), default=0) - 1
         #: The words a sentence probe may be kept by (its coverage of them, module docstring).
         self._wanted = [
             set(words(n)) if p.kind in SENTENCE_KINDS else set()
@@ -333,7 +327,7 @@ class ProbeSet:
         ]
         self._all_wanted = set().union(*self._wanted)
         self._messages: dict[int, tuple[Message, str, frozenset[int], frozenset[str]]] = {}
-        self._joins: dict[tuple[int, str], frozenset[int]] = {}
+        self._joins: dict[str, frozenset[int]] = {}
 
     def score_text(self, context: str, *, restored: Iterable[str] = ()) -> ProbeReport:
         """The probes kept in ``context``, a text."""
@@ -357,17 +351,16 @@ class ProbeSet:
                 texts.append(text)
                 found |= needles
                 words |= present
-        if len(texts) > 1 and self._across:
+        if len(texts) > 1 and self._reach > 0:
             joined = " ".join(texts)
+            reach = self._reach
             at = -1
             for text in texts[:-1]:
                 at += len(text) + 1  # the space between this text and the next
-                for k, across in enumerate(self._across):
-                    key = (k, joined[max(0, at - across.reach) : at + across.reach + 1])
-                    known = self._joins.get(key)
-                    if known is None:
-                        known = self._joins[key] = frozenset(across.find(key[1]))
-                    found |= known
+                window = joined[max(0, at - reach) : at + reach + 1]
+                if window not in self._joins:
+                    self._joins[window] = frozenset(self._find(window, across=True))
+                found |= self._joins[window]
         return self._report(found, words, restored)
 
     def _read(self, message: Message) -> tuple[Message, str, frozenset[int], frozenset[str]]:
@@ -387,8 +380,16 @@ class ProbeSet:
         )
         return text, frozenset(self._find(text)), present
 
-    def _find(self, text: str) -> set[int]:
-        return _matches(self._matcher, text)
+    def _find(self, text: str, *, across: bool = False) -> set[int]:
+        """The numbers of the probes in ``text``; ``across``: of those holding a space only."""
+        matcher = self._across if across else self._matcher
+        if matcher is None or not text:
+            return set()
+        try:
+            found = {i for i, _, _ in matcher.find_matches_as_indexes(text, overlapping=True)}
+        except UnicodeEncodeError:  # a lone surrogate: the automaton reads UTF-8
+            found = {i for i, _, _ in matcher.find_matches_as_indexes(_encodable(text), overlapping=True)}
+        return {self._across_numbers[i] for i in found} if across else found
 
     def _report(self, found: set[int], words: set[str], restored: Iterable[str]) -> ProbeReport:
         files = [normalise(p) for p in restored]
@@ -407,40 +408,6 @@ class ProbeSet:
                 lost.append(probe)
         kinds = tuple(KindScore(k, kept[k], total[k]) for k in PROBE_KINDS)
         return ProbeReport(kinds, tuple(lost))
-
-
-#: Probes holding a space up to this long are looked for where two texts meet in the
-#: shortest stretch around it that can hold them (:class:`ProbeSet`).
-ACROSS_SHORT = 24
-
-
-@dataclass(frozen=True, slots=True)
-class _Across:
-    """Probes that may run across the place two texts meet: their automaton, their numbers
-    in the probe set, and how far from that place their matches can start or end."""
-
-    matcher: Any
-    numbers: tuple[int, ...]
-    reach: int
-
-    @classmethod
-    def of(cls, needles: Sequence[str], number: Mapping[str, int]) -> _Across | None:
-        if not needles:
-            return None
-        return cls(_matcher(needles), tuple(number[n] for n in needles), max(map(len, needles)) - 1)
-
-    def find(self, window: str) -> set[int]:
-        return {self.numbers[i] for i in _matches(self.matcher, window)}
-
-
-def _matches(matcher: Any, text: str) -> set[int]:
-    """The indexes of ``matcher``'s needles in ``text`` (overlapping matches too)."""
-    if matcher is None or not text:
-        return set()
-    try:
-        return {i for i, _, _ in matcher.find_matches_as_indexes(text, overlapping=True)}
-    except UnicodeEncodeError:  # a lone surrogate: the automaton reads UTF-8
-        return {i for i, _, _ in matcher.find_matches_as_indexes(_encodable(text), overlapping=True)}
 
 
 #: The size of the pieces :meth:`ProbeSet.score_text` reads a text in (at least: four times the
