@@ -19,9 +19,10 @@ blocks, rounds and the current tool loop.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from operator import is_
+from typing import Any, Literal, TypeVar
 
 Block = Mapping[str, Any]
 Role = Literal["system", "user", "assistant"]
@@ -162,6 +163,42 @@ def replace_blocks(
     return tuple(out)
 
 
+# --- answers remembered per message list ----------------------------------------------------
+
+T = TypeVar("T")
+
+#: How many message lists :func:`per_list` holds answers for: a compaction's input, its copies
+#: (thinking dropped, results masked) and the summary's input; ``eval`` runs every strategy
+#: on one input.
+LISTS_REMEMBERED = 4
+_remembered: list[tuple[tuple[Message, ...], dict[Hashable, Any]]] = []
+
+
+def per_list(messages: Sequence[Message], key: Hashable, compute: Callable[[Sequence[Message]], T]) -> T:
+    """``compute(messages)``, remembered under ``key`` for the very same messages: a later call
+    with a list that holds the same message objects in the same order gets the same answer
+    without the pass (``eval`` asks a dozen passes of one list of thousands of messages).
+
+    Sound because what a pass reads is the message objects: a message is immutable (frozen,
+    its content a tuple of blocks that are never mutated, its raw records as read), and a
+    rewrite makes a new object for any message it changes, so a list with one message replaced
+    is another list. The last :data:`LISTS_REMEMBERED` lists are held (so no id is reused while
+    its answers are); ``compute`` must return a value its callers do not mutate.
+    """
+    entries = _remembered[:]  # replaced whole, never changed in place: no lock needed
+    for entry in entries:
+        held, answers = entry
+        if len(held) == len(messages) and all(map(is_, held, messages)):
+            if key not in answers:
+                answers[key] = compute(messages)
+            if entry is not entries[0]:  # the most recently asked first
+                _remembered[:] = [entry, *(e for e in entries if e is not entry)]
+            return answers[key]
+    value = compute(messages)
+    _remembered[:] = [(tuple(messages), {key: value}), *entries[: LISTS_REMEMBERED - 1]]
+    return value
+
+
 # --- structure: pairs, tool interaction blocks, rounds, the current loop ---------------------
 
 
@@ -266,6 +303,10 @@ def tool_interaction_blocks(messages: Sequence[Message]) -> list[Span]:
 
     A strategy keeps or drops such a span whole, which is what keeps pairs valid.
     """
+    return list(per_list(messages, "blocks", _tool_interaction_blocks))
+
+
+def _tool_interaction_blocks(messages: Sequence[Message]) -> tuple[Span, ...]:
     # One pass, every read inline (no comprehension or generator per message): this runs a
     # dozen times per compaction over lists of thousands of messages.
     spans: list[Span] = []
@@ -299,7 +340,7 @@ def tool_interaction_blocks(messages: Sequence[Message]) -> list[Span]:
                 break
             i += 1
         spans.append(Span(start, i))
-    return spans
+    return tuple(spans)
 
 
 def block_start_at(messages: Sequence[Message], index: int) -> int:

@@ -14,7 +14,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ir_builders import msg, result, text, use
 
+import ctxcompact.ir as ir_module
 from ctxcompact.compaction.pins import (
     PinOptions,
     has_pin_marker,
@@ -167,7 +169,7 @@ def _blocks(messages: Sequence[Message]) -> list[Span]:
     return spans
 
 
-_SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_SETTINGS
@@ -197,3 +199,67 @@ def test_summaries_and_pins_match_their_definitions(messages: list[Message]) -> 
     guard = protected_part(messages, unpinned_task)
     assert guard.summaries >= _summaries(messages)
     assert guard.pins == pinned_indices(messages, unpinned_task)
+
+
+# --- answers remembered per list (ctxcompact.ir.per_list) -------------------------------------
+
+
+def _fresh(messages: Sequence[Message]) -> tuple[Any, ...]:
+    """What the remembered passes answer, computed with nothing remembered."""
+    saved = ir_module._remembered[:]
+    ir_module._remembered[:] = []
+    try:
+        return _answers(messages)
+    finally:
+        ir_module._remembered[:] = saved
+
+
+def _answers(messages: Sequence[Message]) -> tuple[Any, ...]:
+    options = PinOptions(patterns=("THIS",))
+    return (
+        tool_interaction_blocks(messages),
+        protected_part(messages),
+        protected_part(messages, options, include_loop=True),
+        pinned_indices(messages, options, first_default=False),
+        pinned_indices(messages),
+    )
+
+
+@_SETTINGS
+@given(_LISTS, st.data())
+def test_a_changed_list_gets_the_fresh_answer(messages: list[Message], data: st.DataObject) -> None:
+    """A list asked again gets the same answers; one that differs in any way — a message
+    replaced (even by an equal copy), dropped, added or moved — gets its own, never the
+    remembered list's."""
+    first = _answers(messages)
+    assert _answers(messages) == first == _fresh(messages)
+    assert _answers(tuple(messages)) == first  # the same objects in another container
+    changed = list(messages)
+    edit = data.draw(st.sampled_from(["replace", "copy", "drop", "add", "swap"]))
+    at = data.draw(st.integers(0, max(len(changed) - 1, 0)))
+    if edit == "add" or not changed:
+        changed.insert(at, data.draw(_message()))
+    elif edit == "replace":
+        changed[at] = data.draw(_message())
+    elif edit == "copy":
+        old = changed[at]
+        changed[at] = Message(old.role, old.content, old.source, old.changed, old.meta)
+    elif edit == "drop":
+        del changed[at]
+    else:
+        changed[at], changed[-1] = changed[-1], changed[at]
+    assert _answers(changed) == _fresh(changed)
+    assert _answers(messages) == first
+
+
+def test_answers_follow_the_objects_not_the_container() -> None:
+    """A list changed in place after a pass is asked afresh: the answer is keyed on the
+    messages it holds now, not on the list object."""
+    call = msg("assistant", use("t1", "Bash"))
+    answer = msg("user", result("t1", "ok"))
+    messages = [msg("user", text("go")), call, answer]
+    assert tool_interaction_blocks(messages) == [Span(1, 3)]
+    messages[2] = msg("user", text("no answer"))
+    assert tool_interaction_blocks(messages) == [Span(1, 2)]
+    assert tool_interaction_blocks(messages) is not tool_interaction_blocks(messages)  # a copy each
+    assert len(ir_module._remembered) <= ir_module.LISTS_REMEMBERED

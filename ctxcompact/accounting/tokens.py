@@ -254,7 +254,8 @@ def count_tokens(
     by_type: dict[str, int] = {}
     pos = 0
     for owner, kind, n_pieces, fixed, key in plan:
-        tokens = sum(counts[pos : pos + n_pieces]) + fixed
+        # Most blocks are one piece: no slice to sum.
+        tokens = (counts[pos] if n_pieces == 1 else sum(counts[pos : pos + n_pieces])) + fixed
         pos += n_pieces
         by_type[kind] = by_type.get(kind, 0) + tokens
         if owner == -1:
@@ -335,7 +336,7 @@ def message_totals(messages: Sequence[Message], counter: TokenCounter) -> list[i
     only new and changed messages are counted.
     """
     sizes = counter.message_sizes if isinstance(counter, CachedCounter) else {}
-    totals = [sizes[id(m)][1] if id(m) in sizes else -1 for m in messages]
+    totals = [known[1] if known is not None else -1 for known in map(sizes.get, map(id, messages))]
     todo = [i for i, total in enumerate(totals) if total < 0]
     if not todo:
         return totals

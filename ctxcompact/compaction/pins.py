@@ -31,6 +31,7 @@ from ctxcompact.ir import (
     has_user_text,
     leading_system_count,
     live_start,
+    per_list,
     round_starts,
     text_of,
     tool_interaction_blocks,
@@ -142,6 +143,12 @@ def pinned_indices(
     messages: Sequence[Message], options: PinOptions = DEFAULT_PINS, *, first_default: bool = True
 ) -> frozenset[int]:
     """Indices of the pinned messages, widened to whole tool interaction blocks."""
+    return per_list(
+        messages, ("pins", options, first_default), lambda ms: _pinned(ms, options, first_default)
+    )
+
+
+def _pinned(messages: Sequence[Message], options: PinOptions, first_default: bool) -> frozenset[int]:
     compiled = [re.compile(p) for p in options.patterns]
     pinned: set[int] = set()
     for i, message in enumerate(messages):
@@ -215,6 +222,12 @@ def protected_part(
     protects, of the current tool loop, only the request that opened it and the live part (what
     the model has not seen, :func:`~ctxcompact.ir.live_start`), not the whole loop: a
     single-task agent run is all loop."""
+    return per_list(
+        messages, ("protected", options, include_loop), lambda ms: _protected(ms, options, include_loop)
+    )
+
+
+def _protected(messages: Sequence[Message], options: PinOptions, include_loop: bool) -> Protected:
     head = leading_system_count(messages)
     loop = current_loop_start(messages)
     request: frozenset[int] = frozenset()
