@@ -139,9 +139,11 @@ def summary_index(messages: Sequence[Message]) -> int | None:
 
 def record_point(record: Any) -> CompactionPoint | None:
     """The point a message record carries in its ``"ctxcompact"`` field, if any."""
-    if not isinstance(record, Mapping):
+    if type(record) is not dict and not isinstance(record, Mapping):  # a dict: no ABC check
         return None
     mark = record.get(FIELD)
+    if mark is None:
+        return None  # most records
     return CompactionPoint.from_json(mark.get("compactionPoint")) if isinstance(mark, Mapping) else None
 
 
