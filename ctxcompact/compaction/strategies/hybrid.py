@@ -39,7 +39,7 @@ from typing import Any, cast
 from ctxcompact.accounting.counters import TokenCounter
 from ctxcompact.accounting.tokens import block_tokens, edited_total
 from ctxcompact.compaction.masking import is_stub, masked_result, stub_text
-from ctxcompact.compaction.pins import message_tokens, protected_part
+from ctxcompact.compaction.pins import message_tokens, pinned_indices, protected_part
 from ctxcompact.compaction.strategies import Strategy
 from ctxcompact.compaction.strategies.base import StrategyContext, StrategyDetails, StrategyResult
 from ctxcompact.compaction.strategies.full import (
@@ -469,7 +469,7 @@ def summarize_oldest(
     head = leading_system_count(messages)
     live = max(live_start(messages), head)
     sizes = message_tokens(messages, context.counter)
-    pinned = protected_part(messages, context.pins).pins
+    pinned = pinned_indices(messages, context.pins)  # the pins alone: no summaries, no loop
     floor = _summary_floor(budget)
 
     # kept(cut): the rest, and the pins the summary leaves in place — from running totals
