@@ -19,7 +19,9 @@ blocks, rounds and the current tool loop.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from operator import is_
 from typing import Any, Literal, TypeVar
@@ -171,13 +173,33 @@ T = TypeVar("T")
 #: (thinking dropped, results masked) and the summary's input; ``eval`` runs every strategy
 #: on one input.
 LISTS_REMEMBERED = 4
-_remembered: list[tuple[tuple[Message, ...], dict[Hashable, Any]]] = []
+_Remembered = list[tuple[tuple["Message", ...], dict[Hashable, Any]]]
+#: The open :func:`remembered_passes` scope's lists and answers (None: no scope, nothing kept).
+_PASSES: ContextVar[_Remembered | None] = ContextVar("ctxcompact_remembered_passes", default=None)
+
+
+@contextmanager
+def remembered_passes() -> Iterator[None]:
+    """Within it, :func:`per_list` remembers its answers; when it closes they are dropped, so
+    nothing outlives the call that opened it (a library host's agent loop keeps none of its
+    transcripts alive through us). A compaction (:func:`ctxcompact.compaction.pipeline.compact_conversation`)
+    opens one for its run, ``eval`` one per conversation; a scope opened inside another is the
+    outer one. A ``ContextVar``: threads and tasks each see their own."""
+    if _PASSES.get() is not None:
+        yield
+        return
+    token = _PASSES.set([])
+    try:
+        yield
+    finally:
+        _PASSES.reset(token)
 
 
 def per_list(messages: Sequence[Message], key: Hashable, compute: Callable[[Sequence[Message]], T]) -> T:
-    """``compute(messages)``, remembered under ``key`` for the very same messages: a later call
-    with a list that holds the same message objects in the same order gets the same answer
-    without the pass (``eval`` asks a dozen passes of one list of thousands of messages).
+    """``compute(messages)``, remembered under ``key`` for the very same messages while a
+    :func:`remembered_passes` scope is open: a later call with a list that holds the same
+    message objects in the same order gets the same answer without the pass (``eval`` asks a
+    dozen passes of one list of thousands of messages). Outside a scope: ``compute(messages)``.
 
     Sound because what a pass reads is the message objects: a message is immutable (frozen,
     its content a tuple of blocks that are never mutated, its raw records as read), and a
@@ -185,17 +207,21 @@ def per_list(messages: Sequence[Message], key: Hashable, compute: Callable[[Sequ
     is another list. The last :data:`LISTS_REMEMBERED` lists are held (so no id is reused while
     its answers are); ``compute`` must return a value its callers do not mutate.
     """
-    entries = _remembered[:]  # replaced whole, never changed in place: no lock needed
-    for entry in entries:
+    remembered = _PASSES.get()
+    if remembered is None:
+        return compute(messages)
+    for entry in remembered:
         held, answers = entry
         if len(held) == len(messages) and all(map(is_, held, messages)):
             if key not in answers:
                 answers[key] = compute(messages)
-            if entry is not entries[0]:  # the most recently asked first
-                _remembered[:] = [entry, *(e for e in entries if e is not entry)]
+            if entry is not remembered[0]:  # the most recently asked first
+                remembered.remove(entry)
+                remembered.insert(0, entry)
             return answers[key]
     value = compute(messages)
-    _remembered[:] = [(tuple(messages), {key: value}), *entries[: LISTS_REMEMBERED - 1]]
+    remembered.insert(0, (tuple(messages), {key: value}))
+    del remembered[LISTS_REMEMBERED:]
     return value
 
 

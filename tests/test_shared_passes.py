@@ -9,14 +9,17 @@ each kind with and without their acknowledgement, pin markers at both depths, em
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ir_builders import msg, result, text, use
 
 import ctxcompact.ir as ir_module
+from ctxcompact import compact_messages
 from ctxcompact.compaction.pins import (
     PinOptions,
     has_pin_marker,
@@ -32,6 +35,7 @@ from ctxcompact.ir import (
     current_loop_start,
     has_user_text,
     leading_system_count,
+    remembered_passes,
     round_starts,
     text_of,
     tool_interaction_blocks,
@@ -206,13 +210,9 @@ def test_summaries_and_pins_match_their_definitions(messages: list[Message]) -> 
 
 
 def _fresh(messages: Sequence[Message]) -> tuple[Any, ...]:
-    """What the remembered passes answer, computed with nothing remembered."""
-    saved = ir_module._remembered[:]
-    ir_module._remembered[:] = []
-    try:
-        return _answers(messages)
-    finally:
-        ir_module._remembered[:] = saved
+    """What the remembered passes answer, computed with nothing remembered (in an empty
+    context: no :func:`remembered_passes` scope is open there)."""
+    return contextvars.Context().run(_answers, messages)
 
 
 def _answers(messages: Sequence[Message]) -> tuple[Any, ...]:
@@ -234,6 +234,11 @@ def test_a_changed_list_gets_the_fresh_answer(messages: list[Message], data: st.
     """A list asked again gets the same answers; one that differs in any way — a message
     replaced (even by an equal copy), dropped, added or moved — gets its own, never the
     remembered list's."""
+    with remembered_passes():
+        _a_changed_list_gets_the_fresh_answer(messages, data)
+
+
+def _a_changed_list_gets_the_fresh_answer(messages: list[Message], data: st.DataObject) -> None:
     first = _answers(messages)
     assert _answers(messages) == first == _fresh(messages)
     assert _answers(tuple(messages)) == first  # the same objects in another container
@@ -261,8 +266,49 @@ def test_answers_follow_the_objects_not_the_container() -> None:
     call = msg("assistant", use("t1", "Bash"))
     answer = msg("user", result("t1", "ok"))
     messages = [msg("user", text("go")), call, answer]
-    assert tool_interaction_blocks(messages) == [Span(1, 3)]
-    messages[2] = msg("user", text("no answer"))
-    assert tool_interaction_blocks(messages) == [Span(1, 2)]
-    assert tool_interaction_blocks(messages) is not tool_interaction_blocks(messages)  # a copy each
-    assert len(ir_module._remembered) <= ir_module.LISTS_REMEMBERED
+    with remembered_passes():
+        assert tool_interaction_blocks(messages) == [Span(1, 3)]
+        messages[2] = msg("user", text("no answer"))
+        assert tool_interaction_blocks(messages) == [Span(1, 2)]
+        assert tool_interaction_blocks(messages) is not tool_interaction_blocks(messages)  # a copy each
+        for n in range(ir_module.LISTS_REMEMBERED + 2):  # the oldest lists are let go
+            tool_interaction_blocks([*messages, msg("user", text(f"more {n}"))])
+        held = ir_module._PASSES.get()
+        assert held is not None and len(held) == ir_module.LISTS_REMEMBERED
+
+
+def test_nothing_is_remembered_outside_a_scope(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only an open :func:`remembered_passes` keeps answers: outside one each pass is made
+    again, and a compaction forgets its lists when it returns (a library host's agent loop
+    keeps none of its transcripts alive through us)."""
+    made: list[int] = []
+    real = ir_module._tool_interaction_blocks
+
+    def counted(messages: Sequence[Message]) -> tuple[Span, ...]:
+        made.append(len(messages))
+        return real(messages)
+
+    monkeypatch.setattr(ir_module, "_tool_interaction_blocks", counted)
+    messages = [msg("user", text("go")), msg("assistant", use("t1", "Bash")), msg("user", result("t1", "ok"))]
+    tool_interaction_blocks(messages)
+    tool_interaction_blocks(messages)
+    assert made == [3, 3]
+    with remembered_passes():
+        tool_interaction_blocks(messages)
+        with remembered_passes():  # a scope inside another is the outer one
+            tool_interaction_blocks(messages)
+    assert made == [3, 3, 3]
+    # A compaction runs in a scope of its own, and leaves none open.
+    from ctxcompact.compaction import pipeline
+
+    inner = pipeline._compact_conversation
+    scoped: list[bool] = []
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        scoped.append(ir_module._PASSES.get() is not None)
+        return inner(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_compact_conversation", run)
+    compact_messages([{"role": "user", "content": "Fix the build."}], dry_run=True)
+    assert scoped == [True]
+    assert ir_module._PASSES.get() is None

@@ -61,7 +61,7 @@ from ctxcompact.compaction.strategies.options import PruneOptions
 from ctxcompact.compaction.strategies.pipeline import PipelineOptions, run_pipeline
 from ctxcompact.compaction.summarize import Summarizer
 from ctxcompact.errors import OptionError, WorkFailedError
-from ctxcompact.ir import Message, same_objects, text_of
+from ctxcompact.ir import Message, remembered_passes, same_objects, text_of
 from ctxcompact.names import SummarizerName
 from ctxcompact.transcripts.io import Conversation, conversation_records
 from ctxcompact.transcripts.points.append import point_layout
@@ -153,7 +153,35 @@ def compact_conversation(
     options from ``options`` and one shared :class:`~ctxcompact.compaction.strategies.StrategyContext`.
     ``summarizer`` overrides the one ``options.full`` names (tests inject fakes; agent loops
     inject their own). ``auto`` decides as ``check`` does. Never mutates ``conversation``.
+    The passes its strategies share over one list (tool interaction blocks, pins) are made
+    once for the run (:func:`~ctxcompact.ir.remembered_passes`), and forgotten with it.
     """
+    with remembered_passes():
+        return _compact_conversation(
+            conversation,
+            options=options,
+            budget=budget,
+            auto=auto,
+            dry_run=dry_run,
+            summarizer=summarizer,
+            reader=reader,
+            counter=counter,
+            system_tokens=system_tokens,
+        )
+
+
+def _compact_conversation(
+    conversation: Conversation,
+    *,
+    options: CompactOptions | None,
+    budget: Budget | None,
+    auto: bool,
+    dry_run: bool,
+    summarizer: Summarizer | None,
+    reader: FileReader | None,
+    counter: TokenCounter | None,
+    system_tokens: int | None,
+) -> CompactResult:
     options, started = options or CompactOptions(), monotonic()
     # One cache for the run: the before and after figures and the strategies share it, so
     # each distinct block is encoded once.

@@ -54,7 +54,7 @@ from ctxcompact.evaluation.probes import (
     extract_probes,
     restored_paths,
 )
-from ctxcompact.ir import Message
+from ctxcompact.ir import Message, remembered_passes
 from ctxcompact.transcripts.io import Conversation, Transcript
 
 OFFLOAD = "offload"
@@ -178,8 +178,9 @@ def evaluate_transcripts(
             for i, conv in enumerate(convs):
                 source = transcript.name if len(convs) == 1 else f"{transcript.name}#{i}"
                 # The facts of each part the probes and the strategies summarize, read once; a
-                # strategy run on the same input again (auto above its threshold: hybrid), run once.
-                with shared_facts(), shared_runs(clock) as memo:
+                # strategy run on the same input again (auto above its threshold: hybrid), run
+                # once; the passes over the conversation's list (tool blocks, pins), made once.
+                with shared_facts(), shared_runs(clock) as memo, remembered_passes():
                     probes = ProbeSet(conversation_probes(conv))  # read once, for every strategy
                     # One cache for the conversation's strategies: each block is encoded once.
                     shared = shared_cache(counter)
