@@ -242,7 +242,7 @@ def tool_names_by_id(messages: Sequence[Message]) -> dict[str, str]:
 
 def round_starts(messages: Sequence[Message]) -> list[int]:
     """Indices of the user messages that carry user text: each one opens a round."""
-    return [i for i, m in enumerate(messages) if m.role == "user" and has_user_text(m)]
+    return [i for i, m in enumerate(messages) if has_user_text(m)]
 
 
 def current_loop_start(messages: Sequence[Message]) -> int:
@@ -284,6 +284,10 @@ def turn_starts(messages: Sequence[Message]) -> list[int]:
     """Where each assistant turn starts, with what it answers: the index of each assistant
     message, widened back to a user message that opens its round (the request the turn
     answers); tool interaction blocks are never split."""
+    return list(per_list(messages, "turns", _turn_starts))
+
+
+def _turn_starts(messages: Sequence[Message]) -> tuple[int, ...]:
     at = block_starts(messages)  # one pass: a block_start_at per message made this quadratic
     starts: list[int] = []
     last = -1
@@ -296,7 +300,7 @@ def turn_starts(messages: Sequence[Message]) -> list[int]:
         if start > last:
             starts.append(start)
             last = start
-    return starts
+    return tuple(starts)
 
 
 def leading_system_count(messages: Sequence[Message]) -> int:
@@ -403,6 +407,10 @@ class ToolPair:
 def tool_pairs(messages: Sequence[Message]) -> list[ToolPair]:
     """Every tool use in order, with the positions of the results that answer it (in the same
     tool interaction block). The one walk strategies use to keep or change pairs together."""
+    return list(per_list(messages, "pairs", _tool_pairs))
+
+
+def _tool_pairs(messages: Sequence[Message]) -> tuple[ToolPair, ...]:
     pairs: list[ToolPair] = []
     for span in tool_interaction_blocks(messages):
         results: dict[Any, list[tuple[int, int]]] = {}
@@ -414,4 +422,4 @@ def tool_pairs(messages: Sequence[Message]) -> list[ToolPair]:
             if block.get("type") == "tool_use":
                 found = tuple(results.get(block.get("id"), ()))
                 pairs.append(ToolPair((span.start, j), found, str(block.get("name") or ""), span))
-    return pairs
+    return tuple(pairs)

@@ -40,6 +40,7 @@ from ctxcompact.ir import (
     text_of,
     tool_interaction_blocks,
     tool_pairs,
+    turn_starts,
 )
 from ctxcompact.markers import (
     CLAUDE_CODE_SUMMARY_PREFIX,
@@ -218,6 +219,8 @@ def _answers(messages: Sequence[Message]) -> tuple[Any, ...]:
     options = PinOptions(patterns=("THIS",))
     return (
         tool_interaction_blocks(messages),
+        tool_pairs(messages),
+        turn_starts(messages),
         protected_part(messages),
         protected_part(messages, options, include_loop=True),
         pinned_indices(messages, options, first_default=False),

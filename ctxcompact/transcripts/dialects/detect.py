@@ -35,7 +35,10 @@ CODEX_LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "tur
 def looks_like_anthropic(records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:
     """Every record is a message object with an Anthropic role (plain-text messages look the
     same in OpenAI's dialect: ask that one first)."""
-    return all(isinstance(r, Mapping) and r.get("role") in ANTHROPIC_ROLES for r in records)
+    # type() first: a dict (every parsed record) skips the Mapping ABC's slower check.
+    return all(
+        (type(r) is dict or isinstance(r, Mapping)) and r.get("role") in ANTHROPIC_ROLES for r in records
+    )
 
 
 def looks_like_openai(records: Sequence[Any], body: Mapping[str, Any] | None) -> bool:

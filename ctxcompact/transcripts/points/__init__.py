@@ -139,14 +139,12 @@ def summary_index(messages: Sequence[Message]) -> int | None:
 
 def record_point(record: Any) -> CompactionPoint | None:
     """The point a message record carries in its ``"ctxcompact"`` field, if any."""
-    # ``type(x) is dict`` and ``None`` first: the Mapping check (an ABC) costs more than the
-    # look-up, and this runs on every record of a summary compaction's input.
-    if type(record) is not dict and not isinstance(record, Mapping):
+    if type(record) is not dict and not isinstance(record, Mapping):  # a dict: no ABC check
         return None
     mark = record.get(FIELD)
-    if mark is None or (type(mark) is not dict and not isinstance(mark, Mapping)):
-        return None
-    return CompactionPoint.from_json(mark.get("compactionPoint"))
+    if mark is None:
+        return None  # most records
+    return CompactionPoint.from_json(mark.get("compactionPoint")) if isinstance(mark, Mapping) else None
 
 
 def message_points(records: Sequence[Any]) -> list[tuple[int, CompactionPoint]]:
