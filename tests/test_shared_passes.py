@@ -301,14 +301,14 @@ def test_nothing_is_remembered_outside_a_scope(monkeypatch: pytest.MonkeyPatch) 
     # A compaction runs in a scope of its own, and leaves none open.
     from ctxcompact.compaction import pipeline
 
-    inner = pipeline._compact_conversation
+    inner = pipeline.measure  # the run's first step
     scoped: list[bool] = []
 
     def run(*args: Any, **kwargs: Any) -> Any:
         scoped.append(ir_module._PASSES.get() is not None)
         return inner(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "_compact_conversation", run)
+    monkeypatch.setattr(pipeline, "measure", run)
     compact_messages([{"role": "user", "content": "Fix the build."}], dry_run=True)
     assert scoped == [True]
     assert ir_module._PASSES.get() is None

@@ -1,7 +1,8 @@
 """The compaction pipeline: one or more strategies, then the checks that make it safe.
 
 ``compact_conversation`` is what the CLI calls; ``compact_messages`` is the library's one
-call. Steps:
+call. The passes its strategies share over one list (tool interaction blocks, pins) are
+made once for the run (:func:`~ctxcompact.ir.remembered_passes`) and forgotten with it. Steps:
 
 1. count the conversation (system prompt and tools included) and size it as ``check`` does
    (:func:`~ctxcompact.accounting.context_size.context_size`: recorded usage when the
@@ -134,6 +135,7 @@ class CompactResult:
         return self.stats.compacted
 
 
+@remembered_passes()
 def compact_conversation(
     conversation: Conversation,
     *,
@@ -153,35 +155,7 @@ def compact_conversation(
     options from ``options`` and one shared :class:`~ctxcompact.compaction.strategies.StrategyContext`.
     ``summarizer`` overrides the one ``options.full`` names (tests inject fakes; agent loops
     inject their own). ``auto`` decides as ``check`` does. Never mutates ``conversation``.
-    The passes its strategies share over one list (tool interaction blocks, pins) are made
-    once for the run (:func:`~ctxcompact.ir.remembered_passes`), and forgotten with it.
     """
-    with remembered_passes():
-        return _compact_conversation(
-            conversation,
-            options=options,
-            budget=budget,
-            auto=auto,
-            dry_run=dry_run,
-            summarizer=summarizer,
-            reader=reader,
-            counter=counter,
-            system_tokens=system_tokens,
-        )
-
-
-def _compact_conversation(
-    conversation: Conversation,
-    *,
-    options: CompactOptions | None,
-    budget: Budget | None,
-    auto: bool,
-    dry_run: bool,
-    summarizer: Summarizer | None,
-    reader: FileReader | None,
-    counter: TokenCounter | None,
-    system_tokens: int | None,
-) -> CompactResult:
     options, started = options or CompactOptions(), monotonic()
     # One cache for the run: the before and after figures and the strategies share it, so
     # each distinct block is encoded once.
