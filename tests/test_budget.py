@@ -365,3 +365,21 @@ def test_masking_in_chunks_is_masking_pair_by_pair(
     assert stats == single_stats
     masked = stats["steps"][0]["steps"][0]["results_masked"]
     assert 0 < masked < steps if steps == 30 else masked > 0
+
+
+@pytest.mark.parametrize("strategy", ["full", "hybrid", "key-messages"])
+def test_a_budget_no_rewrite_can_fit_gives_the_strategy_no_target(tmp_path: Path, strategy: str) -> None:
+    """A system prompt alone over the threshold: a summary squeezed towards zero words would
+    lose the task and still not fit. The strategy runs as without a budget and says why;
+    --auto writes nothing (exit 3)."""
+    body = {"model": "claude-sonnet-4-5", "system": _output(7, 2500), "messages": _loop(60)}
+    out, stats = _compact(tmp_path, body, "--strategy", strategy, "-w", "40000", "--summarizer", "extractive")
+    assert stats["still_over_threshold"]
+    assert "the strategies ran without a target" in stats["warnings"][0]
+    assert not any("ladder" in w for w in stats["warnings"])
+    kept = "\n".join(_texts(out["messages"]))
+    assert line_share(TASK, kept) == 1.0  # the task, whole (a squeezed summary lost it)
+    assert "The parser stopped one line early" in kept  # and the agent's last words
+    source = tmp_path / "t.json"
+    result = run_cli("compact", source, "--auto", "-w", "40000", "-o", tmp_path / "auto.json")
+    assert result.exit_code == 3 and "outside the messages" in result.stderr

@@ -172,14 +172,28 @@ def compact_conversation(
     unchanged = partial(_unchanged, conversation, label, size, threshold)
     if auto and (reason := _under_threshold(size, budget)) is not None:
         return unchanged(reason)
-    if auto and threshold is not None and size.overhead >= threshold:
-        _auto_must_fit(auto, threshold, size.overhead, [_outside_messages(size)])
+    # The context outside the messages alone over the threshold: no rewrite of them can fit.
+    # --auto says so and writes nothing; a strategy asked for by name runs as without a budget
+    # (a summary squeezed towards zero words would lose the task and still not fit).
+    outside = size.resized(_fixed(report))
+    unreachable = threshold is not None and outside >= threshold
+    if auto and unreachable:
+        _auto_must_fit(auto, threshold, outside, [_outside_messages(size, outside)])
 
     context = _context(
-        conversation, options, budget, size, report, summarizer=summarizer, reader=reader, counter=counter
+        conversation,
+        options,
+        None if unreachable else budget,
+        size,
+        report,
+        summarizer=summarizer,
+        reader=reader,
+        counter=counter,
     )
     # The strategies, unless an open shared_runs() holds this very run already (eval's auto).
     messages, result, steps, warnings = served(_run_with_ladder, conversation, options, context, summarizer)
+    if unreachable:
+        warnings.insert(0, f"{_outside_messages(size, outside)}; the strategies ran without a target")
     if same_objects(messages, conversation.messages):
         _auto_must_fit(auto, threshold, before, warnings)
         return unchanged("no strategy changed anything", warnings, steps)
@@ -218,11 +232,16 @@ def compact_conversation(
     return CompactResult(rewritten, stats, replaced)
 
 
-def _outside_messages(size: ContextSize) -> str:
+def _fixed(report: TokenReport) -> int:
+    """Our count of what no compaction of the messages changes (the system prompt, tools)."""
+    return report.total - sum(m.tokens for m in report.messages)
+
+
+def _outside_messages(size: ContextSize, outside: int) -> str:
     where = "as the recorded usage shows it" if size.source in ("recorded", "rescaled") else "as estimated"
     return (
         f"the context outside the messages (system prompt, tool definitions; {where}) alone counts "
-        f"{size.overhead:,} tokens: no compaction of the messages can fit"
+        f"{outside:,} tokens: no compaction of the messages can fit"
     )
 
 
@@ -299,7 +318,7 @@ def _context(
         options.path_map,
         trust_session_cwd=options.trust_session_cwd,
     )
-    fixed = report.total - sum(m.tokens for m in report.messages)
+    fixed = _fixed(report)
     aim = options.aim(budget.threshold, fixed=size.resized(fixed)) if budget else None
     return StrategyContext(
         counter=counter,
