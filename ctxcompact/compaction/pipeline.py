@@ -172,28 +172,18 @@ def compact_conversation(
     unchanged = partial(_unchanged, conversation, label, size, threshold)
     if auto and (reason := _under_threshold(size, budget)) is not None:
         return unchanged(reason)
-    # The context outside the messages alone over the threshold: no rewrite of them can fit.
-    # --auto says so and writes nothing; a strategy asked for by name runs as without a budget
-    # (a summary squeezed towards zero words would lose the task and still not fit).
     outside = size.resized(_fixed(report))
-    unreachable = threshold is not None and outside >= threshold
-    if auto and unreachable:
+    if auto and threshold is not None and outside >= threshold:
         _auto_must_fit(auto, threshold, outside, [_outside_messages(size, outside)])
+    aimed, why = _reachable(budget, outside, size)
 
     context = _context(
-        conversation,
-        options,
-        None if unreachable else budget,
-        size,
-        report,
-        summarizer=summarizer,
-        reader=reader,
-        counter=counter,
+        conversation, options, aimed, size, report, summarizer=summarizer, reader=reader, counter=counter
     )
     # The strategies, unless an open shared_runs() holds this very run already (eval's auto).
     messages, result, steps, warnings = served(_run_with_ladder, conversation, options, context, summarizer)
-    if unreachable:
-        warnings.insert(0, f"{_outside_messages(size, outside)}; the strategies ran without a target")
+    if why is not None:
+        warnings.insert(0, why)
     if same_objects(messages, conversation.messages):
         _auto_must_fit(auto, threshold, before, warnings)
         return unchanged("no strategy changed anything", warnings, steps)
@@ -235,6 +225,25 @@ def compact_conversation(
 def _fixed(report: TokenReport) -> int:
     """Our count of what no compaction of the messages changes (the system prompt, tools)."""
     return report.total - sum(m.tokens for m in report.messages)
+
+
+def _reachable(budget: Budget | None, outside: int, size: ContextSize) -> tuple[Budget | None, str | None]:
+    """The budget the strategies aim at, and why it is not ``budget``. When the context outside
+    the messages (``outside``, the real size's measure) alone is at or over the threshold, no
+    rewrite of them can end under it: the run aims at the window's usable room instead (a
+    rewrite under it can still be sent), or, when that is too small as well, at nothing — each
+    strategy runs as without a budget. A summary squeezed towards a target of zero would lose
+    the task and still not fit. (``--auto`` refuses before this: its result must end under.)"""
+    if budget is None or outside < budget.threshold:
+        return budget, None
+    said = f"{_outside_messages(size, outside)} under the threshold ({budget.threshold:,})"
+    if outside < budget.usable:
+        aimed = replace(budget, threshold=budget.usable)
+        return aimed, f"{said}; the strategies aimed at the window's usable room ({budget.usable:,}) instead"
+    return (
+        None,
+        f"{said} nor in the window's usable room ({budget.usable:,}); the strategies ran without a target",
+    )
 
 
 def _outside_messages(size: ContextSize, outside: int) -> str:
