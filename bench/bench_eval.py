@@ -10,11 +10,13 @@ file-path probes, at least 90 % of the user-instruction probes, and every last r
 Then issue 19's judged measurement (:mod:`judged_cuts`): six corpus transcripts cut where
 compaction was due, every strategy run with the budget the judged runs had, the table per
 strategy with the tokens after, how many results fit the threshold, ``eval``'s score and the
-judge's score (``bench/judged.json``), and how well the two agree: Kendall's tau-b between
-them across the judged strategies, per transcript. The strategies run as they were judged
-(``compact --strategy X``, ``-w`` where the judged run had it); a result *fits* when it is under
-the threshold ``--auto`` has on that transcript. On every transcript where some result fits,
-``auto`` must fit and have the best judged score among the results that fit.
+blind judge's score (``bench/judged_outputs.json``: credited only to the very context it was
+given — a run whose output changed since is listed as STALE, to be judged again), and how well
+the two agree: Kendall's tau-b between them across the judged strategies, per transcript. The
+strategies run as they were judged (``compact --strategy X``, ``-w`` where the judged run had
+it); a result *fits* when it is under the threshold ``--auto`` has on that transcript. On every
+transcript where a judged result fits, ``auto`` must fit and have the best judged score among
+the judged results that fit.
 
 Usage:
     python bench/bench_eval.py
@@ -27,7 +29,14 @@ import tempfile
 from pathlib import Path
 
 from gen_transcript import generate
-from judged_cuts import CUTS, claude_code_summary, judged, write_cut
+from judged_cuts import (
+    CUTS,
+    claude_code_judged,
+    claude_code_summary,
+    context_digest,
+    judged_outputs,
+    write_cut,
+)
 
 from ctxcompact.accounting.check import BudgetSpec
 from ctxcompact.evaluation.probes import context_text, score_probes
@@ -107,8 +116,13 @@ JUDGED_STRATEGIES = ("full", "prune", "hybrid", "auto", "clean-tools", "key-mess
 
 
 def judged_cuts_table() -> bool:
-    """Issue 19's six judged transcripts: eval's figures beside the judge's (module docstring)."""
-    scores = judged()["transcripts"]
+    """The six judged transcripts: eval's figures beside the blind judge's (module docstring).
+
+    A judged score counts only for the output it was given: each entry of
+    ``bench/judged_outputs.json`` carries the SHA-256 of the context it scored
+    (:func:`context_digest`), and a run whose context has changed since is listed as stale
+    (judge it again) instead of being credited with the old output's score."""
+    outputs = judged_outputs()["transcripts"]
     runs: dict[str, list[StrategyRun]] = {}
     thresholds: dict[str, int | None] = {}
     skipped: list[str] = []
@@ -126,45 +140,58 @@ def judged_cuts_table() -> bool:
             if cut.tag == "A":
                 probes = conversation_probes(transcript.conversations[0])
                 reference = score_probes(probes, context_text([new_message("user", claude_code_summary())]))
-                judge = _mean(scores["A"]["scores"]["claude-code"])
                 print(
-                    f"\nClaude Code's own summary of A: eval score {reference.mean:.0%}, judged {judge:.2f}"
+                    f"\nClaude Code's own summary of A: eval score {reference.mean:.0%}, "
+                    f"judged blind {claude_code_judged():.2f}"
                 )
+    judged: dict[tuple[str, str], float] = {}
+    stale: list[str] = []
+    for tag, done in runs.items():
+        for r in done:
+            entry = outputs.get(tag, {}).get(r.strategy)
+            if entry is None:
+                continue
+            if entry["sha256"] == context_digest(r.messages):
+                judged[tag, r.strategy] = sum(entry["scores"].values()) / len(entry["scores"])
+            else:
+                stale.append(f"{r.strategy} on {tag}")
     print("\njudged transcripts (6 cuts where compaction was due):\n")
     print("| strategy | tokens after | fits | eval score | judged score |\n|---|---:|---:|---:|---:|")
     for name in JUDGED_STRATEGIES:
         mine = [(tag, r) for tag, done in runs.items() for r in done if r.strategy == name]
         evals = [r.report.mean for _, r in mine if r.report and r.report.mean is not None]
-        judged_runs = [_mean(scores[tag]["scores"][name]) for tag, _ in mine if name in scores[tag]["scores"]]
+        scored = [judged[tag, name] for tag, _ in mine if (tag, name) in judged]
         fits = sum(1 for tag, r in mine if r.tokens_after < (thresholds[tag] or 0))
-        judge = (
-            f"{sum(judged_runs) / len(judged_runs):.2f}" if len(judged_runs) == len(mine) and mine else "—"
-        )
+        judge = f"{sum(scored) / len(scored):.2f} ({len(scored)}/{len(mine)})" if scored else "—"
         eval_score = f"{sum(evals) / len(evals):.0%}" if evals else "—"
         tokens = sum(r.tokens_after for _, r in mine)
         print(f"| {name} | {tokens:,} | {fits}/{len(mine)} | {eval_score} | {judge} |")
     for line in skipped:  # a run the tool refused: not in its row (it wrote nothing)
         print(f"\nskipped: {line}")
+    if stale:
+        print(f"\nSTALE (the output changed since it was judged; judge it again): {', '.join(stale)}")
     ok = True
     for tag, done in runs.items():
-        judged_here = scores[tag]["scores"]
         pairs = [
-            (r.report.mean or 0.0, _mean(judged_here[r.strategy]))
+            (r.report.mean or 0.0, judged[tag, r.strategy])
             for r in done
-            if r.report and r.strategy in judged_here
+            if r.report and (tag, r.strategy) in judged
         ]
         fitting = {
-            r.strategy: _mean(judged_here[r.strategy])
+            r.strategy: judged[tag, r.strategy]
             for r in done
-            if r.strategy in judged_here and r.tokens_after < (thresholds[tag] or 0)
+            if (tag, r.strategy) in judged and r.tokens_after < (thresholds[tag] or 0)
         }
-        verdict = "n/a (no result fits)"
-        if fitting:
+        auto_fits = any(r.strategy == "auto" and r.tokens_after < (thresholds[tag] or 0) for r in done)
+        verdict = "n/a (no judged result fits)"
+        if auto_fits and "auto" not in fitting:
+            verdict = "n/a (auto's output as it is now was not judged)"
+        elif fitting:
             passed = "auto" in fitting and fitting["auto"] == max(fitting.values())
             ok = ok and passed
             verdict = "PASS" if passed else f"FAIL {fitting}"
         print(
-            f"{tag}: Kendall tau-b eval vs judged over {len(pairs)} strategies {_tau(pairs):.2f}; auto best among the results that fit: {verdict}"
+            f"{tag}: Kendall tau-b eval vs judged over {len(pairs)} strategies {_tau(pairs):.2f}; auto best among the judged results that fit: {verdict}"
         )
     return ok
 

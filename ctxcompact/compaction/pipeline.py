@@ -172,11 +172,7 @@ def compact_conversation(
     unchanged = partial(_unchanged, conversation, label, size, threshold)
     if auto and (reason := _under_threshold(size, budget)) is not None:
         return unchanged(reason)
-    outside = size.resized(_fixed(report))
-    if auto and threshold is not None and outside >= threshold:
-        _auto_must_fit(auto, threshold, outside, [_outside_messages(size, outside)])
-    aimed, why = _reachable(budget, outside, size)
-
+    aimed, why = _reachable(budget, size.resized(_fixed(report)), size, auto=auto)
     context = _context(
         conversation, options, aimed, size, report, summarizer=summarizer, reader=reader, counter=counter
     )
@@ -227,15 +223,19 @@ def _fixed(report: TokenReport) -> int:
     return report.total - sum(m.tokens for m in report.messages)
 
 
-def _reachable(budget: Budget | None, outside: int, size: ContextSize) -> tuple[Budget | None, str | None]:
+def _reachable(
+    budget: Budget | None, outside: int, size: ContextSize, *, auto: bool
+) -> tuple[Budget | None, str | None]:
     """The budget the strategies aim at, and why it is not ``budget``. When the context outside
     the messages (``outside``, the real size's measure) alone is at or over the threshold, no
-    rewrite of them can end under it: the run aims at the window's usable room instead (a
-    rewrite under it can still be sent), or, when that is too small as well, at nothing — each
+    rewrite of them can end under it: ``--auto`` writes nothing and says so (exit 3: its result
+    must end under); otherwise the run aims at the window's usable room instead (a rewrite
+    under it can still be sent), or, when that is too small as well, at nothing — each
     strategy runs as without a budget. A summary squeezed towards a target of zero would lose
-    the task and still not fit. (``--auto`` refuses before this: its result must end under.)"""
+    the task and still not fit."""
     if budget is None or outside < budget.threshold:
         return budget, None
+    _auto_must_fit(auto, budget.threshold, outside, [_outside_messages(size, outside)])
     said = f"{_outside_messages(size, outside)} under the threshold ({budget.threshold:,})"
     if outside < budget.usable:
         aimed = replace(budget, threshold=budget.usable)
