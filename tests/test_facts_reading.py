@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from ir_builders import msg, text, use
 
 from ctxcompact.compaction.summarize import facts as facts_module
+from ctxcompact.compaction.summarize import readings
 from ctxcompact.compaction.summarize.facts import NUMBER_WITH_UNIT, Facts, shared_facts
 from ctxcompact.ir import Message, Source
 from ctxcompact.markers import (
@@ -207,14 +208,14 @@ def test_nothing_is_remembered_outside_a_scope(monkeypatch: pytest.MonkeyPatch) 
     is read each time, and when the scope closes nothing of it is kept (a library host's agent
     loop keeps none of its transcripts alive through us)."""
     made: list[int] = []
-    real = facts_module._Spoken
+    real = readings.Spoken
 
     class Counted(real):  # type: ignore[valid-type,misc]
         def __init__(self, message: Message, index: int) -> None:
             made.append(index)
             super().__init__(message, index)
 
-    monkeypatch.setattr(facts_module, "_Spoken", Counted)
+    monkeypatch.setattr(readings, "Spoken", Counted)
     messages, held = _session()
     Facts.gather(messages)
     Facts.gather(messages)

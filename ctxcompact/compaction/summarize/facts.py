@@ -15,50 +15,47 @@
   test run with the status read from its output (:mod:`.outcomes`), the harness's events
   (a background task finished), the agent's last actions with what each returned.
 
-Each message is read once, in order; a tool result's text is scanned once.
+Each message is read once, in order; a tool result's text is scanned once. What a message says
+by itself is :mod:`.readings`' (within :func:`shared_facts`, read once for every part of the
+transcript that holds the message); this module's pass carries what came before it.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from ctxcompact.compaction.summarize.boilerplate import (
-    is_rejection,
-    notifications,
-    rejection_feedback,
-    user_words,
-)
-from ctxcompact.compaction.summarize.calls import Change, Later, call_label, changes_of, todo_items
-from ctxcompact.compaction.summarize.gist import NO_OUTPUT, names_in, referred_lines, shown_lines
+from ctxcompact.compaction.summarize.calls import Change, Later, todo_items
+from ctxcompact.compaction.summarize.gist import NO_OUTPUT, referred_lines, shown_lines
 from ctxcompact.compaction.summarize.layout import clip_words
-from ctxcompact.compaction.summarize.outcomes import TestRun, failed, failure_lines, output_of, read_tests
-from ctxcompact.compaction.summarize.shell_files import PATH_FIELDS, command_texts, tool_file_ops
+from ctxcompact.compaction.summarize.outcomes import TestRun, failed
+from ctxcompact.compaction.summarize.readings import (
+    NUMBER_WITH_UNIT as NUMBER_WITH_UNIT,
+)
+from ctxcompact.compaction.summarize.readings import (
+    Asked,
+    Call,
+    Heard,
+    MessageMemo,
+    Result,
+    Spoken,
+    read_messages,
+    read_request,
+)
 from ctxcompact.compaction.summarize.statements import (
     USER_RULE as USER_RULE,
 )
 from ctxcompact.compaction.summarize.statements import (
-    conclusions_among,
-    instructions,
     intents,
-    intents_among,
-    prose,
     sentences,
     texts,
 )
 from ctxcompact.compaction.summarize.templates import drop_templates
 from ctxcompact.ir import Block, Message, tool_result_text
-from ctxcompact.markers import (
-    EARLIER_SUMMARY_PREFIXES,
-    OUR_ACKS,
-    SUMMARY_PREFIX,
-    restored_block_path,
-    restored_file_paths,
-)
 
 __all__ = ["NUMBER_WITH_UNIT", "USER_RULE", "Facts", "sentences", "texts"]
 
@@ -68,17 +65,7 @@ SHOWN_ACTIONS = 6
 #: The most result lines one finding quotes.
 FINDING_LINES = 2
 ERROR_LINE_WORDS = 24
-#: A number with a unit ("30 s", "512 MB", "20,000 tokens", "95 %"): the figures a task turns on.
-#: Not after a word character or a point: ``(?<![\w.])\d`` written as ``\d(?<![\w.]\d)``, the
-#: same matches, but the engine skips to a digit before it tries one (the look-behind first
-#: made it try at every position).
-NUMBER_WITH_UNIT = re.compile(
-    r"\d(?<![\w.]\d)\d{0,2}(?:,\d{3})*(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes|h|hours|days|"
-    r"KB|MB|GB|TB|KiB|MiB|GiB|kB|bytes|tokens|chars|characters|words|lines|%|px|rem|em|GHz|MHz|x)(?![\w])",
-)
-_RUNNING = re.compile(r"Process running with session ID (\w+)")
 _SLASH_COMMAND = re.compile(r"^/[\w:-]+(?:\s.*)?$")  # "/compact focus": not the task
-_CODE_SPAN = re.compile(r"`([A-Za-z_][\w.:/-]{2,60}(?:\(\))?)`")
 
 
 @dataclass(slots=True)
@@ -213,8 +200,8 @@ class _Shared:
     held, so their ids stay theirs."""
 
     facts: dict[tuple[int, ...], tuple[tuple[Message, ...], Facts]] = field(default_factory=dict)
-    messages: dict[int, tuple[Message, _Heard | _Spoken | None]] = field(default_factory=dict)
-    requests: dict[str, _Asked] = field(default_factory=dict)
+    messages: MessageMemo = field(default_factory=dict)
+    requests: dict[str, Asked] = field(default_factory=dict)
 
 
 _SHARED: ContextVar[_Shared | None] = ContextVar("ctxcompact_shared_facts", default=None)
@@ -227,7 +214,7 @@ def shared_facts() -> Iterator[None]:
     conversation, whose probes and strategies read the same parts (the probes and ``full``,
     ``hybrid`` and ``--auto``) — each part's facts are read once, not once per reader. A part
     that differs (hybrid's older part, the probes' whole conversation) reads again, but what
-    each message says by itself (:func:`_reading`) is read once for every part that holds it;
+    each message says by itself (:mod:`.readings`) is read once for every part that holds it;
     only the pass that carries the state from message to message is made again. When the
     scope closes, all of it is let go."""
     token = _SHARED.set(_Shared())
@@ -235,248 +222,6 @@ def shared_facts() -> Iterator[None]:
         yield
     finally:
         _SHARED.reset(token)
-
-
-# -- what each message says by itself: read once per message (per scope) --------------------
-#
-# Plain classes with slots, each filled by its constructor, the parts not always needed read
-# when first asked: a summary of a long session makes tens of thousands of them.
-
-
-class _Call:
-    """A tool_use block as the reader needs it: a function of the block, and of the index of
-    the message holding it for its changes (:meth:`changes`)."""
-
-    __slots__ = (
-        "_changes",
-        "_has_path",
-        "block",
-        "commands",
-        "label",
-        "name",
-        "ops",
-        "polled",
-        "short_label",
-        "tool_id",
-    )
-
-    def __init__(self, block: Block, index: int) -> None:
-        tool_input = block.get("input")
-        polled = tool_input.get("session_id") if isinstance(tool_input, (dict, Mapping)) else None
-        self.block = block
-        self.name = str(block.get("name") or "tool")
-        self.tool_id = str(block.get("id") or "")
-        self.label = call_label(block)
-        self.short_label = call_label(block, words=8)
-        #: The session a call polls (Codex ``write_stdin``), as text: its label depends on the
-        #: calls before it (:meth:`_Reader._label`).
-        self.polled = None if polled is None else str(polled)
-        self.commands = tuple(command_texts(tool_input))
-        self.ops = tuple(tool_file_ops(self.name, tool_input))
-        self._changes = tuple(changes_of(index, block))
-        self._has_path: bool | None = None
-
-    def changes(self, index: int) -> tuple[Change, ...]:
-        """:func:`changes_of` the call at message ``index`` (a list that holds its message at
-        another index has them at that one)."""
-        found = self._changes
-        if found and found[0].index != index:
-            return tuple(Change(index, c.path, c.how, c.text) for c in found)
-        return found
-
-    def has_path(self) -> bool:
-        if self._has_path is None:
-            self._has_path = _has_path(self.block)
-        return self._has_path
-
-
-class _Result:
-    """A tool_result block as the reader needs it: a function of the block (whether it failed
-    also of :attr:`.Later.flags_reported`, what its test run says also of the call's command)."""
-
-    __slots__ = (
-        "_broke_flagged",
-        "_broke_unflagged",
-        "_failure",
-        "_output",
-        "_tests",
-        "block",
-        "body",
-        "feedback",
-        "name",
-        "rejected",
-        "running",
-        "tool_id",
-    )
-
-    def __init__(self, block: Block) -> None:
-        self.block = block
-        self.tool_id = str(block.get("tool_use_id") or "")
-        self.name = str(block.get("name") or "tool")
-        self.body = body = tool_result_text(block)
-        running = _RUNNING.search(body[:300])
-        #: The session id of a command still running.
-        self.running = running.group(1) if running else None
-        self.rejected = is_rejection(body)
-        #: The user's words given while rejecting the call.
-        self.feedback = rejection_feedback(body) if self.rejected else ""
-        self._broke_flagged: bool | None = None
-        self._broke_unflagged: bool | None = None
-        self._failure: tuple[str, ...] | None = None
-        self._tests: dict[tuple[str, bool], TestRun | None] | None = None
-        self._output: str | None = None
-
-    def broke(self, flags_reported: bool) -> bool:
-        """:func:`failed`, whose last rule depends on the transcript (``flags_reported``)."""
-        if flags_reported:
-            if self._broke_flagged is None:
-                self._broke_flagged = failed(self.block, self.body, flags_reported=True)
-            return self._broke_flagged
-        if self._broke_unflagged is None:
-            self._broke_unflagged = failed(self.block, self.body, flags_reported=False)
-        return self._broke_unflagged
-
-    def failure(self) -> tuple[str, ...]:
-        if self._failure is None:
-            self._failure = tuple(failure_lines(self.body))
-        return self._failure
-
-    def test_run(self, index: int, command: str, broke: bool) -> TestRun | None:
-        """:func:`read_tests` of this result of ``command``, at message ``index``."""
-        if self._tests is None:
-            self._tests = {}
-        key = (command, broke)
-        if key in self._tests:
-            run = self._tests[key]
-        else:
-            failure = self.failure() if broke else ()
-            run = read_tests(index, command, self.body, command_failed=broke, failure=failure)
-            self._tests[key] = run
-        if run is not None and run.index != index:
-            return TestRun(index, run.command, run.status, run.summary, run.failures)
-        return run
-
-    def output(self) -> str:
-        if self._output is None:
-            self._output = output_of(self.body)
-        return self._output
-
-
-class _Heard:
-    """A user message by itself: the files restored in it, the earlier summary it is, the
-    harness's events in it, its tool results, its words (before the templates repeated across
-    the transcript are dropped, :func:`_user_texts`)."""
-
-    __slots__ = ("earlier", "events", "only_restored", "restored", "results", "words")
-
-    def __init__(self, message: Message) -> None:
-        self.restored = restored = restored_file_paths(message)
-        # A Claude Code session joins its summary and the files restored after it into one
-        # message: the files are restored again, never carried inside the summary.
-        own = [b for b in message.content if restored_block_path(b) is None] if restored else message.content
-        #: :func:`user_words` of its blocks (``None``: it has no text block).
-        self.words = user_words(own) if any(b.get("type") == "text" for b in message.content) else None
-        raw = texts(own)
-        #: Nothing but restored files.
-        self.only_restored = bool(restored) and not raw
-        self.earlier: str | None = None
-        self.events: tuple[str, ...] = ()
-        self.results: tuple[_Result, ...] = ()
-        if self.only_restored:
-            return
-        prefix = next((p for p in EARLIER_SUMMARY_PREFIXES if raw.startswith(p)), None)
-        if prefix is not None:
-            # Ours: drop the marker line. Claude Code's: its opening sentence goes in :mod:`.earlier`.
-            body = raw[len(prefix) :].lstrip(" .:\n") if prefix == SUMMARY_PREFIX.rstrip() else raw
-            self.earlier = body.rstrip()
-            return
-        self.events = tuple(notifications(message.content))
-        self.results = tuple(_Result(b) for b in message.content if b.get("type") == "tool_result")
-
-
-class _Spoken:
-    """An assistant message by itself: its text (``""`` if it said nothing or one of our
-    acknowledgements), the sentences of its prose, its conclusions, the names it wrote in
-    backticks and the figures it gave (:func:`_mentions`), its calls."""
-
-    __slots__ = ("_names", "_plans", "calls", "concepts", "conclusions", "figures", "said", "text")
-
-    def __init__(self, message: Message, index: int) -> None:
-        self.calls = tuple(_Call(b, index) for b in message.content if b.get("type") == "tool_use")
-        self._names: list[str] | None = None
-        self._plans: set[str] | None = None
-        text = texts(message.content)
-        self.text = "" if text in OUR_ACKS else text
-        # One split, for each reader of its sentences. Tuples: kept for the scope, and a tuple
-        # of strings is one the garbage collector stops tracking.
-        said = sentences(prose(self.text)) if self.text else ()
-        self.said: tuple[str, ...] = tuple(said)
-        self.conclusions: tuple[str, ...] = tuple(conclusions_among(said)) if said else ()
-        self.concepts, self.figures = _mentions(self.text) if self.text else _NO_MENTIONS
-
-    def names(self) -> list[str]:
-        """:func:`names_in` its text."""
-        if self._names is None:
-            self._names = names_in(self.text)
-        return self._names
-
-    def plans(self) -> set[str]:
-        """Its sentences about what it does next."""
-        if self._plans is None:
-            self._plans = set(intents_among(list(self.said)))
-        return self._plans
-
-
-class _Asked:
-    """A request's text by itself: its instruction sentences and its mentions."""
-
-    __slots__ = ("concepts", "figures", "rules")
-
-    def __init__(self, text: str) -> None:
-        self.rules = instructions(text)
-        self.concepts, self.figures = _mentions(text)
-
-
-_NO_MENTIONS: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
-
-
-def _mentions(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The names ``text`` gives in backticks (each time) and the figures in it, in order."""
-    return (
-        tuple(m.group(1) for m in _CODE_SPAN.finditer(text)) if "`" in text else (),
-        tuple(m.group(0) for m in NUMBER_WITH_UNIT.finditer(text)),
-    )
-
-
-def _readings(messages: Sequence[Message], shared: _Shared | None) -> list[_Heard | _Spoken | None]:
-    """What each message says by itself (``None``: a message of another role); within a
-    :func:`shared_facts` scope, a message read before is not read again."""
-    if shared is None:
-        return [
-            _Spoken(m, i) if m.role == "assistant" else _Heard(m) if m.role == "user" else None
-            for i, m in enumerate(messages)
-        ]
-    memo = shared.messages
-    out: list[_Heard | _Spoken | None] = []
-    for i, message in enumerate(messages):
-        found = memo.get(id(message))
-        if found is None:
-            role = message.role
-            reading = (
-                _Spoken(message, i) if role == "assistant" else _Heard(message) if role == "user" else None
-            )
-            found = memo[id(message)] = (message, reading)
-        out.append(found[1])
-    return out
-
-
-def _asked(text: str, shared: _Shared | None) -> _Asked:
-    if shared is None:
-        return _Asked(text)
-    found = shared.requests.get(text)
-    if found is None:
-        found = shared.requests[text] = _Asked(text)
-    return found
 
 
 # -- the pass that carries what came before ---------------------------------------------------
@@ -490,26 +235,26 @@ class _Reader:
         self.shared = shared
         self.facts = Facts()
         self.later = Later.index(messages)
-        self.calls: dict[str, tuple[int, _Call]] = {}
+        self.calls: dict[str, tuple[int, Call]] = {}
         #: The calls whose result has not come yet: their file operations and changes wait
         #: for it (a file tool that failed did nothing to its file).
-        self.pending: dict[str, _Call] = {}
+        self.pending: dict[str, Call] = {}
         self.actions: dict[str, Action] = {}
         self.tasks: dict[str, tuple[str, str]] = {}
         self.turn_text = ""
         self.turn_notes: list[str] = []
         self.sessions: dict[str, str] = {}  # a running command's session id -> its call
-        self.unseen: list[tuple[str, _Result]] = []  # (call label, result) since the agent last spoke
+        self.unseen: list[tuple[str, Result]] = []  # (call label, result) since the agent last spoke
         # What facts.rules and facts.conclusions hold: the lists keep the order, these the look-ups.
         self.listed_rules: set[str] = set()
         self.listed_conclusions: set[str] = set()
 
     def read(self) -> Facts:
         facts = self.facts
-        readings = _readings(self.messages, self.shared)
+        readings = read_messages(self.messages, self.shared.messages if self.shared else None)
         words = _user_texts(readings)
         for index, reading in enumerate(readings):
-            if isinstance(reading, _Heard):
+            if isinstance(reading, Heard):
                 self._read_user(index, reading, words.get(index, ""))
             elif reading is not None:
                 self._read_assistant(index, reading)
@@ -547,7 +292,7 @@ class _Reader:
 
     # -- user messages --
 
-    def _read_user(self, index: int, heard: _Heard, text: str) -> None:
+    def _read_user(self, index: int, heard: Heard, text: str) -> None:
         facts = self.facts
         facts.restored.extend(heard.restored)
         if heard.only_restored:
@@ -573,7 +318,7 @@ class _Reader:
         if is_task:
             facts.task = request.text
         facts.requests.append(request)
-        asked = _asked(request.text, self.shared)
+        asked = read_request(request.text, self.shared.requests if self.shared else None)
         for sentence in asked.rules:
             item = f"- {sentence}"
             if item not in self.listed_rules:
@@ -583,7 +328,7 @@ class _Reader:
                 facts.task_rules.add(item)
         self._add_mentions(asked.concepts, asked.figures, weight=2)
 
-    def _read_results(self, index: int, results: tuple[_Result, ...]) -> None:
+    def _read_results(self, index: int, results: tuple[Result, ...]) -> None:
         facts = self.facts
         flags_reported = self.later.flags_reported
         for result in results:
@@ -644,7 +389,7 @@ class _Reader:
             if action is not None:
                 action.outcome = "failed: " + clip_words(lines[0], ERROR_LINE_WORDS)
 
-    def _label(self, call: _Call, *, short: bool = False) -> str:
+    def _label(self, call: Call, *, short: bool = False) -> str:
         """:func:`call_label` (of 8 words when ``short``, else 12), or for a call that polls a
         running command's session (Codex ``write_stdin``), the command it polls."""
         if call.polled is not None and call.polled in self.sessions:
@@ -656,7 +401,7 @@ class _Reader:
 
     # -- assistant messages --
 
-    def _read_assistant(self, index: int, spoken: _Spoken) -> None:
+    def _read_assistant(self, index: int, spoken: Spoken) -> None:
         facts = self.facts
         if spoken.text:
             facts.after_earlier = True
@@ -685,7 +430,7 @@ class _Reader:
                 self.listed_conclusions.add(sentence)
                 self.facts.conclusions.append(sentence)
 
-    def _add_findings(self, index: int, spoken: _Spoken) -> None:
+    def _add_findings(self, index: int, spoken: Spoken) -> None:
         """The agent's sentences naming, in backticks, something the results it just read
         hold, with those result lines (each result is searched once per name, linear)."""
         seen, self.unseen = self.unseen, []
@@ -734,15 +479,8 @@ class _Reader:
             self.facts.figures.update(dict.fromkeys(figures))
 
 
-def _has_path(call: Block) -> bool:
-    tool_input = call.get("input")
-    return isinstance(tool_input, (dict, Mapping)) and any(
-        isinstance(tool_input.get(k), str) for k in PATH_FIELDS
-    )
-
-
-def _user_texts(readings: Sequence[_Heard | _Spoken | None]) -> dict[int, str]:
-    """Each user message's own words: wrappers stripped per block (:attr:`_Heard.words`),
+def _user_texts(readings: Sequence[Heard | Spoken | None]) -> dict[int, str]:
+    """Each user message's own words: wrappers stripped per block (:attr:`Heard.words`),
     repeated templates dropped (across the messages read)."""
-    heard = [(i, r.words) for i, r in enumerate(readings) if isinstance(r, _Heard) and r.words is not None]
+    heard = [(i, r.words) for i, r in enumerate(readings) if isinstance(r, Heard) and r.words is not None]
     return dict(zip([i for i, _ in heard], drop_templates([w for _, w in heard]), strict=True))
