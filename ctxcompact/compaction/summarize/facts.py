@@ -228,7 +228,7 @@ def shared_facts() -> Iterator[None]:
 
 
 class _Reader:
-    """One pass over the messages, filling a :class:`Facts` from each one's :func:`_reading`."""
+    """One pass over the messages, filling a :class:`Facts` from what each one says by itself (:mod:`.readings`)."""
 
     def __init__(self, messages: Sequence[Message], shared: _Shared | None = None) -> None:
         self.messages = messages
