@@ -7,7 +7,7 @@ here prints or exits.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -181,10 +181,11 @@ def measure(
     ``previews=False``: no message previews (a compaction shows none). ``breakdown=False``:
     with a local counter, the total, the roles and each message's total only
     (:func:`~ctxcompact.accounting.tokens.count_totals`: what a compaction decides by)."""
+    count: Callable[..., TokenReport] = count_totals
     if breakdown or hasattr(counter, "count_request"):
         count = partial(count_tokens, previews=previews)
     else:
-        count, previews = count_totals, False
+        previews = False
     if isinstance(counter, CachedCounter) and counter.shared:
         # The compactions sharing this cache (``eval``'s strategies) count the same
         # conversation object: counted once.

@@ -391,21 +391,23 @@ def message_totals(messages: Sequence[Message], counter: TokenCounter) -> list[i
     if not todo:
         return totals
     texts: list[str] = []
-    plan: list[tuple[int, int]] = []  # (pieces, fixed tokens) per message to count
+    plan: list[tuple[int, int]] = []  # (where its pieces end in texts, fixed tokens) per message
     for i in todo:
         fixed = 0
-        n_pieces = len(texts)
         for block in messages[i].content:
             pieces, extra = block_pieces(block)
-            texts.extend(pieces)
+            texts += pieces
             fixed += extra
-        plan.append((len(texts) - n_pieces, fixed))
+        plan.append((len(texts), fixed))
     counts = counter.count_batch(texts) if texts else []
-    pos = 0
-    for i, (n, fixed) in zip(todo, plan, strict=True):
-        totals[i] = sum(counts[pos : pos + n]) + fixed + MESSAGE_OVERHEAD
-        pos += n
-        sizes[id(messages[i])] = (messages[i], totals[i])
+    start = 0
+    for i, (end, fixed) in zip(todo, plan, strict=True):
+        # Most messages are one piece: no slice to sum.
+        total = (counts[start] if end - start == 1 else sum(counts[start:end])) + fixed + MESSAGE_OVERHEAD
+        start = end
+        totals[i] = total
+        message = messages[i]
+        sizes[id(message)] = (message, total)
     return totals
 
 
