@@ -79,6 +79,21 @@ def test_ascii_text_is_searched_without_the_alternatives_only_other_text_matches
         Caseless("a|\u212a")
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab .!?\n\t\r\x0b。！？")), max_size=30))
+def test_ascii_text_is_cut_into_the_same_sentences(text: str) -> None:
+    ascii_text = text.encode("ascii", "ignore").decode()
+    for sample in (text, ascii_text):
+        assert statements._ASCII_SENTENCE_SPLIT.split(ascii_text) == statements.SENTENCE_SPLIT.split(
+            ascii_text
+        )
+        assert statements.sentences(sample) == [
+            s
+            for s in (p.replace("**", "").strip(" -*•\t#>") for p in statements.SENTENCE_SPLIT.split(sample))
+            if s
+        ]
+
+
 _LINE_PARTS = ["a", "bc", "x" * 9, "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x85", "\u2028", ""]
 
 
