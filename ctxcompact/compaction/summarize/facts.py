@@ -248,10 +248,13 @@ class _Reader:
         # What facts.rules and facts.conclusions hold: the lists keep the order, these the look-ups.
         self.listed_rules: set[str] = set()
         self.listed_conclusions: set[str] = set()
+        self.readings: list[Heard | Spoken | None] = []
+        #: Each result read, by its block's id (the blocks are the messages': held while read).
+        self.results: dict[int, Result] | None = None
 
     def read(self) -> Facts:
         facts = self.facts
-        readings = read_messages(self.messages, self.shared.messages if self.shared else None)
+        readings = self.readings = read_messages(self.messages, self.shared.messages if self.shared else None)
         words = _user_texts(readings)
         for index, reading in enumerate(readings):
             if isinstance(reading, Heard):
@@ -397,6 +400,18 @@ class _Reader:
         return call.short_label if short else call.label
 
     def _failed(self, result: Block) -> bool:
+        """Whether a retry's result failed (:meth:`.Later.outcome` asks): read once, for it and
+        for the retry's own turn."""
+        if self.results is None:
+            self.results = {
+                id(r.block): r
+                for reading in self.readings
+                if isinstance(reading, Heard)
+                for r in reading.results
+            }
+        found = self.results.get(id(result))
+        if found is not None:
+            return found.broke(self.later.flags_reported)
         return failed(result, tool_result_text(result), flags_reported=self.later.flags_reported)
 
     # -- assistant messages --
