@@ -17,6 +17,7 @@ from ctxcompact.evaluation.probes import (
     extract_probes,
     normalise,
     score_probes,
+    words,
 )
 
 SESSION = [
@@ -284,6 +285,25 @@ def test_words_are_the_word_pattern_s_matches(value: str) -> None:
 
     assert words(value) == _WORD.findall(value)
     assert words(normalise(value)) == _WORD.findall(normalise(value))
+
+
+_ASCII_CHUNKS = ["word", "Word", "abc", "xy", "_", "0", "9", " ", "-", "/", "\n"]
+_CHUNKS = [*_ASCII_CHUNKS, "中文字", "か", "ナ", "é", "ß", "İ", "Σ", "\u00a0"]
+#: Texts of words and what may border one: ASCII ones (read in bytes) or not.
+_WORDY = st.one_of(
+    *(st.lists(st.sampled_from(c), max_size=12).map("".join) for c in (_ASCII_CHUNKS, _CHUNKS))
+)
+
+
+@given(st.lists(_WORDY, min_size=1, max_size=4), st.data())
+@settings(max_examples=300, deadline=None)
+def test_the_words_a_context_holds_are_its_words(sentences: list[str], data: st.DataObject) -> None:
+    # A sentence probe is kept by the words of it the context holds: ASCII text is read for
+    # them in bytes, not with the pattern; the words found are the pattern's.
+    probes = ProbeSet([Probe("statement", s) for s in [*sentences, "word wordword worde wordß 中文字 か"]])
+    text = normalise(data.draw(_WORDY))
+    present = {w for w, bit in probes._word_bits.items() if probes._present(text) & bit}
+    assert present == probes._all_wanted & set(words(text))
 
 
 @given(_TRICKY, st.integers(1, 12))

@@ -54,7 +54,7 @@ from ctxcompact.evaluation.probes import (
     extract_probes,
     restored_paths,
 )
-from ctxcompact.ir import Message, remembered_passes
+from ctxcompact.ir import Message, remembered_passes, tool_pairs, turn_starts
 from ctxcompact.transcripts.io import Conversation, Transcript
 
 OFFLOAD = "offload"
@@ -180,11 +180,11 @@ def evaluate_transcripts(
                 # The facts of each part the probes and the strategies summarize, read once; a
                 # strategy run on the same input again (auto above its threshold: hybrid), run
                 # once; the passes over the conversation's list (tool blocks, pins), made once.
-                with shared_facts(), shared_runs(clock) as memo, remembered_passes():
+                with shared_facts(), shared_runs(clock) as memo, remembered_passes(conv.messages):
                     probes = ProbeSet(conversation_probes(conv))  # read once, for every strategy
                     # One cache for the conversation's strategies: each block is encoded once.
                     shared = shared_cache(counter)
-                    measure_total(conv, shared)  # before the clock: no strategy is charged for it
+                    _read_for_all(conv, shared)
 
                     run = partial(
                         evaluate_strategy,
@@ -308,6 +308,17 @@ def conversation_probes(conversation: Conversation) -> tuple[Probe, ...]:
     messages = conversation.messages
     head = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
     return extract_probes(messages[head:])
+
+
+def _read_for_all(conversation: Conversation, counter: TokenCounter) -> None:
+    """What every strategy reads of ``conversation``, read now: before the clock (no strategy
+    is charged for it) and before :func:`run_strategies` forks (no process reads it again).
+    Its count (each message's, for the results' counts, and the report every compaction
+    starts from) and the passes over its list (tool pairs and blocks, turns)."""
+    measure_total(conversation, counter)
+    measure(conversation, counter, previews=False)
+    tool_pairs(conversation.messages)
+    turn_starts(conversation.messages)
 
 
 def _figures_only(run: Callable[[str], StrategyRun], name: str) -> StrategyRun:
