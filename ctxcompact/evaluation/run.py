@@ -328,17 +328,14 @@ def _figures_only(run: Callable[[str], StrategyRun], name: str) -> StrategyRun:
 
 def _offload(conversation: Conversation, counter: TokenCounter) -> tuple[int, int, Sequence[Message]]:
     """``offload`` measured as the compaction pipeline measures a strategy: the context size
-    before, and the same size of the rewrite (:meth:`ContextSize.resized`); its files kept in
-    memory (what it leaves in the context is all a score reads)."""
-    from ctxcompact.offload.store import MemoryWriter
+    before, and the same size of the rewrite (:meth:`ContextSize.resized`); no file written
+    (what it leaves in the context is all a score reads)."""
     from ctxcompact.offload.tool_results import offload_tool_results
 
     size = context_size(
         conversation, measure(conversation, counter, previews=False), model=conversation_model(conversation)
     )
-    result = offload_tool_results(
-        conversation.messages, out_dir=OFFLOAD, writer=MemoryWriter(), measure_tokens=False
-    )
+    result = offload_tool_results(conversation.messages, out_dir=OFFLOAD, files=False)
     after = size.resized(measure_total(conversation.with_messages(result.messages), counter))
     return size.tokens, after, result.messages
 
