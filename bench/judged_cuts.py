@@ -1,5 +1,7 @@
 """The six transcripts issue 19's judged measurement used, cut from ``../shared/corpus`` where
-compaction was due, and the judge's scores (``bench/judged.json``).
+compaction was due, and the blind judge's scores of today's outputs
+(``bench/judged_outputs.json``; issue 19's first, non-blind reading of the 2026-11-25 outputs is
+``bench/judged.json``, its blind questions and references ``bench/blind.json``).
 
 A cut keeps the records up to the first one whose recorded context reaches the threshold
 (Claude Code ``message.usage``, Codex ``token_count``, mini-swe-agent ``extra.response.usage``),
@@ -11,14 +13,23 @@ an earlier Claude Code summary forward.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ctxcompact.evaluation.probes import context_text
+from ctxcompact.ir import Message
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
-JUDGED = Path(__file__).resolve().parent / "judged.json"
+#: The blind judging of today's outputs: per cut and strategy, the SHA-256 of the context
+#: scored (:func:`context_digest`), its answers and their 0-5 scores against ``blind.json``'s
+#: references (question ids).
+JUDGED_OUTPUTS = Path(__file__).resolve().parent / "judged_outputs.json"
+BLIND = Path(__file__).resolve().parent / "blind.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +52,22 @@ CUTS = (
 )
 
 
-def judged() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(JUDGED.read_text(encoding="utf-8"))
+def judged_outputs() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(JUDGED_OUTPUTS.read_text(encoding="utf-8"))
     return data
+
+
+def context_digest(messages: Sequence[Message]) -> str:
+    """The SHA-256 of what a model reads in ``messages`` (``context_text``): a judged score
+    belongs to the context with this digest."""
+    return hashlib.sha256(context_text(messages).encode("utf-8")).hexdigest()
+
+
+def claude_code_judged() -> float:
+    """The blind judge's mean score of Claude Code's own summary of A (``blind.json``)."""
+    data = json.loads(BLIND.read_text(encoding="utf-8"))
+    scores = [q["answers"]["claude-code"]["score"] for q in data["transcripts"]["A"]["questions"]]
+    return sum(scores) / len(scores)
 
 
 def write_cut(cut: Cut, directory: Path) -> Path:

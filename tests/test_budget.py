@@ -365,3 +365,29 @@ def test_masking_in_chunks_is_masking_pair_by_pair(
     assert stats == single_stats
     masked = stats["steps"][0]["steps"][0]["results_masked"]
     assert 0 < masked < steps if steps == 30 else masked > 0
+
+
+@pytest.mark.parametrize("strategy", ["full", "hybrid", "key-messages"])
+def test_a_system_prompt_alone_over_the_threshold_never_squeezes_the_rewrite_to_nothing(
+    tmp_path: Path, strategy: str
+) -> None:
+    """No rewrite of the messages can end under the threshold: a summary squeezed towards zero
+    words would lose the task and still not fit. Under the window's usable room the strategy
+    aims there (the request can still be sent); over it too, it runs as without a budget; its
+    first warning says which. --auto writes nothing (exit 3)."""
+    # -w 40000: threshold 18,000, usable 30,000; the system prompt ~21.6K and ~56K tokens.
+    for lines, said in ((1000, "aimed at the window's usable room (30,000)"), (2500, "ran without a target")):
+        body = {"model": "claude-sonnet-4-5", "system": _output(7, lines), "messages": _loop(60)}
+        name = f"{lines}.json"
+        out, stats = _compact(tmp_path, body, "--strategy", strategy, "-w", "40000", name=name)
+        assert stats["still_over_threshold"]
+        assert said in stats["warnings"][0] and "under the threshold (18,000)" in stats["warnings"][0]
+        assert not any("ladder" in w or "over the target of 0" in w for w in stats["warnings"])
+        kept = "\n".join(_texts(out["messages"]))
+        assert line_share(TASK, kept) == 1.0  # the task, whole (a squeezed summary lost it)
+        assert "The parser stopped one line early" in kept  # and the agent's last words
+        if lines == 1000:  # a rewrite that can be sent: under the usable room
+            assert stats["compacted_token_count"] < 30_000
+        result = run_cli("compact", tmp_path / name, "--auto", "-w", "40000", "-o", tmp_path / "auto.json")
+        assert result.exit_code == 3 and "outside the messages" in result.stderr
+        assert not (tmp_path / "auto.json").exists()

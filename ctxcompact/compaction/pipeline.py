@@ -172,14 +172,14 @@ def compact_conversation(
     unchanged = partial(_unchanged, conversation, label, size, threshold)
     if auto and (reason := _under_threshold(size, budget)) is not None:
         return unchanged(reason)
-    if auto and threshold is not None and size.overhead >= threshold:
-        _auto_must_fit(auto, threshold, size.overhead, [_outside_messages(size)])
-
+    aimed, why = _reachable(budget, size.resized(_fixed(report)), size, auto=auto)
     context = _context(
-        conversation, options, budget, size, report, summarizer=summarizer, reader=reader, counter=counter
+        conversation, options, aimed, size, report, summarizer=summarizer, reader=reader, counter=counter
     )
     # The strategies, unless an open shared_runs() holds this very run already (eval's auto).
     messages, result, steps, warnings = served(_run_with_ladder, conversation, options, context, summarizer)
+    if why is not None:
+        warnings.insert(0, why)
     if same_objects(messages, conversation.messages):
         _auto_must_fit(auto, threshold, before, warnings)
         return unchanged("no strategy changed anything", warnings, steps)
@@ -218,11 +218,39 @@ def compact_conversation(
     return CompactResult(rewritten, stats, replaced)
 
 
-def _outside_messages(size: ContextSize) -> str:
+def _fixed(report: TokenReport) -> int:
+    """Our count of what no compaction of the messages changes (the system prompt, tools)."""
+    return report.total - sum(m.tokens for m in report.messages)
+
+
+def _reachable(
+    budget: Budget | None, outside: int, size: ContextSize, *, auto: bool
+) -> tuple[Budget | None, str | None]:
+    """The budget the strategies aim at, and why it is not ``budget``. When the context outside
+    the messages (``outside``, the real size's measure) alone is at or over the threshold, no
+    rewrite of them can end under it: ``--auto`` writes nothing and says so (exit 3: its result
+    must end under); otherwise the run aims at the window's usable room instead (a rewrite
+    under it can still be sent), or, when that is too small as well, at nothing — each
+    strategy runs as without a budget. A summary squeezed towards a target of zero would lose
+    the task and still not fit."""
+    if budget is None or outside < budget.threshold:
+        return budget, None
+    _auto_must_fit(auto, budget.threshold, outside, [_outside_messages(size, outside)])
+    said = f"{_outside_messages(size, outside)} under the threshold ({budget.threshold:,})"
+    if outside < budget.usable:
+        aimed = replace(budget, threshold=budget.usable)
+        return aimed, f"{said}; the strategies aimed at the window's usable room ({budget.usable:,}) instead"
+    return (
+        None,
+        f"{said} nor in the window's usable room ({budget.usable:,}); the strategies ran without a target",
+    )
+
+
+def _outside_messages(size: ContextSize, outside: int) -> str:
     where = "as the recorded usage shows it" if size.source in ("recorded", "rescaled") else "as estimated"
     return (
         f"the context outside the messages (system prompt, tool definitions; {where}) alone counts "
-        f"{size.overhead:,} tokens: no compaction of the messages can fit"
+        f"{outside:,} tokens: no compaction of the messages can fit"
     )
 
 
@@ -299,7 +327,7 @@ def _context(
         options.path_map,
         trust_session_cwd=options.trust_session_cwd,
     )
-    fixed = report.total - sum(m.tokens for m in report.messages)
+    fixed = _fixed(report)
     aim = options.aim(budget.threshold, fixed=size.resized(fixed)) if budget else None
     return StrategyContext(
         counter=counter,

@@ -414,12 +414,15 @@ def run_key_messages(
 ) -> StrategyResult:
     """The strategy table's entry. The target is ``target_usage`` × the model's budget (its
     window minus the output reserve; 128,000 without one), less the system prompt
-    and tool definitions, and never above the run's threshold."""
+    and tool definitions, and never above the run's target (the run's target itself where
+    the system prompt and tools alone take that share)."""
     model_budget = context.budget.usable if context.budget is not None else None
     target = options.target_tokens(model_budget) - context.fixed_tokens
     threshold = context.message_target()
     if threshold is not None:
-        target = min(target, threshold)
+        # Never above the run's target; where the system prompt and tools alone take the
+        # share target_usage gives, the run's target (no share left would keep nothing).
+        target = min(target, threshold) if target > 0 else threshold
     pins = PinOptions(context.pins.patterns, context.pins.first_pinned(True))
     guard = protected_part(messages, pins, include_loop=context.include_loop)
     result = key_message_extraction(
