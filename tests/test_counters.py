@@ -22,7 +22,7 @@ from ctxcompact.accounting.counters import (
     load_bpe,
     make_counter,
 )
-from ctxcompact.accounting.tokens import block_pieces, count_tokens, preview, total_tokens
+from ctxcompact.accounting.tokens import block_pieces, count_tokens, count_totals, preview, total_tokens
 from ctxcompact.accounting.windows import make_budget, resolve_model
 from ctxcompact.compaction.pipeline import CompactOptions, compact_conversation
 from ctxcompact.offload.tool_results import offload_tool_results
@@ -285,3 +285,18 @@ def test_a_full_compaction_reads_each_original_block_once(
     assert compact_conversation(conv, options=options, counter=EstimateCounter(), dry_run=True).compacted
     blocks = [id(b) for m in conv.messages for b in m.content]
     assert [block_reads[b] for b in blocks] == [1] * len(blocks)
+
+
+def test_count_totals_gives_the_reports_figures() -> None:
+    """A compaction's lean measure (no breakdown by type) has the full report's total, roles
+    and per-message totals, on every sample and a generated session, with either counter."""
+    convs = [c for p in sorted(SAMPLES.glob("*.json*")) for c in load_transcript(p).conversations]
+    convs.append(load_messages(generate(20_000, seed=5)))
+    for conv in convs:
+        for make in (EstimateCounter, make_counter):
+            report = count_tokens(conv.messages, counter=make(), system=conv.system, tools=conv.tools)
+            lean = count_totals(conv.messages, counter=make(), system=conv.system, tools=conv.tools)
+            assert (lean.total, lean.by_role, lean.extras) == (report.total, report.by_role, report.extras)
+            assert [(m.index, m.role, m.tokens) for m in lean.messages] == [
+                (m.index, m.role, m.tokens) for m in report.messages
+            ]

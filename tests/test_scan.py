@@ -9,8 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxcompact.compaction import scan
-from ctxcompact.compaction.scan import Caseless, lines_of, lowered_pattern
+from ctxcompact.compaction import retention, scan
+from ctxcompact.compaction.scan import (
+    Caseless,
+    ascii_alternatives,
+    lines_of,
+    lowered_pattern,
+    top_level_alternatives,
+)
 from ctxcompact.compaction.summarize import outcomes, statements
 from ctxcompact.compaction.summarize.layout import clip_words
 
@@ -20,6 +26,7 @@ PATTERNS = {
     "CONCLUSION": statements.CONCLUSION,
     "INTENT": statements.INTENT,
     "HEDGE": statements.HEDGE,
+    "INSTRUCTION": retention._INSTRUCTION,
 }
 
 #: Pieces of the patterns' words in several cases, and the characters IGNORECASE folds oddly.
@@ -27,7 +34,7 @@ _PIECES = [
     "The issue is", "ROOT CAUSE", "because", "I found ", "Let me", "NEXT, ", "next step", "Remaining: ",
     "must", "MUST", "Don't", "should", "is fixed", "Tests Pass", "all 3 tests pass", "maybe", "?",
     "必须", "问题是", "接下来", " ", "\n", ".", "a", "K", "\u212a", "\u017f", "\u0131", "\u0130", "é", "_",
-    "works now", "you're right", "decided", "result:", "instead of", "1", "—",
+    "works now", "you're right", "decided", "result:", "instead of", "1", "—", "don’t", "问题", "原因",
 ]  # fmt: skip
 
 
@@ -55,6 +62,36 @@ def test_lowered_pattern_keeps_escapes_and_refuses_cased_non_ascii_letters() -> 
         lowered_pattern("café")
     error_head = Caseless(outcomes._ERROR_HEAD)
     assert error_head.match("  ValueError: bad") and not error_head.match("x ValueError: bad")
+
+
+def test_ascii_text_is_searched_without_the_alternatives_only_other_text_matches() -> None:
+    """The Chinese words of a statement pattern are left out of its ASCII search (each is one
+    more try at every position); an alternative that can match the empty string never is."""
+    source = r"\b(?:a|b)\b|[|\]]x|\|y|问题(?:是|在于)|必须"
+    assert "|".join(top_level_alternatives(source)) == source
+    assert top_level_alternatives(source) == [r"\b(?:a|b)\b", r"[|\]]x", r"\|y", "问题(?:是|在于)", "必须"]
+    assert ascii_alternatives(source) == [r"\b(?:a|b)\b", r"[|\]]x", r"\|y"]
+    assert ascii_alternatives("a|必(?:须)?") == ["a"]
+    assert ascii_alternatives("a|(?:必须)?") == ["a", "(?:必须)?"]  # it matches "": kept
+    assert not Caseless("必须").search("anything ascii") and Caseless("必须").search("你必须")
+    assert "问题" not in statements.CONCLUSION._lowered.pattern
+    with pytest.raises(ValueError):  # the Kelvin sign matches "k" under IGNORECASE: refused
+        Caseless("a|\u212a")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab .!?\n\t\r\x0b。！？")), max_size=30))
+def test_ascii_text_is_cut_into_the_same_sentences(text: str) -> None:
+    ascii_text = text.encode("ascii", "ignore").decode()
+    for sample in (text, ascii_text):
+        assert statements._ASCII_SENTENCE_SPLIT.split(ascii_text) == statements.SENTENCE_SPLIT.split(
+            ascii_text
+        )
+        assert statements.sentences(sample) == [
+            s
+            for s in (p.replace("**", "").strip(" -*•\t#>") for p in statements.SENTENCE_SPLIT.split(sample))
+            if s
+        ]
 
 
 _LINE_PARTS = ["a", "bc", "x" * 9, "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x85", "\u2028", ""]

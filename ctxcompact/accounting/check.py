@@ -7,8 +7,9 @@ here prints or exits.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ctxcompact.accounting.context_size import ContextSize, context_size, recorded_usage, with_size_note
@@ -17,6 +18,7 @@ from ctxcompact.accounting.tokens import (
     TokenCounter,
     TokenReport,
     count_tokens,
+    count_totals,
     make_counter,
     scale_report,
     total_tokens,
@@ -171,23 +173,28 @@ def unknown_model_warning(info: ModelInfo) -> str | None:
     )
 
 
-def measure(conversation: Conversation, counter: TokenCounter | Any, *, previews: bool = True) -> TokenReport:
+def measure(
+    conversation: Conversation, counter: TokenCounter | Any, *, previews: bool = True, breakdown: bool = True
+) -> TokenReport:
     """Count a conversation. An exact request counter (``count_request``) gives the total;
     the breakdown then comes from tiktoken, scaled to it and marked approximate.
-    ``previews=False``: no message previews (a compaction shows none)."""
+    ``previews=False``: no message previews (a compaction shows none). ``breakdown=False``:
+    with a local counter, the total, the roles and each message's total only
+    (:func:`~ctxcompact.accounting.tokens.count_totals`: what a compaction decides by)."""
+    count: Callable[..., TokenReport] = count_totals
+    if breakdown or hasattr(counter, "count_request"):
+        count = partial(count_tokens, previews=previews)
+    else:
+        previews = False
     if isinstance(counter, CachedCounter) and counter.shared:
         # The compactions sharing this cache (``eval``'s strategies) count the same
         # conversation object: counted once.
-        key = (id(conversation), previews)
+        key = (id(conversation), previews, breakdown)
         known = counter.reports.get(key)
         if known is not None and known[0] is conversation:
             return known[1]
-        report = count_tokens(
-            conversation.messages,
-            counter=counter,
-            system=conversation.system,
-            tools=conversation.tools,
-            previews=previews,
+        report = count(
+            conversation.messages, counter=counter, system=conversation.system, tools=conversation.tools
         )
         counter.reports[key] = (conversation, report)
         return report
@@ -199,13 +206,7 @@ def measure(conversation: Conversation, counter: TokenCounter | Any, *, previews
             conversation.messages, system=conversation.system, tools=conversation.tools
         )
         return scale_report(local, exact, counter.name)
-    return count_tokens(
-        conversation.messages,
-        counter=counter,
-        system=conversation.system,
-        tools=conversation.tools,
-        previews=previews,
-    )
+    return count(conversation.messages, counter=counter, system=conversation.system, tools=conversation.tools)
 
 
 def measure_total(conversation: Conversation, counter: TokenCounter | Any) -> int:

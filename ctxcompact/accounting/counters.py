@@ -289,7 +289,7 @@ class CachedCounter:
     shared: bool = False
     #: A shared cache's reports of whole conversations (:func:`ctxcompact.accounting.check.measure`),
     #: by identity, each held beside its conversation.
-    reports: dict[tuple[int, bool], tuple[Any, Any]] = field(default_factory=dict)
+    reports: dict[tuple[int, bool, bool], tuple[Any, Any]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

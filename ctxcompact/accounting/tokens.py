@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -317,14 +318,63 @@ def total_tokens(
     """``count_tokens(...).total`` without the breakdown (no rows, no previews): what the
     before and after figures of a compaction need."""
     counter = counter or make_counter()
+    return sum(_outside_messages(system, tools, counter)) + sum(message_totals(messages, counter))
+
+
+#: The empty breakdown of :func:`count_totals`' rows (one shared, read-only mapping).
+_NO_BREAKDOWN: Mapping[str, int] = MappingProxyType({})
+
+
+def count_totals(
+    messages: Sequence[Message],
+    *,
+    counter: TokenCounter | None = None,
+    system: Sequence[Block] = (),
+    tools: Sequence[Any] = (),
+) -> TokenReport:
+    """:func:`count_tokens`' total, tokens by role and each message's total — the figures a
+    compaction decides by — without the breakdown: no tokens by block type (``by_type`` is
+    empty, in the report and its rows), no tool-result rows, no previews. Each message is
+    counted as :func:`message_totals` counts it (with a :class:`CachedCounter`, looked up by
+    identity when this run counted it already); the figures are :func:`count_tokens`' own."""
+    counter = counter or make_counter()
+    system_tokens, tool_tokens = _outside_messages(system, tools, counter)
+    by_role: dict[str, int] = {}
+    if system_tokens:
+        by_role["system"] = system_tokens
+    if tool_tokens:
+        by_role["tools"] = tool_tokens
+    rows: list[MessageTokens] = []
+    for i, (message, total) in enumerate(zip(messages, message_totals(messages, counter), strict=True)):
+        by_role[message.role] = by_role.get(message.role, 0) + total
+        rows.append(MessageTokens(i, message.role, total, _NO_BREAKDOWN, ""))
+    return TokenReport(
+        counter=counter.name,
+        total=sum(by_role.values()),
+        by_role=by_role,
+        by_type={},
+        messages=tuple(rows),
+        tool_results=(),
+        encoding=getattr(counter, "encoding", None),
+        extras={"system": system_tokens, "tools": tool_tokens},
+        tokenizer=getattr(counter, "tokenizer", None),
+    )
+
+
+def _outside_messages(
+    system: Sequence[Block], tools: Sequence[Any], counter: TokenCounter
+) -> tuple[int, int]:
+    """The tokens of the system prompt and of the tool definitions, in one counter batch."""
     texts: list[str] = [_json(tool) for tool in tools]
     fixed = 0
     for block in system:
         pieces, extra = block_pieces(block)
         texts.extend(pieces)
         fixed += extra
-    counted = sum(counter.count_batch(texts)) if texts else 0
-    return counted + fixed + sum(message_totals(messages, counter))
+    if not texts:
+        return fixed, 0
+    counts = counter.count_batch(texts)
+    return sum(counts[len(tools) :]) + fixed, sum(counts[: len(tools)])
 
 
 def message_totals(messages: Sequence[Message], counter: TokenCounter) -> list[int]:
@@ -341,21 +391,23 @@ def message_totals(messages: Sequence[Message], counter: TokenCounter) -> list[i
     if not todo:
         return totals
     texts: list[str] = []
-    plan: list[tuple[int, int]] = []  # (pieces, fixed tokens) per message to count
+    plan: list[tuple[int, int]] = []  # (where its pieces end in texts, fixed tokens) per message
     for i in todo:
         fixed = 0
-        n_pieces = len(texts)
         for block in messages[i].content:
             pieces, extra = block_pieces(block)
-            texts.extend(pieces)
+            texts += pieces
             fixed += extra
-        plan.append((len(texts) - n_pieces, fixed))
+        plan.append((len(texts), fixed))
     counts = counter.count_batch(texts) if texts else []
-    pos = 0
-    for i, (n, fixed) in zip(todo, plan, strict=True):
-        totals[i] = sum(counts[pos : pos + n]) + fixed + MESSAGE_OVERHEAD
-        pos += n
-        sizes[id(messages[i])] = (messages[i], totals[i])
+    start = 0
+    for i, (end, fixed) in zip(todo, plan, strict=True):
+        # Most messages are one piece: no slice to sum.
+        total = (counts[start] if end - start == 1 else sum(counts[start:end])) + fixed + MESSAGE_OVERHEAD
+        start = end
+        totals[i] = total
+        message = messages[i]
+        sizes[id(message)] = (message, total)
     return totals
 
 

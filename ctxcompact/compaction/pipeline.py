@@ -162,7 +162,7 @@ def compact_conversation(
     counter = cached(counter)
     if auto and budget is None:
         raise OptionError("{auto} needs a budget: give {model} or {context_window}.", *NEEDS_BUDGET)
-    report = measure(conversation, counter, previews=False)
+    report = measure(conversation, counter, breakdown=False)
     budget, options = _targets(conversation, options, budget, auto=auto)
     model = budget.model.model if budget else conversation_model(conversation)
     size = context_size(conversation, report, model=model, system_tokens=system_tokens)

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ctxcompact.compaction.scan import LinePattern, lines_of
+from ctxcompact.compaction.scan import Caseless, LinePattern, lines_of
 from ctxcompact.ir import Message, has_user_text, text_of, tool_result_text
 from ctxcompact.markers import EARLIER_SUMMARY_PREFIXES
 
@@ -33,7 +33,7 @@ _ERROR_NAME = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception))\b")
 _TRACEBACK = LinePattern(r"^(Traceback \(most recent call last\)|\w*(Error|Exception)\b.*)$")
 _WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
-_INSTRUCTION = re.compile(
+_INSTRUCTION = Caseless(
     r"\b(must|never|always|don't|don’t|do not|should|shouldn't)\b|必须|不要|需要", re.IGNORECASE
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|[。！？\n]+")

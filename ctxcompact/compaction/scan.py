@@ -30,12 +30,66 @@ def lowered_pattern(source: str, flags: int = 0) -> re.Pattern[str]:
     """``source`` compiled for ASCII text that was lowered first: its ASCII capitals (outside
     escapes) lowered, ``IGNORECASE`` left out. ``source`` may hold no non-ASCII letter that has
     a case (one could match ASCII text under ``IGNORECASE``: ``K``, Kelvin, matches ``k``)."""
-    if any(c.lower() != c or c.upper() != c for c in source if not c.isascii()):
-        raise ValueError(f"a cased non-ASCII letter in {source!r}")
+    refuse_cased_non_ascii(source)
     lowered = _ESCAPE_OR_CAPITAL.sub(
         lambda m: m.group().lower() if len(m.group()) == 1 else m.group(), source
     )
     return re.compile(lowered, flags & ~re.IGNORECASE)
+
+
+def refuse_cased_non_ascii(source: str) -> None:
+    """ValueError when ``source`` holds a non-ASCII letter that has a case."""
+    if any(c.lower() != c or c.upper() != c for c in source if not c.isascii()):
+        raise ValueError(f"a cased non-ASCII letter in {source!r}")
+
+
+#: A pattern that matches nothing.
+NEVER = "(?!)"
+#: What an alternative that only matches non-ASCII text may hold besides non-ASCII characters.
+_GROUPING = frozenset("()?:|")
+
+
+def top_level_alternatives(source: str) -> list[str]:
+    """``source`` cut at its ``|``s outside groups and character classes (``"|".join`` of
+    the parts gives it back)."""
+    parts: list[str] = []
+    start = depth = i = 0
+    in_class = False
+    while i < len(source):
+        c = source[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            i += 1 if source[i + 1 : i + 2] == "^" else 0
+            i += 1 if source[i + 1 : i + 2] == "]" else 0  # a "]" first in a class is itself
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(source[start:i])
+            start = i + 1
+        i += 1
+    parts.append(source[start:])
+    return parts
+
+
+def ascii_alternatives(source: str) -> list[str]:
+    """The top-level alternatives of ``source`` that may match ASCII text: all but those
+    written with non-ASCII characters and grouping alone (``问题(?:是|在于)``, ``必须``), which
+    match nothing but non-ASCII characters (for :class:`Caseless`, whose patterns hold no
+    cased non-ASCII letter) — unless one can match the empty string, when every alternative
+    is kept."""
+    parts = top_level_alternatives(source)
+    kept = [p for p in parts if not (p and all(not c.isascii() or c in _GROUPING for c in p))]
+    dropped = [p for p in parts if p not in kept]
+    if dropped and re.compile("|".join(dropped)).search("x") is not None:  # an empty match
+        return parts
+    return kept
 
 
 class Caseless:
@@ -47,7 +101,11 @@ class Caseless:
 
     def __init__(self, source: str, flags: int = 0) -> None:
         self._source, self._flags = source, flags | re.IGNORECASE
-        self._lowered = lowered_pattern(source, flags)
+        # ASCII text is searched without the alternatives that only match other text (the
+        # Chinese words of the statement patterns): each is one more try at every position.
+        # None of them may hold a cased letter (under IGNORECASE, the Kelvin sign matches "k").
+        refuse_cased_non_ascii(source)
+        self._lowered = lowered_pattern("|".join(ascii_alternatives(source)) or NEVER, flags)
         self._flagged: re.Pattern[str] | None = None
 
     @property

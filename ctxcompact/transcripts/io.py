@@ -411,7 +411,9 @@ def dump_transcript(transcript: Transcript) -> bytes:
     else:
         # A record kept as it is goes back as it was spelled (spacing, escapes, key order).
         spelled = {id(r): line for r, line in zip(transcript.root, transcript.lines, strict=True)}
-        data = b"".join((spelled[id(r)] if id(r) in spelled else _dumps(r)) + b"\n" for r in records)
+        data = b"".join(
+            [spelled[id(r)] + b"\n" if id(r) in spelled else _dumps(r, newline=True) for r in records]
+        )
     return _note_added_newline(transcript.raw, data) if transcript.is_session_log else data
 
 
@@ -442,4 +444,4 @@ def _note_added_newline(raw: bytes | None, data: bytes) -> bytes:
 
 def dump_records(records: Iterable[Any]) -> bytes:
     """JSONL bytes for a list of records (archives)."""
-    return b"".join(_dumps(r) + b"\n" for r in records)
+    return b"".join([_dumps(r, newline=True) for r in records])

@@ -274,15 +274,20 @@ def _exact_default(value: Any) -> Any:
     raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
-def dumps(value: Any, *, indent: bool = False) -> bytes:
+def dumps(value: Any, *, indent: bool = False, newline: bool = False) -> bytes:
     """JSON bytes: orjson, every number as it was read (:class:`ExactInt`,
     :class:`ExactFloat`); the stdlib for what orjson refuses (lone surrogates from a caller,
-    nesting a little past its limit)."""
-    option = orjson.OPT_PASSTHROUGH_SUBCLASS | (orjson.OPT_INDENT_2 if indent else 0)
+    nesting a little past its limit). ``newline``: ending with ``\n`` (a JSONL line)."""
+    option = (
+        orjson.OPT_PASSTHROUGH_SUBCLASS
+        | (orjson.OPT_INDENT_2 if indent else 0)
+        | (orjson.OPT_APPEND_NEWLINE if newline else 0)
+    )
     try:
         return orjson.dumps(value, default=_exact_default, option=option)
     except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(value, indent=2 if indent else None, ensure_ascii=True, cls=_ExactEncoder).encode()
+        text = json.dumps(value, indent=2 if indent else None, ensure_ascii=True, cls=_ExactEncoder)
+        return (text + "\n" if newline else text).encode()
 
 
 class _ExactEncoder(json.JSONEncoder):

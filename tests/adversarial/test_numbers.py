@@ -64,6 +64,10 @@ def test_every_number_reads_and_writes_back_the_same_value(literals: list[str]) 
     assert error is None
     for indent in (False, True):
         assert _numbers(dumps(value, indent=indent).decode()) == _numbers(text)
+        # A JSONL line is the same bytes and a newline, from orjson and from the stdlib alike.
+        assert dumps(value, indent=indent, newline=True) == dumps(value, indent=indent) + b"\n"
+    lone = [value, "\ud800"]  # a lone surrogate: only the stdlib writes it
+    assert dumps(lone, newline=True) == dumps(lone) + b"\n"
 
 
 def test_the_reported_literals_come_back_character_for_character() -> None:

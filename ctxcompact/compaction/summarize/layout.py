@@ -23,7 +23,7 @@ keeps its start, rather than the middle ones going whole); a part with its own `
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -121,8 +121,10 @@ def render(sections: Sequence[Section], *, max_words: int) -> str:
     labels = sum(words(p.label) for s in sections for p in s.parts if p.label and p.items)
     room = max(max_words - fixed - labels, 0)
     fitted = list(sections)
-    if sum(_part_words(p) for s in sections for p in s.parts) > room:
-        fitted = _fit(sections, room)
+    # Each part's words, counted once (fitting asks for them again and again).
+    sizes = {id(p): _part_words(p) for s in sections for p in s.parts}
+    if sum(sizes.values()) > room:
+        fitted = _fit(sections, room, sizes)
     out: list[str] = []
     for section, before in zip(fitted, sections, strict=True):
         out.append(f"## {section.title}")
@@ -151,12 +153,13 @@ def _part_lines(part: Part) -> list[str]:
     return lines
 
 
-def _fit(sections: Sequence[Section], room: int) -> list[Section]:
+def _fit(sections: Sequence[Section], room: int, sizes: Mapping[int, int]) -> list[Section]:
+    """``sections`` cut to ``room`` words; ``sizes``: each part's words, by its id."""
     pinned = [p for s in sections for p in s.parts if p.pinned]
     grants: dict[int, int] = {}
     cap = int(room * PINNED_SHARE)
     for part in pinned:
-        grants[id(part)] = min(_part_words(part), cap)
+        grants[id(part)] = min(sizes[id(part)], cap)
         cap -= grants[id(part)]
     left = room - sum(grants.values())
     free = [p for s in sections for p in s.parts if not p.pinned]
@@ -164,21 +167,23 @@ def _fit(sections: Sequence[Section], room: int) -> list[Section]:
     for n, rank in enumerate(ranks):
         parts = [p for p in free if p.rank == rank]
         claim = left if n == len(ranks) - 1 else int(left * RANK_SHARE)
-        for part, quota in zip(parts, _quotas([_part_words(p) for p in parts], claim), strict=True):
+        for part, quota in zip(parts, _quotas([sizes[id(p)] for p in parts], claim), strict=True):
             grants[id(part)] = quota
             left -= quota
     for rank in ranks:  # what the caps held back goes to the parts still short
-        short = [p for p in free if p.rank == rank and grants[id(p)] < _part_words(p)]
+        short = [p for p in free if p.rank == rank and grants[id(p)] < sizes[id(p)]]
         for part, extra in zip(
-            short, _quotas([_part_words(p) - grants[id(p)] for p in short], left), strict=True
+            short, _quotas([sizes[id(p)] - grants[id(p)] for p in short], left), strict=True
         ):
             grants[id(part)] += extra
             left -= extra
     for part in pinned:
-        extra = min(_part_words(part) - grants[id(part)], max(left, 0))
+        extra = min(sizes[id(part)] - grants[id(part)], max(left, 0))
         grants[id(part)] += extra
         left -= extra
-    return [replace(s, parts=tuple(_trim_part(p, grants[id(p)]) for p in s.parts)) for s in sections]
+    return [
+        replace(s, parts=tuple(_trim_part(p, grants[id(p)], sizes[id(p)]) for p in s.parts)) for s in sections
+    ]
 
 
 def _quotas(need: Sequence[int], room: int) -> list[int]:
@@ -195,8 +200,9 @@ def _quotas(need: Sequence[int], room: int) -> list[int]:
     return quotas
 
 
-def _trim_part(part: Part, quota: int) -> Part:
-    if _part_words(part) <= quota:
+def _trim_part(part: Part, quota: int, size: int) -> Part:
+    """``part`` cut to ``quota`` words; ``size``: its words now."""
+    if size <= quota:
         return part
     if part.shorten is not None:
         shortened = part.shorten(part.items, quota)

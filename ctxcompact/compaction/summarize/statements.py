@@ -60,6 +60,9 @@ HEDGE = Caseless(
     re.IGNORECASE,
 )
 SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？])\s+|\n+|(?<=[。！？])")
+#: The same cuts in ASCII text (no Chinese stop before any position there): one alternative
+#: fewer to try at each position.
+_ASCII_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 _MARKUP_TAG = re.compile(r"</?[A-Za-z_][\w-]*>")  # <IMPORTANT>, </CRITICAL>: emphasis, not words
 _MENU_ITEM = re.compile(r"^\[\w\]\s")  # "[d] Done - exit": an option offered, not a finding
 _CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
@@ -67,12 +70,12 @@ _TABLE_OR_RULE = re.compile(r"^\s*(?:\|.*\||[-=*_]{3,}|#{1,6}\s.*)\s*$")  # tabl
 
 
 def texts(blocks: Iterable[Block]) -> str:
-    return "\n".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text").strip()
+    return "\n".join([str(b.get("text") or "") for b in blocks if b.get("type") == "text"]).strip()
 
 
 def sentences(text: str) -> list[str]:
     out = []
-    for sentence in SENTENCE_SPLIT.split(text):
+    for sentence in (_ASCII_SENTENCE_SPLIT if text.isascii() else SENTENCE_SPLIT).split(text):
         sentence = sentence.replace("**", "").strip(" -*•\t#>")
         if sentence:
             out.append(sentence)

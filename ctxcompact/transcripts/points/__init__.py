@@ -149,8 +149,12 @@ def record_point(record: Any) -> CompactionPoint | None:
 
 def message_points(records: Sequence[Any]) -> list[tuple[int, CompactionPoint]]:
     """Every point stored in a message list, with the position of its summary record."""
-    found = [(i, record_point(r)) for i, r in enumerate(records)]
-    return [(i, p) for i, p in found if p is not None]
+    # Most records are dicts without the field: passed over without a call.
+    return [
+        (i, point)
+        for i, r in enumerate(records)
+        if not (type(r) is dict and FIELD not in r) and (point := record_point(r)) is not None
+    ]
 
 
 def boundary_position(records: Sequence[Any], point: CompactionPoint, summary_at: int) -> int:
