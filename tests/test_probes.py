@@ -225,6 +225,21 @@ def test_a_probe_set_finds_what_a_scan_per_probe_finds(texts: list, needles: lis
         assert score_probes(probes, context_text(context)).lost == report.lost
 
 
+def test_a_file_restored_in_the_messages_keeps_the_probes_naming_it() -> None:
+    # eval scores a context whose files were restored after the summary: a path probe for one
+    # of them is kept by the restored file itself, whichever strategy's message holds it.
+    from ctxcompact.markers import restored_text
+
+    probes = ProbeSet([Probe("path", "./src/config.py"), Probe("path", "src/other.py")])
+    restored = msg("user", text(restored_text("/repo/src/config.py", "DEBUG = False")))
+    report = probes.score([msg("user", text("the summary")), restored])
+    assert [p.text for p in report.lost] == ["src/other.py"]
+    assert [p.text for p in probes.score([msg("user", text("the summary"))]).lost] == [
+        "./src/config.py",
+        "src/other.py",
+    ]
+
+
 def test_a_probe_that_runs_across_two_messages_is_found_where_they_meet() -> None:
     messages = [
         msg("user", text("it was the")),

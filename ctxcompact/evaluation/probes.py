@@ -337,7 +337,7 @@ class ProbeSet:
         self._ascii_word_bits = {w.encode(): bit for w, bit in self._word_bits.items() if w.isascii()}
         #: Each probe's wanted words as a mask, and how many they are.
         self._wanted = [(sum(map(self._word_bits.__getitem__, w)), len(w)) for w in wanted]
-        self._messages: dict[int, tuple[Message, str, int, int]] = {}
+        self._messages: dict[int, tuple[Message, str, int, int, tuple[str, ...]]] = {}
         self._joins: dict[str, int] = {}
 
     def score_text(self, context: str, *, restored: Iterable[str] = ()) -> ProbeReport:
@@ -345,9 +345,14 @@ class ProbeSet:
         pieces = (normalise(piece) for piece in _pieces(context, max(PIECE_CHARS, 4 * self._longest)))
         return self._scan((self._find_all(text) for text in pieces), restored)
 
-    def score(self, messages: Sequence[Message], *, restored: Iterable[str] = ()) -> ProbeReport:
-        """The probes kept in ``messages`` (``score_text(context_text(messages))``)."""
-        return self._scan((self._read(message)[1:] for message in messages), restored)
+    def score(self, messages: Sequence[Message], *, restored: Iterable[str] | None = None) -> ProbeReport:
+        """The probes kept in ``messages`` (``score_text(context_text(messages))``); ``restored``:
+        the paths of the files restored in them (default: their restored-file blocks',
+        :func:`restored_paths`, read with each message)."""
+        read = [self._read(message) for message in messages]
+        if restored is None:
+            restored = [path for known in read for path in known[4]]
+        return self._scan(((text, found, present) for _, text, found, present, _ in read), restored)
 
     def _scan(self, pieces: Iterable[tuple[str, int, int]], restored: Iterable[str]) -> ProbeReport:
         """The report on the normalised ``pieces`` joined by spaces, from each one's own
@@ -372,11 +377,11 @@ class ProbeSet:
                 found |= self._joins[window]
         return self._report(found, words, restored)
 
-    def _read(self, message: Message) -> tuple[Message, str, int, int]:
+    def _read(self, message: Message) -> tuple[Message, str, int, int, tuple[str, ...]]:
         known = self._messages.get(id(message))
         if known is None or known[0] is not message:
             text = normalise(context_text([message]))
-            known = (message, *self._find_all(text))
+            known = (message, *self._find_all(text), restored_file_paths(message))
             self._messages[id(message)] = known
         return known
 

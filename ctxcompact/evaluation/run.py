@@ -52,7 +52,6 @@ from ctxcompact.evaluation.probes import (
     ProbeReport,
     ProbeSet,
     extract_probes,
-    restored_paths,
 )
 from ctxcompact.ir import Message, remembered_passes, tool_pairs, turn_starts
 from ctxcompact.transcripts.io import Conversation, Transcript
@@ -288,7 +287,7 @@ def evaluate_strategy(
     replaced = [m for m in conversation.messages if id(m) not in kept]
     if probes is None:
         probes = ProbeSet(conversation_probes(conversation))
-    report = probes.score(messages, restored=restored_paths(messages))
+    report = probes.score(messages)  # the files restored in them count
     return StrategyRun(
         source,
         strategy,
