@@ -247,6 +247,7 @@ SUMMARIZERS = {
     "ctxcompact.compaction.summarize.extractive",
     "ctxcompact.compaction.summarize.facts",
     "ctxcompact.compaction.summarize.llm",
+    "ctxcompact.compaction.summarize.readings",
 }
 #: Not on a plain compaction: the journal (--resume), the JSON reports (--stats-json, --report),
 #: the API module (an explicit --summarizer extractive).

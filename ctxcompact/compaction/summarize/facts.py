@@ -15,50 +15,47 @@
   test run with the status read from its output (:mod:`.outcomes`), the harness's events
   (a background task finished), the agent's last actions with what each returned.
 
-Each message is read once, in order; a tool result's text is scanned once.
+Each message is read once, in order; a tool result's text is scanned once. What a message says
+by itself is :mod:`.readings`' (within :func:`shared_facts`, read once for every part of the
+transcript that holds the message); this module's pass carries what came before it.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from ctxcompact.compaction.summarize.boilerplate import (
-    is_rejection,
-    notifications,
-    rejection_feedback,
-    user_words,
-)
-from ctxcompact.compaction.summarize.calls import Change, Later, call_label, changes_of, todo_items
-from ctxcompact.compaction.summarize.gist import NO_OUTPUT, names_in, referred_lines, shown_lines
+from ctxcompact.compaction.summarize.calls import Change, Later, todo_items
+from ctxcompact.compaction.summarize.gist import NO_OUTPUT, referred_lines, shown_lines
 from ctxcompact.compaction.summarize.layout import clip_words
-from ctxcompact.compaction.summarize.outcomes import TestRun, failed, failure_lines, output_of, read_tests
-from ctxcompact.compaction.summarize.shell_files import PATH_FIELDS, command_texts, tool_file_ops
+from ctxcompact.compaction.summarize.outcomes import TestRun, failed
+from ctxcompact.compaction.summarize.readings import (
+    NUMBER_WITH_UNIT as NUMBER_WITH_UNIT,
+)
+from ctxcompact.compaction.summarize.readings import (
+    Asked,
+    Call,
+    Heard,
+    MessageMemo,
+    Result,
+    Spoken,
+    read_messages,
+    read_request,
+)
 from ctxcompact.compaction.summarize.statements import (
     USER_RULE as USER_RULE,
 )
 from ctxcompact.compaction.summarize.statements import (
-    conclusions_among,
-    instructions,
     intents,
-    intents_among,
-    prose,
     sentences,
     texts,
 )
 from ctxcompact.compaction.summarize.templates import drop_templates
 from ctxcompact.ir import Block, Message, tool_result_text
-from ctxcompact.markers import (
-    EARLIER_SUMMARY_PREFIXES,
-    OUR_ACKS,
-    SUMMARY_PREFIX,
-    restored_block_path,
-    restored_file_paths,
-)
 
 __all__ = ["NUMBER_WITH_UNIT", "USER_RULE", "Facts", "sentences", "texts"]
 
@@ -68,14 +65,7 @@ SHOWN_ACTIONS = 6
 #: The most result lines one finding quotes.
 FINDING_LINES = 2
 ERROR_LINE_WORDS = 24
-#: A number with a unit ("30 s", "512 MB", "20,000 tokens", "95 %"): the figures a task turns on.
-NUMBER_WITH_UNIT = re.compile(
-    r"(?<![\w.])\d{1,3}(?:,\d{3})*(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds|min|mins|minutes|h|hours|days|"
-    r"KB|MB|GB|TB|KiB|MiB|GiB|kB|bytes|tokens|chars|characters|words|lines|%|px|rem|em|GHz|MHz|x)(?![\w])",
-)
-_RUNNING = re.compile(r"Process running with session ID (\w+)")
 _SLASH_COMMAND = re.compile(r"^/[\w:-]+(?:\s.*)?$")  # "/compact focus": not the task
-_CODE_SPAN = re.compile(r"`([A-Za-z_][\w.:/-]{2,60}(?:\(\))?)`")
 
 
 @dataclass(slots=True)
@@ -178,13 +168,15 @@ class Facts:
     def gather(cls, messages: Sequence[Message]) -> Facts:
         """The facts of ``messages`` (read-only for the caller: within :func:`shared_facts`
         another caller may be given the same object)."""
-        memo = _SHARED.get()
-        if memo is None:
+        shared = _SHARED.get()
+        if shared is None:
             return _Reader(messages).read()
         key = tuple(map(id, messages))
-        if key not in memo:
-            memo[key] = (tuple(messages), _Reader(messages).read())  # held: their ids stay theirs
-        return memo[key][1]
+        found = shared.facts.get(key)
+        if found is None:
+            # Held: their ids stay theirs.
+            found = shared.facts[key] = (tuple(messages), _Reader(messages, shared).read())
+        return found[1]
 
     @property
     def last_request_index(self) -> int:
@@ -201,10 +193,18 @@ class Facts:
         return found[-1] if found else ""
 
 
-#: :func:`shared_facts`' memo: the ids of the messages read -> (those messages, their facts).
-_SHARED: ContextVar[dict[tuple[int, ...], tuple[tuple[Message, ...], Facts]] | None] = ContextVar(
-    "ctxcompact_shared_facts", default=None
-)
+@dataclass(slots=True)
+class _Shared:
+    """:func:`shared_facts`' memo: the facts of each message list read (by the ids of its
+    messages), each message's own reading (by its id) and each request's; the messages are
+    held, so their ids stay theirs."""
+
+    facts: dict[tuple[int, ...], tuple[tuple[Message, ...], Facts]] = field(default_factory=dict)
+    messages: MessageMemo = field(default_factory=dict)
+    requests: dict[str, Asked] = field(default_factory=dict)
+
+
+_SHARED: ContextVar[_Shared | None] = ContextVar("ctxcompact_shared_facts", default=None)
 
 
 @contextmanager
@@ -212,46 +212,56 @@ def shared_facts() -> Iterator[None]:
     """Within it, :meth:`Facts.gather` of the same message objects again returns the facts it
     read the first time (they are a function of the messages alone): ``eval`` opens one per
     conversation, whose probes and strategies read the same parts (the probes and ``full``,
-    ``hybrid`` and ``--auto``) — each part's facts are read once, not once per reader."""
-    token = _SHARED.set({})
+    ``hybrid`` and ``--auto``) — each part's facts are read once, not once per reader. A part
+    that differs (hybrid's older part, the probes' whole conversation) reads again, but what
+    each message says by itself (:mod:`.readings`) is read once for every part that holds it;
+    only the pass that carries the state from message to message is made again. When the
+    scope closes, all of it is let go."""
+    token = _SHARED.set(_Shared())
     try:
         yield
     finally:
         _SHARED.reset(token)
 
 
-class _Reader:
-    """One pass over the messages, filling a :class:`Facts`."""
+# -- the pass that carries what came before ---------------------------------------------------
 
-    def __init__(self, messages: Sequence[Message]) -> None:
+
+class _Reader:
+    """One pass over the messages, filling a :class:`Facts` from what each one says by itself (:mod:`.readings`)."""
+
+    def __init__(self, messages: Sequence[Message], shared: _Shared | None = None) -> None:
         self.messages = messages
+        self.shared = shared
         self.facts = Facts()
         self.later = Later.index(messages)
-        self.calls: dict[str, tuple[int, Block]] = {}
-        self.pending_ops: dict[str, list[tuple[str, str]]] = {}
-        self.pending_changes: dict[str, list[Change]] = {}
+        self.calls: dict[str, tuple[int, Call]] = {}
+        #: The calls whose result has not come yet: their file operations and changes wait
+        #: for it (a file tool that failed did nothing to its file).
+        self.pending: dict[str, Call] = {}
         self.actions: dict[str, Action] = {}
         self.tasks: dict[str, tuple[str, str]] = {}
         self.turn_text = ""
         self.turn_notes: list[str] = []
         self.sessions: dict[str, str] = {}  # a running command's session id -> its call
-        self.unseen: list[tuple[str, str]] = []  # (call label, output) since the agent last spoke
+        self.unseen: list[tuple[str, Result]] = []  # (call label, result) since the agent last spoke
         # What facts.rules and facts.conclusions hold: the lists keep the order, these the look-ups.
         self.listed_rules: set[str] = set()
         self.listed_conclusions: set[str] = set()
 
     def read(self) -> Facts:
         facts = self.facts
-        words = _user_texts(self.messages)
-        for index, message in enumerate(self.messages):
-            if message.role == "user":
-                self._read_user(index, message, words.get(index, ""))
-            elif message.role == "assistant":
-                self._read_assistant(index, message)
-        for tool_id, ops in self.pending_ops.items():  # calls whose result never came
-            self._apply_ops(self.calls[tool_id][0], ops)
-        for changes in self.pending_changes.values():
-            facts.changes.extend(changes)
+        readings = read_messages(self.messages, self.shared.messages if self.shared else None)
+        words = _user_texts(readings)
+        for index, reading in enumerate(readings):
+            if isinstance(reading, Heard):
+                self._read_user(index, reading, words.get(index, ""))
+            elif reading is not None:
+                self._read_assistant(index, reading)
+        for tool_id, call in self.pending.items():  # calls whose result never came
+            at = self.calls[tool_id][0]
+            self._apply_ops(at, call.ops)
+            facts.changes.extend(call.changes(at))
         facts.changes.sort(key=lambda c: c.index)
         facts.last_text = self.turn_text
         facts.turn_notes = self.turn_notes
@@ -282,25 +292,18 @@ class _Reader:
 
     # -- user messages --
 
-    def _read_user(self, index: int, message: Message, text: str) -> None:
+    def _read_user(self, index: int, heard: Heard, text: str) -> None:
         facts = self.facts
-        restored = restored_file_paths(message)
-        facts.restored.extend(restored)
-        # A Claude Code session joins its summary and the files restored after it into one
-        # message: the files are restored again, never carried inside the summary.
-        own = [b for b in message.content if restored_block_path(b) is None] if restored else message.content
-        raw = texts(own)
-        if restored and not raw:
+        facts.restored.extend(heard.restored)
+        if heard.only_restored:
             return
-        prefix = next((p for p in EARLIER_SUMMARY_PREFIXES if raw.startswith(p)), None)
-        if prefix is not None:
-            # Ours: drop the marker line. Claude Code's: its opening sentence goes in :mod:`.earlier`.
-            body = raw[len(prefix) :].lstrip(" .:\n") if prefix == SUMMARY_PREFIX.rstrip() else raw
-            facts.earlier.append(body.rstrip())
+        if heard.earlier is not None:
+            facts.earlier.append(heard.earlier)
             facts.after_earlier = False
             return
-        facts.events.extend(notifications(message.content))
-        self._read_results(index, message)
+        facts.events.extend(heard.events)
+        if heard.results:
+            self._read_results(index, heard.results)
         if text:
             self._request(Request(index, text))
 
@@ -315,36 +318,34 @@ class _Reader:
         if is_task:
             facts.task = request.text
         facts.requests.append(request)
-        for sentence in instructions(request.text):
+        asked = read_request(request.text, self.shared.requests if self.shared else None)
+        for sentence in asked.rules:
             item = f"- {sentence}"
             if item not in self.listed_rules:
                 self.listed_rules.add(item)
                 facts.rules.append(item)
             if is_task:
                 facts.task_rules.add(item)
-        self._add_concepts(request.text, weight=2)
+        self._add_mentions(asked.concepts, asked.figures, weight=2)
 
-    def _read_results(self, index: int, message: Message) -> None:
+    def _read_results(self, index: int, results: tuple[Result, ...]) -> None:
         facts = self.facts
-        for block in message.content:
-            if block.get("type") != "tool_result":
-                continue
-            tool_id = str(block.get("tool_use_id") or "")
+        flags_reported = self.later.flags_reported
+        for result in results:
+            tool_id = result.tool_id
             at, call = self.calls.get(tool_id, (index, None))
-            name = str(call.get("name") or "tool") if call is not None else str(block.get("name") or "tool")
-            label = self._label(call, words=8) if call is not None else name
-            body = tool_result_text(block)
+            name = call.name if call is not None else result.name
+            label = self._label(call, short=True) if call is not None else name
             action = self.actions.get(tool_id)
             if action is not None:
                 action.result_index = index
-                action.result = block
-            running = _RUNNING.search(body[:300])
-            if running and call is not None:  # a later call polls this session: name it so
-                self.sessions[running.group(1)] = call_label(call, words=8)
-            if is_rejection(body):
-                said = rejection_feedback(body)
-                self.pending_ops.pop(tool_id, None)
-                self.pending_changes.pop(tool_id, None)
+                action.result = result.block
+            running = result.running
+            if running is not None and call is not None:  # a later call polls this session: name it so
+                self.sessions[running] = call.short_label
+            if result.rejected:
+                said = result.feedback
+                self.pending.pop(tool_id, None)
                 outcome = "rejected by the user" + (
                     " (the user's words are under All user messages)" if said else ""
                 )
@@ -354,104 +355,92 @@ class _Reader:
                 if said:
                     self._request(Request(index, said, via=f"rejecting {label}"))
                 continue
-            broke = failed(block, body, flags_reported=self.later.flags_reported)
+            broke = result.broke(flags_reported)
             # Read once, for the error note, a test run's status and the last calls' lines.
-            lines = tuple(failure_lines(body)) if broke else ()
+            lines = result.failure() if broke else ()
             if call is not None:
-                commands = command_texts(call.get("input"))
-                run = (
-                    read_tests(index, commands[0], body, command_failed=broke, failure=lines)
-                    if commands
-                    else None
-                )
+                commands = call.commands
+                run = result.test_run(index, commands[0], broke) if commands else None
                 if run is not None:
                     facts.tests.append(run)
                     if action is not None:
                         action.test = run
             if action is not None:
                 action.broke, action.failure = broke, lines
-            self.unseen.append((label, body))
-            ops = self.pending_ops.pop(tool_id, None)
-            changes = self.pending_changes.pop(tool_id, None)
-            structured = call is not None and _has_path(call)
-            if not (broke and structured):  # a file tool that failed did nothing to its file
-                if ops:
-                    self._apply_ops(at, ops)
-                if changes:
-                    facts.changes.extend(changes)
+            self.unseen.append((label, result))
+            pending = self.pending.pop(tool_id, None)
+            # A file tool that failed did nothing to its file.
+            if pending is not None and not (broke and pending.has_path()):
+                self._apply_ops(at, pending.ops)
+                facts.changes.extend(pending.changes(at))
             if not broke:
                 if action is not None:
-                    action.outcome = f"still running (session {running.group(1)})" if running else "ok"
+                    action.outcome = f"still running (session {running})" if running else "ok"
                 continue
             facts.failed[name] += 1
             facts.errors.append(
-                ErrorNote(index, label, lines, self.later.outcome(index, call, name, self._failed))
+                ErrorNote(
+                    index,
+                    label,
+                    lines,
+                    self.later.outcome(index, call.block if call else None, name, self._failed),
+                )
             )
             if action is not None:
                 action.outcome = "failed: " + clip_words(lines[0], ERROR_LINE_WORDS)
 
-    def _label(self, call: Block, *, words: int = 12) -> str:
-        """:func:`call_label`, or for a call that polls a running command's session (Codex
-        ``write_stdin``), the command it polls."""
-        tool_input = call.get("input")
-        polled = tool_input.get("session_id") if isinstance(tool_input, (dict, Mapping)) else None
-        if polled is not None and str(polled) in self.sessions:
-            return f"{call.get('name') or 'tool'}(session {polled}: {self.sessions[str(polled)]})"
-        return call_label(call, words=words)
+    def _label(self, call: Call, *, short: bool = False) -> str:
+        """:func:`call_label` (of 8 words when ``short``, else 12), or for a call that polls a
+        running command's session (Codex ``write_stdin``), the command it polls."""
+        if call.polled is not None and call.polled in self.sessions:
+            return f"{call.name}(session {call.polled}: {self.sessions[call.polled]})"
+        return call.short_label if short else call.label
 
     def _failed(self, result: Block) -> bool:
         return failed(result, tool_result_text(result), flags_reported=self.later.flags_reported)
 
     # -- assistant messages --
 
-    def _read_assistant(self, index: int, message: Message) -> None:
+    def _read_assistant(self, index: int, spoken: Spoken) -> None:
         facts = self.facts
-        text = texts(message.content)
-        if text and text not in OUR_ACKS:
+        if spoken.text:
             facts.after_earlier = True
             if self.turn_text:
                 self.turn_notes.append(self.turn_text)
-            self.turn_text = text
-            said = sentences(prose(text))  # one split, for each reader of its sentences
-            self._add_conclusions(said)
-            self._add_findings(index, text, said)
-            self._add_concepts(text)
-        for block in message.content:
-            if block.get("type") != "tool_use":
-                continue
+            self.turn_text = spoken.text
+            self._add_conclusions(spoken.conclusions)
+            self._add_findings(index, spoken)
+            self._add_mentions(spoken.concepts, spoken.figures)
+        for call in spoken.calls:
             facts.after_earlier = True
-            name = str(block.get("name") or "tool")
-            tool_id = str(block.get("id") or "")
-            facts.tools[name] += 1
-            self.calls[tool_id] = (index, block)
-            action = Action(index, self._label(block), call=block)
+            tool_id = call.tool_id
+            facts.tools[call.name] += 1
+            self.calls[tool_id] = (index, call)
+            action = Action(index, self._label(call), call=call.block)
             self.actions[tool_id] = action
             facts.actions.append(action)
-            todos = todo_items(name, block.get("input"), self.tasks)
+            todos = todo_items(call.name, call.block.get("input"), self.tasks)
             if todos is not None:
                 facts.todos = todos
-            self.pending_ops[tool_id] = list(tool_file_ops(name, block.get("input")))
-            self.pending_changes[tool_id] = list(changes_of(index, block))
+            self.pending[tool_id] = call
 
-    def _add_conclusions(self, said: list[str]) -> None:
-        for sentence in conclusions_among(said):
+    def _add_conclusions(self, conclusions: tuple[str, ...]) -> None:
+        for sentence in conclusions:
             if sentence not in self.listed_conclusions:
                 self.listed_conclusions.add(sentence)
                 self.facts.conclusions.append(sentence)
 
-    def _add_findings(self, index: int, text: str, said: list[str]) -> None:
+    def _add_findings(self, index: int, spoken: Spoken) -> None:
         """The agent's sentences naming, in backticks, something the results it just read
-        hold, with those result lines (each result is searched once per name, linear);
-        ``said``: the sentences of ``text``'s prose."""
+        hold, with those result lines (each result is searched once per name, linear)."""
         seen, self.unseen = self.unseen, []
-        names = names_in(text) if seen else []
+        names = spoken.names() if seen else []
         if not names:
             return
-        plans = set(intents_among(said))
-        said = [s for s in said if "`" in s]
-        for label, body in seen:
-            output = output_of(body)
-            for name, line in referred_lines(output, names, limit=FINDING_LINES):
+        plans = spoken.plans()
+        said = [s for s in spoken.said if "`" in s]
+        for label, result in seen:
+            for name, line in referred_lines(result.output(), names, limit=FINDING_LINES):
                 sentence = next((s for s in said if f"`{name}`" in s), "")
                 if sentence in plans:
                     sentence = ""
@@ -467,7 +456,7 @@ class _Reader:
                     continue
                 self.facts.findings.append(Finding(index, sentence, label, (line,)))
 
-    def _apply_ops(self, index: int, ops: list[tuple[str, str]]) -> None:
+    def _apply_ops(self, index: int, ops: Sequence[tuple[str, str]]) -> None:
         facts = self.facts
         for path, op in ops:
             if op == "mentioned":
@@ -480,29 +469,18 @@ class _Reader:
                 entry.ops.append(op)
             entry.last = index
 
-    def _add_concepts(self, text: str, weight: int = 1) -> None:
+    def _add_mentions(self, names: tuple[str, ...], figures: tuple[str, ...], weight: int = 1) -> None:
         # A name the user wrote counts twice: it is listed even if nobody repeats it.
-        for match in _CODE_SPAN.finditer(text):
-            self.facts.concepts[match.group(1)] += weight
-        for match in NUMBER_WITH_UNIT.finditer(text):
-            self.facts.figures.setdefault(match.group(0), None)
+        if names:
+            concepts = self.facts.concepts
+            for name in names:
+                concepts[name] += weight
+        if figures:
+            self.facts.figures.update(dict.fromkeys(figures))
 
 
-def _has_path(call: Block) -> bool:
-    tool_input = call.get("input")
-    return isinstance(tool_input, (dict, Mapping)) and any(
-        isinstance(tool_input.get(k), str) for k in PATH_FIELDS
-    )
-
-
-def _user_texts(messages: Sequence[Message]) -> dict[int, str]:
-    """Each user message's own words: wrappers stripped per block, repeated templates dropped."""
-    indices = [
-        i
-        for i, m in enumerate(messages)
-        if m.role == "user" and any(b.get("type") == "text" for b in m.content)
-    ]
-    cleaned = [
-        user_words([b for b in messages[i].content if restored_block_path(b) is None]) for i in indices
-    ]
-    return dict(zip(indices, drop_templates(cleaned), strict=True))
+def _user_texts(readings: Sequence[Heard | Spoken | None]) -> dict[int, str]:
+    """Each user message's own words: wrappers stripped per block (:attr:`Heard.words`),
+    repeated templates dropped (across the messages read)."""
+    heard = [(i, r.words) for i, r in enumerate(readings) if isinstance(r, Heard) and r.words is not None]
+    return dict(zip([i for i, _ in heard], drop_templates([w for _, w in heard]), strict=True))
