@@ -230,9 +230,25 @@ def run_strategies(
         units.append([*partners, AUTO])
     rank = {name: i for i, name in enumerate(COSTLIEST_FIRST)}
     units.sort(key=lambda u: min(rank.get(n, len(rank)) for n in u))
-    done = share_out(units, lambda unit: [run(n) for n in unit], processes=min(jobs, default_jobs()))
+    processes = min(jobs, default_jobs())
+    if processes > 1:
+        _load_strategies(names)
+    done = share_out(units, lambda unit: [run(n) for n in unit], processes=processes)
     by_name = {r.strategy: r for batch in done for r in batch}
     return [by_name[n] for n in names]
+
+
+def _load_strategies(names: Sequence[str]) -> None:
+    """Import the code of the strategies ``names`` before the processes fork: each process
+    would import the modules of its own strategies, and those several share (the masking,
+    the previews) twice."""
+    from ctxcompact.compaction.strategies import STRATEGIES, LazyRun
+
+    for name in {*names, *(AUTO_STRATEGIES if AUTO in names else ())} - {AUTO}:
+        if name == OFFLOAD:
+            import ctxcompact.offload.tool_results  # noqa: F401 (loaded for the processes)
+        elif isinstance(run := STRATEGIES[name].run, LazyRun):
+            run.load()
 
 
 def evaluate_strategy(
