@@ -5,6 +5,8 @@ splitting off only the first ones are the words clipped after splitting them all
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -113,7 +115,7 @@ _TEST_OUTPUT_PARTS = [
     "\n", "\r\n", "\n\n", " ", "  ", "=", "== ", "3 passed", "1 failed", ", ", " in 0.2s", "Ran 4 tests in 0.1s", "OK",
     "OK (skipped=1)", "FAILED (failures=1)", "Tests: 2 passed, 3 total", "Test Files  1 passed", "test result: ok.",
     "ok  pkg/x 0.3s", "FAIL", "PASS", "5 passing", "2 failing", "3 examples, 0 failures", "FAILED tests/a.py::t",
-    "ERROR b", "--- FAIL: TestX", "FAIL: test_y (m.T)", "x", "\t", "\x0b", "E",
+    "ERROR b", "--- FAIL: TestX", "FAIL: test_y (m.T)", "x", "\t", "\x0b", "E", "    ", "12", " in ", "s", ",",
 ]  # fmt: skip
 
 
@@ -123,6 +125,14 @@ def test_line_patterns_find_the_matches_finditer_finds(parts: list[str]) -> None
     text = "".join(parts)
     for pattern in (outcomes._TEST_SUMMARY, outcomes._TEST_FAILED_NAME):
         assert list(pattern.groups_of(text)) == [m.groups() for m in pattern.pattern.finditer(text)]
+    # The possessive runs of the summary pattern find what the same runs written plain find.
+    plain = re.compile(
+        outcomes._TEST_SUMMARY.pattern.pattern.replace("*+", "*").replace("++", "+"), re.MULTILINE
+    )
+    assert plain.pattern != outcomes._TEST_SUMMARY.pattern.pattern
+    assert [m.groups() for m in plain.finditer(text)] == [
+        m.groups() for m in outcomes._TEST_SUMMARY.pattern.finditer(text)
+    ]
 
 
 def _clip_words_by_splitting_all(text: str, limit: int) -> str:

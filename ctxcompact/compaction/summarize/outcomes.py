@@ -86,13 +86,16 @@ TEST_COMMAND = re.compile(
     r"mvn\b[^|;&\n]*\btest|gradlew?\b[^|;&\n]*\btest|dotnet\s+test|mix\s+test|ctest|make\s+(?:test|check)|"
     r"mise\s+run\s+test|just\s+test)\b"
 )
-#: Summary lines of test runners, and the failing tests they name.
+#: Summary lines of test runners, and the failing tests they name. The runs of spaces, "="
+#: and counts before what must follow them are possessive (``*+``, ``++``): what follows
+#: cannot start with what they hold, so giving any back never helps a match — and an indented
+#: line of a log is not walked back character by character (a test compares the two forms).
 _TEST_SUMMARY = LinePattern(
-    r"^[ =]*((?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?)[, ]*)+)(?:in [\d.]+s)?[ =]*$"
+    r"^[ =]*+((?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?)[, ]*+)++)(?:in [\d.]+s)?[ =]*$"
     r"|^(Ran \d+ tests? in [\d.]+s)$|^(OK(?: \(.*\))?|FAILED \(.*\))$"
     r"|^(Tests?:\s+.*\d+ (?:passed|failed|total).*)$|^(Test Files\s+.*)$"
     r"|^(test result: (?:ok|FAILED)\..*)$|^((?:ok|FAIL)\s+\S+\s+[\d.]+s)$|^(PASS|FAIL)$"
-    r"|^\s*(\d+ passing.*|\d+ failing.*)$|^(\d+ examples?, \d+ failures?.*)$",
+    r"|^\s*+(\d+ passing.*|\d+ failing.*)$|^(\d+ examples?, \d+ failures?.*)$",
 )
 _TEST_FAILED_NAME = LinePattern(r"^(?:FAILED|ERROR) (\S+)|^--- FAIL: (\S+)|^FAIL:? (\S+(?: \(.*\))?)$")
 _FAILING = re.compile(
