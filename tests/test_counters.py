@@ -300,3 +300,19 @@ def test_count_totals_gives_the_reports_figures() -> None:
             assert [(m.index, m.role, m.tokens) for m in lean.messages] == [
                 (m.index, m.role, m.tokens) for m in report.messages
             ]
+
+
+def test_a_shared_cache_serves_a_lean_measure_from_a_full_report() -> None:
+    """eval measures a conversation with the breakdown (offload) and without it (each
+    strategy's compaction) through one shared cache: the full report serves both."""
+    from ctxcompact.accounting.check import measure
+    from ctxcompact.accounting.counters import shared_cache
+
+    conv = load_messages(generate(5_000, seed=3))
+    shared = shared_cache(EstimateCounter())
+    full = measure(conv, shared, previews=False)
+    assert measure(conv, shared, breakdown=False) is full
+    alone = shared_cache(EstimateCounter())
+    lean = measure(conv, alone, breakdown=False)
+    assert lean.by_type == {} and (lean.total, lean.by_role) == (full.total, full.by_role)
+    assert measure(conv, alone, previews=False).by_type == full.by_type  # the lean one serves no breakdown

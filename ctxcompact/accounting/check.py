@@ -188,11 +188,13 @@ def measure(
         previews = False
     if isinstance(counter, CachedCounter) and counter.shared:
         # The compactions sharing this cache (``eval``'s strategies) count the same
-        # conversation object: counted once.
+        # conversation object: counted once. A report with the breakdown serves one without.
         key = (id(conversation), previews, breakdown)
-        known = counter.reports.get(key)
-        if known is not None and known[0] is conversation:
-            return known[1]
+        fuller = [] if breakdown else [(id(conversation), False, True), (id(conversation), True, True)]
+        for held in (key, *fuller):
+            known = counter.reports.get(held)
+            if known is not None and known[0] is conversation:
+                return known[1]
         report = count(
             conversation.messages, counter=counter, system=conversation.system, tools=conversation.tools
         )
