@@ -331,7 +331,7 @@ def _read_for_all(conversation: Conversation, counter: TokenCounter) -> None:
     Its count (each message's, for the results' counts, and the report every compaction
     starts from) and the passes over its list (tool pairs and blocks, turns)."""
     measure_total(conversation, counter)
-    measure(conversation, counter, previews=False)
+    measure(conversation, counter, breakdown=False)
     tool_pairs(conversation.messages)
     turn_starts(conversation.messages)
 
@@ -348,7 +348,7 @@ def _offload(conversation: Conversation, counter: TokenCounter) -> tuple[int, in
     from ctxcompact.offload.tool_results import offload_tool_results
 
     size = context_size(
-        conversation, measure(conversation, counter, previews=False), model=conversation_model(conversation)
+        conversation, measure(conversation, counter, breakdown=False), model=conversation_model(conversation)
     )
     result = offload_tool_results(conversation.messages, out_dir=OFFLOAD, files=False)
     after = size.resized(measure_total(conversation.with_messages(result.messages), counter))
