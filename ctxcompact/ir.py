@@ -171,24 +171,39 @@ T = TypeVar("T")
 
 #: How many message lists :func:`per_list` holds answers for: a compaction's input, its copies
 #: (thinking dropped, results masked) and the summary's input; ``eval`` runs every strategy
-#: on one input.
+#: on one input (a list the scope holds, besides these: :func:`remembered_passes`).
 LISTS_REMEMBERED = 4
 _Remembered = list[tuple[tuple["Message", ...], dict[Hashable, Any]]]
-#: The open :func:`remembered_passes` scope's lists and answers (None: no scope, nothing kept).
-_PASSES: ContextVar[_Remembered | None] = ContextVar("ctxcompact_remembered_passes", default=None)
+
+
+@dataclass(slots=True)
+class _Scope:
+    """An open :func:`remembered_passes` scope: the lists it holds for its whole length, and
+    the most recently asked others (the most recent first, :data:`LISTS_REMEMBERED` at most)."""
+
+    held: _Remembered
+    recent: _Remembered
+
+
+#: The open :func:`remembered_passes` scope (None: no scope, nothing kept).
+_PASSES: ContextVar[_Scope | None] = ContextVar("ctxcompact_remembered_passes", default=None)
 
 
 @contextmanager
-def remembered_passes() -> Iterator[None]:
+def remembered_passes(*held: Sequence[Message]) -> Iterator[None]:
     """Within it, :func:`per_list` remembers its answers; when it closes they are dropped, so
     nothing outlives the call that opened it (a library host's agent loop keeps none of its
     transcripts alive through us). A compaction (:func:`ctxcompact.compaction.pipeline.compact_conversation`)
     opens one for its run, ``eval`` one per conversation; a scope opened inside another is the
-    outer one. A ``ContextVar``: threads and tasks each see their own."""
+    outer one. A ``ContextVar``: threads and tasks each see their own.
+
+    ``held``: lists whose answers are kept for the whole scope, however many other lists are
+    asked about meanwhile (``eval`` holds the conversation every strategy reads: a strategy's
+    own copies of it would otherwise push it out before the next strategy asks)."""
     if _PASSES.get() is not None:
         yield
         return
-    token = _PASSES.set([])
+    token = _PASSES.set(_Scope([(tuple(messages), {}) for messages in held], []))
     try:
         yield
     finally:
@@ -204,15 +219,22 @@ def per_list(messages: Sequence[Message], key: Hashable, compute: Callable[[Sequ
     Sound because what a pass reads is the message objects: a message is immutable (frozen,
     its content a tuple of blocks that are never mutated, its raw records as read), and a
     rewrite makes a new object for any message it changes, so a list with one message replaced
-    is another list. The last :data:`LISTS_REMEMBERED` lists are held (so no id is reused while
-    its answers are); ``compute`` must return a value its callers do not mutate.
+    is another list. The scope's held lists and the last :data:`LISTS_REMEMBERED` others are
+    held (so no id is reused while its answers are); ``compute`` must return a value its
+    callers do not mutate.
     """
-    remembered = _PASSES.get()
-    if remembered is None:
+    scope = _PASSES.get()
+    if scope is None:
         return compute(messages)
+    for held, answers in scope.held:
+        if _holds(held, messages):
+            if key not in answers:
+                answers[key] = compute(messages)
+            return answers[key]
+    remembered = scope.recent
     for entry in remembered:
         held, answers = entry
-        if len(held) == len(messages) and all(map(is_, held, messages)):
+        if _holds(held, messages):
             if key not in answers:
                 answers[key] = compute(messages)
             if entry is not remembered[0]:  # the most recently asked first
@@ -223,6 +245,11 @@ def per_list(messages: Sequence[Message], key: Hashable, compute: Callable[[Sequ
     remembered.insert(0, (tuple(messages), {key: value}))
     del remembered[LISTS_REMEMBERED:]
     return value
+
+
+def _holds(held: tuple[Message, ...], messages: Sequence[Message]) -> bool:
+    """Whether ``messages`` are the very objects of ``held``, in its order."""
+    return len(held) == len(messages) and all(map(is_, held, messages))
 
 
 # --- structure: pairs, tool interaction blocks, rounds, the current loop ---------------------

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from conftest import corpus_files, requires_corpus
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxcompact.accounting.tokens import CachedCounter, EstimateCounter, count_tokens
 from ctxcompact.errors import UsageError, WorkFailedError
@@ -91,6 +93,42 @@ def test_offload_asked_not_to_measure_encodes_nothing_and_writes_the_same(tmp_pa
     assert unmeasured.tokens_freed is None and measured.tokens_freed
     assert results_of(unmeasured.messages) == results_of(measured.messages)
     assert (tmp_path / "a" / MANIFEST_NAME).read_bytes() == (tmp_path / "b" / MANIFEST_NAME).read_bytes()
+
+
+_IDS = st.sampled_from(["t1", "t1", "t2", "a/b", "x" * 200, "", "..", "tool-result-t1"])
+_CONTENTS = st.one_of(
+    st.text(st.sampled_from("ab\n"), max_size=300),
+    st.lists(
+        st.fixed_dictionaries({"type": st.just("text"), "text": st.text("ab", max_size=200)}), max_size=2
+    ),
+)
+
+
+@given(
+    st.lists(st.tuples(_IDS, _CONTENTS), max_size=6),
+    st.sampled_from([0, 20, 100]),
+    st.sampled_from([0, 5]),
+    st.sampled_from(["./", "session/offload/"]),
+)
+@settings(max_examples=150, deadline=None)
+def test_offload_without_files_gives_what_a_run_into_an_empty_directory_gives(
+    results: list[tuple[str, Any]], min_chars: int, preview: int, directory: str
+) -> None:
+    # eval scores offload's messages, not its files: none is written, nothing digested.
+    import tempfile
+
+    messages = ir(convo(*results))
+    options = {"min_chars": min_chars, "preview": preview, "reference_dir": directory}
+    with tempfile.TemporaryDirectory() as scratch:
+        written = offload_tool_results(
+            messages, out_dir=Path(scratch) / "out", measure_tokens=False, **options
+        )
+        alone = offload_tool_results(messages, out_dir=Path(scratch) / "none", files=False, **options)
+        assert not (Path(scratch) / "none").exists()
+    assert results_of(alone.messages) == results_of(written.messages)
+    kept = [[m is n for m, n in zip(run.messages, messages, strict=True)] for run in (alone, written)]
+    assert kept[0] == kept[1]  # unchanged messages are the input's own objects either way
+    assert (alone.offloaded_count, alone.freed_chars) == (written.offloaded_count, written.freed_chars)
 
 
 class RecordingCounter:

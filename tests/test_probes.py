@@ -17,6 +17,7 @@ from ctxcompact.evaluation.probes import (
     extract_probes,
     normalise,
     score_probes,
+    words,
 )
 
 SESSION = [
@@ -224,6 +225,21 @@ def test_a_probe_set_finds_what_a_scan_per_probe_finds(texts: list, needles: lis
         assert score_probes(probes, context_text(context)).lost == report.lost
 
 
+def test_a_file_restored_in_the_messages_keeps_the_probes_naming_it() -> None:
+    # eval scores a context whose files were restored after the summary: a path probe for one
+    # of them is kept by the restored file itself, whichever strategy's message holds it.
+    from ctxcompact.markers import restored_text
+
+    probes = ProbeSet([Probe("path", "./src/config.py"), Probe("path", "src/other.py")])
+    restored = msg("user", text(restored_text("/repo/src/config.py", "DEBUG = False")))
+    report = probes.score([msg("user", text("the summary")), restored])
+    assert [p.text for p in report.lost] == ["src/other.py"]
+    assert [p.text for p in probes.score([msg("user", text("the summary"))]).lost] == [
+        "./src/config.py",
+        "src/other.py",
+    ]
+
+
 def test_a_probe_that_runs_across_two_messages_is_found_where_they_meet() -> None:
     messages = [
         msg("user", text("it was the")),
@@ -268,8 +284,9 @@ _TRICKY = st.text(
 )
 
 
-@given(_TRICKY)
+@given(st.one_of(_TRICKY, st.text(st.characters(max_codepoint=127), max_size=60)))
 def test_normalise_is_its_definition(value: str) -> None:
+    # ASCII text is normalised in bytes, the rest with the pattern: the same definition.
     import re
 
     quotes = re.compile(r"[\"'`‘’“”«»]")
@@ -284,6 +301,25 @@ def test_words_are_the_word_pattern_s_matches(value: str) -> None:
 
     assert words(value) == _WORD.findall(value)
     assert words(normalise(value)) == _WORD.findall(normalise(value))
+
+
+_ASCII_CHUNKS = ["word", "Word", "abc", "xy", "_", "0", "9", " ", "-", "/", "\n"]
+_CHUNKS = [*_ASCII_CHUNKS, "中文字", "か", "ナ", "é", "ß", "İ", "Σ", "\u00a0"]
+#: Texts of words and what may border one: ASCII ones (read in bytes) or not.
+_WORDY = st.one_of(
+    *(st.lists(st.sampled_from(c), max_size=12).map("".join) for c in (_ASCII_CHUNKS, _CHUNKS))
+)
+
+
+@given(st.lists(_WORDY, min_size=1, max_size=4), st.data())
+@settings(max_examples=300, deadline=None)
+def test_the_words_a_context_holds_are_its_words(sentences: list[str], data: st.DataObject) -> None:
+    # A sentence probe is kept by the words of it the context holds: ASCII text is read for
+    # them in bytes, not with the pattern; the words found are the pattern's.
+    probes = ProbeSet([Probe("statement", s) for s in [*sentences, "word wordword worde wordß 中文字 か"]])
+    text = normalise(data.draw(_WORDY))
+    present = {w for w, bit in probes._word_bits.items() if probes._present(text) & bit}
+    assert present == probes._all_wanted & set(words(text))
 
 
 @given(_TRICKY, st.integers(1, 12))

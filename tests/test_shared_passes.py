@@ -273,8 +273,28 @@ def test_answers_follow_the_objects_not_the_container() -> None:
         assert tool_interaction_blocks(messages) is not tool_interaction_blocks(messages)  # a copy each
         for n in range(ir_module.LISTS_REMEMBERED + 2):  # the oldest lists are let go
             tool_interaction_blocks([*messages, msg("user", text(f"more {n}"))])
-        held = ir_module._PASSES.get()
-        assert held is not None and len(held) == ir_module.LISTS_REMEMBERED
+        scope = ir_module._PASSES.get()
+        assert scope is not None and len(scope.recent) == ir_module.LISTS_REMEMBERED
+
+
+def test_a_held_list_is_remembered_for_the_whole_scope(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``eval`` holds its conversation's list: each pass over it is made once however many
+    other lists (a strategy's copies) are asked about in between."""
+    made: list[int] = []
+    real = ir_module._tool_interaction_blocks
+
+    def counted(messages: Sequence[Message]) -> tuple[Span, ...]:
+        made.append(len(messages))
+        return real(messages)
+
+    monkeypatch.setattr(ir_module, "_tool_interaction_blocks", counted)
+    messages = [msg("user", text("go")), msg("assistant", use("t1", "Bash")), msg("user", result("t1", "ok"))]
+    with remembered_passes(messages):
+        assert tool_interaction_blocks(messages) == [Span(1, 3)]
+        for n in range(ir_module.LISTS_REMEMBERED + 2):
+            tool_interaction_blocks([*messages, msg("user", text(f"more {n}"))])
+        assert tool_interaction_blocks(list(messages)) == [Span(1, 3)]
+    assert made == [3, *[4] * (ir_module.LISTS_REMEMBERED + 2)]
 
 
 def test_nothing_is_remembered_outside_a_scope(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -154,6 +154,8 @@ def _run_forked(
     tasks and results through queues, its threads waking up) on a machine whose cores the
     workers already filled: ``--jobs 2`` reached 90 % of what two bare processes gain."""
     import gc
+    import pickle  # noqa: F401 (what _Worker and _Sender use, imported once for every process)
+    import struct  # noqa: F401
     import tempfile
 
     from ctxcompact.llm.gate import install_request_gate

@@ -74,11 +74,20 @@ TASK_SENTENCES = 3
 CHANGE_CHARS = 60
 
 _QUOTES = re.compile(r"[\"'`‘’“”«»]")
+#: :func:`normalise` of ASCII text byte by byte (its quotes deleted apart): upper case to lower,
+#: ``\\`` to ``/``, and to a space the separators ``str.split`` takes as white space but
+#: ``bytes.split`` does not (``\x1c``–``\x1f``).
+_ASCII_NORMAL = bytes(
+    c + 32 if 65 <= c <= 90 else 0x2F if c == 0x5C else 0x20 if 0x1C <= c <= 0x1F else c for c in range(256)
+)
 _IDENT = re.compile(r"`([A-Za-z_][\w.:/-]{2,60}(?:\(\))?|[a-z][\w-]* [\w.-]+(?: [\w.-]+)?)`")
 _URL = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
 _WORD = re.compile(r"[^\W\d_]{4,}|[\u3040-\u30ff\u3400-\u9fff]")
 #: :data:`_WORD` in ASCII text, where it can only be this (2.5x faster in CPython's engine).
 _ASCII_WORD = re.compile(r"[A-Za-z]{4,}")
+#: Bytes of ASCII text with every byte but a letter made a space: split, the text's runs of
+#: letters, every :data:`_ASCII_WORD` match among them (:meth:`ProbeSet._present`).
+_ASCII_LETTERS = bytes(c if chr(c).isascii() and chr(c).isalpha() else 0x20 for c in range(256))
 _TIMING = re.compile(r"\s*\bin [\d.]+s\b.*$")
 _CODE_TOKEN = re.compile(r"\w+")
 _NAMES = re.compile(r"`[^`\n]{2,80}`|\b\d+(?:[.,]\d+)*\b")
@@ -142,6 +151,8 @@ class ProbeReport:
 
 def normalise(text: str) -> str:
     """Lower case, no quotes or backticks, ``\\`` as ``/``, white space runs as one space."""
+    if text.isascii():  # the same, in bytes: 1.7x faster
+        return b" ".join(text.encode().translate(_ASCII_NORMAL, b"\"'`").split()).decode()
     return " ".join(_QUOTES.sub("", text.replace("\\", "/")).lower().split())  # split: at \s+, 3x faster
 
 
@@ -320,32 +331,43 @@ class ProbeSet:
         self._across = _matcher(spaced)
         self._across_numbers = [self._number[n] for n in spaced]
         self._reach = max(map(len, spaced), default=0) - 1
+        # What a text holds is kept as two bit masks (a probe's number, a wanted word's bit):
+        # a context's are the OR of its pieces', a few machine words each, where sets of
+        # thousands of probes and words were merged piece by piece.
+        self._probe_bits = [1 << i for i in range(len(distinct))]
         #: The words a sentence probe may be kept by (its coverage of them, module docstring).
-        self._wanted = [
+        wanted = [
             set(words(n)) if p.kind in SENTENCE_KINDS else set()
             for p, n in zip(self.probes, self.needles, strict=True)
         ]
-        self._all_wanted = set().union(*self._wanted)
-        self._messages: dict[int, tuple[Message, str, frozenset[int], frozenset[str]]] = {}
-        self._joins: dict[str, frozenset[int]] = {}
+        self._all_wanted = set().union(*wanted)
+        self._word_bits = {w: 1 << i for i, w in enumerate(sorted(self._all_wanted))}
+        self._ascii_word_bits = {w.encode(): bit for w, bit in self._word_bits.items() if w.isascii()}
+        #: Each probe's wanted words as a mask, and how many they are.
+        self._wanted = [(sum(map(self._word_bits.__getitem__, w)), len(w)) for w in wanted]
+        self._messages: dict[int, tuple[Message, str, int, int, tuple[str, ...]]] = {}
+        self._joins: dict[str, int] = {}
 
     def score_text(self, context: str, *, restored: Iterable[str] = ()) -> ProbeReport:
         """The probes kept in ``context``, a text."""
         pieces = (normalise(piece) for piece in _pieces(context, max(PIECE_CHARS, 4 * self._longest)))
         return self._scan((self._find_all(text) for text in pieces), restored)
 
-    def score(self, messages: Sequence[Message], *, restored: Iterable[str] = ()) -> ProbeReport:
-        """The probes kept in ``messages`` (``score_text(context_text(messages))``)."""
-        return self._scan((self._read(message)[1:] for message in messages), restored)
+    def score(self, messages: Sequence[Message], *, restored: Iterable[str] | None = None) -> ProbeReport:
+        """The probes kept in ``messages`` (``score_text(context_text(messages))``); ``restored``:
+        the paths of the files restored in them (default: their restored-file blocks',
+        :func:`restored_paths`, read with each message)."""
+        read = [self._read(message) for message in messages]
+        if restored is None:
+            restored = [path for known in read for path in known[4]]
+        return self._scan(((text, found, present) for _, text, found, present, _ in read), restored)
 
-    def _scan(
-        self, pieces: Iterable[tuple[str, frozenset[int], frozenset[str]]], restored: Iterable[str]
-    ) -> ProbeReport:
+    def _scan(self, pieces: Iterable[tuple[str, int, int]], restored: Iterable[str]) -> ProbeReport:
         """The report on the normalised ``pieces`` joined by spaces, from each one's own
-        matches and words and the text around each place where two meet."""
+        matches and words (:meth:`_find_all`) and the text around each place where two meet."""
         texts: list[str] = []
-        found: set[int] = set()
-        words: set[str] = set()
+        found = 0
+        words = 0
         for text, needles, present in pieces:
             if text:
                 texts.append(text)
@@ -359,26 +381,37 @@ class ProbeSet:
                 at += len(text) + 1  # the space between this text and the next
                 window = joined[max(0, at - reach) : at + reach + 1]
                 if window not in self._joins:
-                    self._joins[window] = frozenset(self._find(window, across=True))
+                    self._joins[window] = self._bits(self._find(window, across=True))
                 found |= self._joins[window]
         return self._report(found, words, restored)
 
-    def _read(self, message: Message) -> tuple[Message, str, frozenset[int], frozenset[str]]:
+    def _read(self, message: Message) -> tuple[Message, str, int, int, tuple[str, ...]]:
         known = self._messages.get(id(message))
         if known is None or known[0] is not message:
             text = normalise(context_text([message]))
-            known = (message, *self._find_all(text))
+            known = (message, *self._find_all(text), restored_file_paths(message))
             self._messages[id(message)] = known
         return known
 
-    def _find_all(self, text: str) -> tuple[str, frozenset[int], frozenset[str]]:
-        """``text`` (normalised), the probes in it and the words of it a sentence probe wants."""
-        present = (
-            frozenset(self._all_wanted.intersection(words(text)))
-            if text and self._all_wanted
-            else frozenset()
-        )
-        return text, frozenset(self._find(text)), present
+    def _find_all(self, text: str) -> tuple[str, int, int]:
+        """``text`` (normalised), the probes in it and the words of it a sentence probe wants
+        (as masks: :meth:`_bits`, :attr:`_word_bits`)."""
+        return text, self._bits(self._find(text)), self._present(text) if text and self._all_wanted else 0
+
+    def _present(self, text: str) -> int:
+        """The mask of the wanted words in ``text`` (its :func:`words`). In ASCII text, the
+        wanted ones among its runs of letters, found in bytes (the words are the runs of 4+
+        letters, and every wanted word is one): 1.8x faster than the pattern, a third of a
+        message's first reading."""
+        if text.isascii():
+            bits = self._ascii_word_bits
+            runs = text.encode().translate(_ASCII_LETTERS).split()
+            return sum(map(bits.__getitem__, bits.keys() & runs))
+        return sum(map(self._word_bits.__getitem__, self._all_wanted.intersection(words(text))))
+
+    def _bits(self, numbers: set[int]) -> int:
+        """The mask of the probes numbered ``numbers``."""
+        return sum(map(self._probe_bits.__getitem__, numbers))
 
     def _find(self, text: str, *, across: bool = False) -> set[int]:
         """The numbers of the probes in ``text``; ``across``: of those holding a space only."""
@@ -391,17 +424,18 @@ class ProbeSet:
             found = {i for i, _, _ in matcher.find_matches_as_indexes(_encodable(text), overlapping=True)}
         return {self._across_numbers[i] for i in found} if across else found
 
-    def _report(self, found: set[int], words: set[str], restored: Iterable[str]) -> ProbeReport:
+    def _report(self, found: int, words: int, restored: Iterable[str]) -> ProbeReport:
+        """The report from the masks of the probes ``found`` and of the wanted ``words``."""
         files = [normalise(p) for p in restored]
         kept: Counter[str] = Counter()
         total: Counter[str] = Counter()
         lost: list[Probe] = []
-        for probe, needle, wanted in zip(self.probes, self.needles, self._wanted, strict=True):
+        for probe, needle, (wanted, size) in zip(self.probes, self.needles, self._wanted, strict=True):
             total[probe.kind] += 1
             if needle and (
-                self._number[needle] in found
+                found >> self._number[needle] & 1
                 or any(f == needle or f.endswith("/" + needle.lstrip("./")) or needle in f for f in files)
-                or (wanted and len(wanted & words) >= SENTENCE_COVERAGE * len(wanted))
+                or (size and (wanted & words).bit_count() >= SENTENCE_COVERAGE * size)
             ):
                 kept[probe.kind] += 1
             else:

@@ -52,9 +52,8 @@ from ctxcompact.evaluation.probes import (
     ProbeReport,
     ProbeSet,
     extract_probes,
-    restored_paths,
 )
-from ctxcompact.ir import Message, remembered_passes
+from ctxcompact.ir import Message, remembered_passes, tool_pairs, turn_starts
 from ctxcompact.transcripts.io import Conversation, Transcript
 
 OFFLOAD = "offload"
@@ -180,11 +179,11 @@ def evaluate_transcripts(
                 # The facts of each part the probes and the strategies summarize, read once; a
                 # strategy run on the same input again (auto above its threshold: hybrid), run
                 # once; the passes over the conversation's list (tool blocks, pins), made once.
-                with shared_facts(), shared_runs(clock) as memo, remembered_passes():
+                with shared_facts(), shared_runs(clock) as memo, remembered_passes(conv.messages):
                     probes = ProbeSet(conversation_probes(conv))  # read once, for every strategy
                     # One cache for the conversation's strategies: each block is encoded once.
                     shared = shared_cache(counter)
-                    measure_total(conv, shared)  # before the clock: no strategy is charged for it
+                    _read_for_all(conv, shared)
 
                     run = partial(
                         evaluate_strategy,
@@ -231,9 +230,25 @@ def run_strategies(
         units.append([*partners, AUTO])
     rank = {name: i for i, name in enumerate(COSTLIEST_FIRST)}
     units.sort(key=lambda u: min(rank.get(n, len(rank)) for n in u))
-    done = share_out(units, lambda unit: [run(n) for n in unit], processes=min(jobs, default_jobs()))
+    processes = min(jobs, default_jobs())
+    if processes > 1:
+        _load_strategies(names)
+    done = share_out(units, lambda unit: [run(n) for n in unit], processes=processes)
     by_name = {r.strategy: r for batch in done for r in batch}
     return [by_name[n] for n in names]
+
+
+def _load_strategies(names: Sequence[str]) -> None:
+    """Import the code of the strategies ``names`` before the processes fork: each process
+    would import the modules of its own strategies, and those several share (the masking,
+    the previews) twice."""
+    from ctxcompact.compaction.strategies import STRATEGIES, LazyRun
+
+    for name in {*names, *(AUTO_STRATEGIES if AUTO in names else ())} - {AUTO}:
+        if name == OFFLOAD:
+            import ctxcompact.offload.tool_results  # noqa: F401 (loaded for the processes)
+        elif isinstance(run := STRATEGIES[name].run, LazyRun):
+            run.load()
 
 
 def evaluate_strategy(
@@ -288,7 +303,7 @@ def evaluate_strategy(
     replaced = [m for m in conversation.messages if id(m) not in kept]
     if probes is None:
         probes = ProbeSet(conversation_probes(conversation))
-    report = probes.score(messages, restored=restored_paths(messages))
+    report = probes.score(messages)  # the files restored in them count
     return StrategyRun(
         source,
         strategy,
@@ -310,6 +325,17 @@ def conversation_probes(conversation: Conversation) -> tuple[Probe, ...]:
     return extract_probes(messages[head:])
 
 
+def _read_for_all(conversation: Conversation, counter: TokenCounter) -> None:
+    """What every strategy reads of ``conversation``, read now: before the clock (no strategy
+    is charged for it) and before :func:`run_strategies` forks (no process reads it again).
+    Its count (each message's, for the results' counts, and the report every compaction
+    starts from) and the passes over its list (tool pairs and blocks, turns)."""
+    measure_total(conversation, counter)
+    measure(conversation, counter, breakdown=False)
+    tool_pairs(conversation.messages)
+    turn_starts(conversation.messages)
+
+
 def _figures_only(run: Callable[[str], StrategyRun], name: str) -> StrategyRun:
     """``run(name)`` without its messages (nothing but the figures travels between processes)."""
     return replace(run(name), original=(), messages=(), replaced=())
@@ -317,17 +343,14 @@ def _figures_only(run: Callable[[str], StrategyRun], name: str) -> StrategyRun:
 
 def _offload(conversation: Conversation, counter: TokenCounter) -> tuple[int, int, Sequence[Message]]:
     """``offload`` measured as the compaction pipeline measures a strategy: the context size
-    before, and the same size of the rewrite (:meth:`ContextSize.resized`); its files kept in
-    memory (what it leaves in the context is all a score reads)."""
-    from ctxcompact.offload.store import MemoryWriter
+    before, and the same size of the rewrite (:meth:`ContextSize.resized`); no file written
+    (what it leaves in the context is all a score reads)."""
     from ctxcompact.offload.tool_results import offload_tool_results
 
     size = context_size(
-        conversation, measure(conversation, counter, previews=False), model=conversation_model(conversation)
+        conversation, measure(conversation, counter, breakdown=False), model=conversation_model(conversation)
     )
-    result = offload_tool_results(
-        conversation.messages, out_dir=OFFLOAD, writer=MemoryWriter(), measure_tokens=False
-    )
+    result = offload_tool_results(conversation.messages, out_dir=OFFLOAD, files=False)
     after = size.resized(measure_total(conversation.with_messages(result.messages), counter))
     return size.tokens, after, result.messages
 

@@ -31,7 +31,7 @@ import re
 import stat
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -238,39 +238,6 @@ class DiskWriter:
 
     def lock(self, directory: Path) -> AbstractContextManager[None]:
         return directory_lock(directory)
-
-
-class MemoryWriter:
-    """Files kept in a dictionary, nothing on disk: for callers that want offload's result
-    without its files (``eval`` scores what offload leaves in the context; a real directory
-    would cost a create and an unlink per file, most of the run on a slow disk)."""
-
-    def __init__(self) -> None:
-        self.files: dict[Path, bytes] = {}
-
-    def make_dir(self, directory: Path) -> None:
-        pass
-
-    def read(self, path: Path, max_bytes: int | None = None) -> bytes | None:
-        return self.files.get(path)
-
-    def create(self, path: Path, data: bytes) -> bool:
-        if path in self.files:
-            return False
-        self.files[path] = data
-        return True
-
-    def replace(self, path: Path, data: bytes) -> None:
-        self.files[path] = data
-
-    def remove(self, path: Path) -> None:
-        self.files.pop(path, None)
-
-    def lock(self, directory: Path) -> AbstractContextManager[None]:
-        return nullcontext()
-
-    def sync(self, directory: Path) -> None:
-        pass
 
 
 @contextmanager

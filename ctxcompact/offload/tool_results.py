@@ -47,6 +47,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +192,7 @@ def offload_tool_results(
     counter: TokenCounter | None = None,
     reference_dir: str = SEED_REFERENCE_DIR,
     measure_tokens: bool = True,
+    files: bool = True,
 ) -> OffloadResult:
     """Offload large tool_result contents of ``messages`` to files in ``out_dir``.
 
@@ -201,6 +203,9 @@ def offload_tool_results(
     created. ``counter`` measures ``tokens_freed`` (default: tiktoken); with
     ``measure_tokens=False`` nothing is counted and ``tokens_freed`` is None. ``reference_dir``
     names ``out_dir`` in the references (seed: ``./``; a session: a path from its cwd).
+    ``files=False``: the messages alone, as a run into an empty ``out_dir`` makes them — no
+    file, no manifest, nothing encoded or digested (``eval`` scores what offload leaves in
+    the context); ``files``, ``entries`` and ``tokens_freed`` are then empty.
     """
     if min_chars < 0 or keep_recent < 0 or preview < 0:
         raise OptionError(
@@ -209,9 +214,20 @@ def offload_tool_results(
             "keep_recent",
             "preview",
         )
+    plans = _plan_offload(
+        messages, min_chars=min_chars, keep_recent=keep_recent, protect_loop=protect_loop, files=files
+    )
+    if not files:
+        done = _name_all(plans, preview=preview, directory=reference_dir)
+        return OffloadResult(
+            messages=replace_blocks(messages, {(p.message_index, p.block_index): p.new_block for p in done}),
+            offloaded_count=len(done),
+            freed_chars=sum(p.chars for p in done),
+            tokens_freed=None,
+            out_dir=str(out_dir),
+        )
     writer = writer or DiskWriter()
     root = resolved_dir(writer, out_dir)
-    plans = _plan_offload(messages, min_chars=min_chars, keep_recent=keep_recent, protect_loop=protect_loop)
     if not plans:
         return OffloadResult(tuple(messages), out_dir=str(root))
 
@@ -248,10 +264,7 @@ def _store_all(
                 continue
             claimed.add(entry.file_name)
             plan.entry = entry
-            plan.new_block = {
-                **plan.block,
-                "content": reference_for(entry.file_name, plan.text, preview=preview, directory=directory),
-            }
+            _refer(plan, entry.file_name, preview=preview, directory=directory)
             done.append(plan)
         # Entries of earlier runs stay; ours are added. A run that only reused files writes
         # nothing at all, not even the manifest. Like a database commit: every file is
@@ -279,9 +292,40 @@ def _store_all(
     return done
 
 
+def _name_all(plans: Sequence[_Plan], *, preview: int, directory: str) -> list[_Plan]:
+    """The plans :func:`_store_all` stores in an empty directory, each given its reference:
+    the first name of its id no earlier plan took (:func:`_store`: a name is only taken by
+    this run there), none when that reference would not be shorter than the content."""
+    claimed: set[str] = set()
+    done: list[_Plan] = []
+    for plan in plans:
+        tool_use_id = plan.block.get("tool_use_id")
+        name = next(
+            n
+            for n in (file_name_for(None if tool_use_id is None else str(tool_use_id), a) for a in count())
+            if n not in claimed
+        )
+        if len(reference_for(name, plan.text, preview=preview, directory=directory)) >= plan.chars:
+            continue
+        claimed.add(name)
+        _refer(plan, name, preview=preview, directory=directory)
+        done.append(plan)
+    return done
+
+
+def _refer(plan: _Plan, file_name: str, *, preview: int, directory: str) -> None:
+    """The plan's block, its content the reference to ``file_name``."""
+    plan.new_block = {
+        **plan.block,
+        "content": reference_for(file_name, plan.text, preview=preview, directory=directory),
+    }
+
+
 def _plan_offload(
-    messages: Sequence[Message], *, min_chars: int, keep_recent: int, protect_loop: bool
+    messages: Sequence[Message], *, min_chars: int, keep_recent: int, protect_loop: bool, files: bool = True
 ) -> list[_Plan]:
+    """The tool results to offload, in order; ``files``: with the bytes to write and the call
+    they answer (else neither: :func:`_name_all` needs them not)."""
     positions = [
         (i, j)
         for i, message in enumerate(messages)
@@ -300,6 +344,9 @@ def _plan_offload(
         if chars < min_chars or chars == 0 or is_reference(content):
             continue
         text = content if isinstance(content, str) else tool_result_text(block)
+        if not files:
+            plans.append(_Plan(i, j, block, b"", "text", chars, text))
+            continue
         data, stored_as = encode_content(content)
         call = call_digest(answered_call(messages, i, block.get("tool_use_id")))
         plans.append(_Plan(i, j, block, data, stored_as, chars, text, call))
