@@ -89,7 +89,7 @@ def seconds(run: Callable[[], object], runs: int) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="runs of each size (the best counts)")
+    parser.add_argument("--runs", type=int, default=9, help="runs of each size (the best counts)")
     args, _ = parser.parse_known_args(argv)  # make bench passes every script the same options
     ok = True
     print("| case | input | CPU time | × previous | target |\n|---|---:|---:|---:|---:|")
