@@ -277,9 +277,9 @@ def test_answers_follow_the_objects_not_the_container() -> None:
         assert scope is not None and len(scope.recent) == ir_module.LISTS_REMEMBERED
 
 
-def test_a_held_list_is_remembered_for_the_whole_scope(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``eval`` holds its conversation's list: each pass over it is made once however many
-    other lists (a strategy's copies) are asked about in between."""
+@pytest.fixture
+def blocks_made(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The length of each list whose tool blocks are made (not served from a scope), in order."""
     made: list[int] = []
     real = ir_module._tool_interaction_blocks
 
@@ -288,6 +288,13 @@ def test_a_held_list_is_remembered_for_the_whole_scope(monkeypatch: pytest.Monke
         return real(messages)
 
     monkeypatch.setattr(ir_module, "_tool_interaction_blocks", counted)
+    return made
+
+
+def test_a_held_list_is_remembered_for_the_whole_scope(blocks_made: list[int]) -> None:
+    """``eval`` holds its conversation's list: each pass over it is made once however many
+    other lists (a strategy's copies) are asked about in between."""
+    made = blocks_made
     messages = [msg("user", text("go")), msg("assistant", use("t1", "Bash")), msg("user", result("t1", "ok"))]
     with remembered_passes(messages):
         assert tool_interaction_blocks(messages) == [Span(1, 3)]
@@ -297,18 +304,13 @@ def test_a_held_list_is_remembered_for_the_whole_scope(monkeypatch: pytest.Monke
     assert made == [3, *[4] * (ir_module.LISTS_REMEMBERED + 2)]
 
 
-def test_nothing_is_remembered_outside_a_scope(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nothing_is_remembered_outside_a_scope(
+    blocks_made: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Only an open :func:`remembered_passes` keeps answers: outside one each pass is made
     again, and a compaction forgets its lists when it returns (a library host's agent loop
     keeps none of its transcripts alive through us)."""
-    made: list[int] = []
-    real = ir_module._tool_interaction_blocks
-
-    def counted(messages: Sequence[Message]) -> tuple[Span, ...]:
-        made.append(len(messages))
-        return real(messages)
-
-    monkeypatch.setattr(ir_module, "_tool_interaction_blocks", counted)
+    made = blocks_made
     messages = [msg("user", text("go")), msg("assistant", use("t1", "Bash")), msg("user", result("t1", "ok"))]
     tool_interaction_blocks(messages)
     tool_interaction_blocks(messages)
