@@ -328,9 +328,9 @@ def conversation_probes(conversation: Conversation) -> tuple[Probe, ...]:
 def _read_for_all(conversation: Conversation, counter: TokenCounter) -> None:
     """What every strategy reads of ``conversation``, read now: before the clock (no strategy
     is charged for it) and before :func:`run_strategies` forks (no process reads it again).
-    Its count (each message's, for the results' counts, and the report every compaction
-    starts from) and the passes over its list (tool pairs and blocks, turns)."""
-    measure_total(conversation, counter)
+    Its count (the report every compaction starts from; each message's total is kept by the
+    shared cache for the results' counts) and the passes over its list (tool pairs and
+    blocks, turns)."""
     measure(conversation, counter, breakdown=False)
     tool_pairs(conversation.messages)
     turn_starts(conversation.messages)
